@@ -1,0 +1,123 @@
+package dev.durable;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.function.Function;
+import reactor.core.publisher.Mono;
+
+/**
+ * A job type: its name, the class its arguments decode to, its handler and how it retries.
+ * Immutable; each {@code withX}-style setter returns a copy and checks its argument.
+ *
+ * <pre>{@code
+ * JobDefinition.of("send-email", Email.class, email -> mailer.send(email))
+ *     .queue("mail").maxAttempts(5).timeout(Duration.ofSeconds(30))
+ * }</pre>
+ */
+public final class JobDefinition<A, R> {
+
+    public static final String DEFAULT_QUEUE = "default";
+    public static final int DEFAULT_MAX_ATTEMPTS = 20;
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
+
+    private final String type;
+    private final Class<A> argsType;
+    private final JobHandler<A, R> handler;
+    private final String queue;
+    private final int maxAttempts;
+    private final Backoff backoff;
+    private final Duration timeout;
+
+    private JobDefinition(String type, Class<A> argsType, JobHandler<A, R> handler, String queue,
+            int maxAttempts, Backoff backoff, Duration timeout) {
+        this.type = type;
+        this.argsType = argsType;
+        this.handler = handler;
+        this.queue = queue;
+        this.maxAttempts = maxAttempts;
+        this.backoff = backoff;
+        this.timeout = timeout;
+    }
+
+    /** A job whose handler sees its arguments and its context. */
+    public static <A, R> JobDefinition<A, R> of(String type, Class<A> argsType, JobHandler<A, R> handler) {
+        Options.requireName("type", type);
+        Options.requireNonNull("argsType", argsType);
+        Options.requireNonNull("handler", handler);
+        return new JobDefinition<>(type, argsType, handler, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS,
+                Backoff.DEFAULT, DEFAULT_TIMEOUT);
+    }
+
+    /** A job whose handler needs only its arguments. */
+    public static <A, R> JobDefinition<A, R> of(String type, Class<A> argsType, Function<A, Mono<R>> handler) {
+        Options.requireNonNull("handler", handler);
+        return of(type, argsType, (JobHandler<A, R>) (args, context) -> handler.apply(args));
+    }
+
+    /** The queue its instances go to unless the request names one. */
+    public JobDefinition<A, R> queue(String queue) {
+        return new JobDefinition<>(type, argsType, handler, Options.requireName("queue", queue),
+                maxAttempts, backoff, timeout);
+    }
+
+    /** Runs at most this many times unless the request says otherwise (at least 1). */
+    public JobDefinition<A, R> maxAttempts(int maxAttempts) {
+        return new JobDefinition<>(type, argsType, handler, queue,
+                Options.requireAtLeast("maxAttempts", maxAttempts, 1), backoff, timeout);
+    }
+
+    public JobDefinition<A, R> backoff(Backoff backoff) {
+        return new JobDefinition<>(type, argsType, handler, queue, maxAttempts,
+                Options.requireNonNull("backoff", backoff), timeout);
+    }
+
+    /** A run longer than this is cancelled and counts as a failed attempt. */
+    public JobDefinition<A, R> timeout(Duration timeout) {
+        return new JobDefinition<>(type, argsType, handler, queue, maxAttempts, backoff,
+                Options.requirePositive("timeout", timeout));
+    }
+
+    public String type() {
+        return type;
+    }
+
+    public Class<A> argsType() {
+        return argsType;
+    }
+
+    public JobHandler<A, R> handler() {
+        return handler;
+    }
+
+    public String queue() {
+        return queue;
+    }
+
+    public int maxAttempts() {
+        return maxAttempts;
+    }
+
+    public Backoff backoff() {
+        return backoff;
+    }
+
+    public Duration timeout() {
+        return timeout;
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof JobDefinition<?, ?> that && type.equals(that.type);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(type);
+    }
+
+    @Override
+    public String toString() {
+        return "JobDefinition{type=" + type + ", queue=" + queue + ", maxAttempts=" + maxAttempts
+                + ", timeout=" + timeout + "}";
+    }
+}

@@ -1,0 +1,68 @@
+package dev.durable.internal.engine;
+
+import dev.durable.InstanceStatus;
+import dev.durable.internal.sql.InstanceStore;
+import dev.durable.internal.sql.Rows.Transition;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.util.Logger;
+import reactor.util.Loggers;
+
+/**
+ * The maintenance ticks any node may run: the reaper returns expired leases to runnable (or to
+ * failed once their attempts are spent, so a step that keeps killing its worker cannot retry
+ * forever). Each tick is a {@code Flux.interval} stream that drops ticks while one is running.
+ */
+public final class Maintenance {
+
+    private static final Logger log = Loggers.getLogger(Maintenance.class);
+    private static final int REAP_BATCH = 1000;
+
+    private final InstanceStore store;
+    private final Duration reaperInterval;
+    private final Consumer<Transition> onRecovered;
+    private final AtomicLong reaped = new AtomicLong();
+    private final AtomicLong ticksSkipped = new AtomicLong();
+    private Disposable reaper = reactor.core.Disposables.disposed();
+
+    public Maintenance(InstanceStore store, Duration reaperInterval, Consumer<Transition> onRecovered) {
+        this.store = store;
+        this.reaperInterval = reaperInterval;
+        this.onRecovered = onRecovered;
+    }
+
+    public void start() {
+        reaper = Flux.interval(reaperInterval)
+                .onBackpressureDrop(tick -> ticksSkipped.incrementAndGet())
+                .concatMap(tick -> reapOnce().onErrorResume(error -> {
+                    log.warn("reaper tick failed, the next one tries again: {}", error.toString());
+                    return Mono.empty();
+                }), 0)
+                .subscribe(null, error -> log.error("reaper loop failed", error));
+    }
+
+    /** One reaper pass over up to one batch of expired leases; emits how many it recovered. */
+    public Mono<Long> reapOnce() {
+        return store.recoverExpired(0, null, "", REAP_BATCH)
+                .doOnNext(transition -> {
+                    reaped.incrementAndGet();
+                    if (transition.status() == InstanceStatus.FAILED) {
+                        log.warn("instance {} failed: its lease expired on its last attempt", transition.id());
+                    }
+                    onRecovered.accept(transition);
+                })
+                .count();
+    }
+
+    public long reaped() {
+        return reaped.get();
+    }
+
+    public void stop() {
+        reaper.dispose();
+    }
+}

@@ -1,0 +1,115 @@
+package dev.durable.internal.engine;
+
+import dev.durable.internal.Errors;
+import dev.durable.internal.sql.InstanceStore;
+import dev.durable.internal.sql.Rows.OutcomeRow;
+import dev.durable.internal.sql.Rows.Transition;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
+import reactor.util.Logger;
+import reactor.util.Loggers;
+import reactor.util.retry.Retry;
+
+/**
+ * Group commit of outcomes. An outcome that arrives while fewer than {@code parallelism} batches
+ * are in flight is committed at once (no added latency when quiet); outcomes that arrive while
+ * batches are in flight queue up and go together in the next one, up to {@code batchSize}. So the
+ * batch grows with load and a batch never waits longer than one commit ahead of it. Each batch is
+ * one statement ({@code Sql.commitOutcomes}).
+ */
+public final class OutcomeCommitter {
+
+    private static final Logger log = Loggers.getLogger(OutcomeCommitter.class);
+
+    private record Pending(OutcomeRow row, MonoSink<Optional<Transition>> sink) {
+    }
+
+    private final InstanceStore store;
+    private final int batchSize;
+    private final int parallelism;
+    private final Queue<Pending> queue = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger inFlight = new AtomicInteger();
+
+    public OutcomeCommitter(InstanceStore store, int batchSize, int parallelism) {
+        this.store = store;
+        this.batchSize = batchSize;
+        this.parallelism = parallelism;
+    }
+
+    /**
+     * Commits one outcome with the batch it lands in. Emits the row's transition, or empty when the
+     * outcome was stale (the worker no longer owned the row).
+     */
+    public Mono<Optional<Transition>> commit(OutcomeRow row) {
+        return Mono.create(sink -> {
+            queue.add(new Pending(row, sink));
+            drain();
+        });
+    }
+
+    /** Outcomes waiting or being committed, for a graceful close. */
+    public boolean isIdle() {
+        return queue.isEmpty() && inFlight.get() == 0;
+    }
+
+    private void drain() {
+        for (;;) {
+            int current = inFlight.get();
+            if (current >= parallelism || queue.isEmpty()) {
+                return;
+            }
+            if (!inFlight.compareAndSet(current, current + 1)) {
+                continue;
+            }
+            List<Pending> batch = new ArrayList<>(Math.min(batchSize, 64));
+            Pending next;
+            while (batch.size() < batchSize && (next = queue.poll()) != null) {
+                batch.add(next);
+            }
+            if (batch.isEmpty()) {
+                inFlight.decrementAndGet();
+                continue;
+            }
+            commitBatch(batch);
+        }
+    }
+
+    private void commitBatch(List<Pending> batch) {
+        List<OutcomeRow> rows = new ArrayList<>(batch.size());
+        for (Pending pending : batch) {
+            rows.add(pending.row());
+        }
+        store.commitOutcomes(rows)
+                .collectMap(Transition::id)
+                // A lost connection may hide a commit that went through: a retry then finds the
+                // rows no longer claimed and reports them stale, which is the truth.
+                .retryWhen(Retry.backoff(3, Duration.ofMillis(50)).filter(Errors::isTransient))
+                .doFinally(signal -> {
+                    inFlight.decrementAndGet();
+                    drain();
+                })
+                .subscribe(committed -> complete(batch, committed), error -> fail(batch, error));
+    }
+
+    private static void complete(List<Pending> batch, Map<Long, Transition> committed) {
+        for (Pending pending : batch) {
+            pending.sink().success(Optional.ofNullable(committed.get(pending.row().id())));
+        }
+    }
+
+    private static void fail(List<Pending> batch, Throwable error) {
+        log.warn("commit of {} outcomes failed; their rows return through the reaper: {}",
+                batch.size(), error.toString());
+        for (Pending pending : batch) {
+            pending.sink().error(error);
+        }
+    }
+}

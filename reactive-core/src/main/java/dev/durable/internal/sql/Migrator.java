@@ -1,0 +1,141 @@
+package dev.durable.internal.sql;
+
+import dev.durable.DurableException;
+import dev.durable.internal.Db;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.util.Logger;
+import reactor.util.Loggers;
+
+/**
+ * Applies Durable's versioned migrations over R2DBC. All of it runs in one transaction under a
+ * transaction-scoped advisory lock keyed by the schema, so engines starting together apply each
+ * version exactly once and a failed migration leaves nothing half done (PostgreSQL DDL is
+ * transactional). The files are plain Flyway-named SQL with unqualified names, run with
+ * {@code search_path} set to the schema.
+ */
+public final class Migrator {
+
+    private static final Logger log = Loggers.getLogger(Migrator.class);
+
+    /** Every migration, in order. A new version adds a line here and its V and U files. */
+    static final List<Migration> MIGRATIONS = List.of(new Migration(1, "durable_schema"));
+
+    /** Advisory lock class for Durable's migrations; the object id is the schema's hash. */
+    private static final int LOCK_CLASS = 0x0D0AB1E;
+
+    record Migration(int version, String description) {
+
+        String upResource() {
+            return "/dev/durable/migrations/V" + version + "__" + description + ".sql";
+        }
+
+        String downResource() {
+            return "/dev/durable/migrations/U" + version + "__" + description + ".sql";
+        }
+    }
+
+    private final Db db;
+    private final String schema;
+    private final String quotedSchema;
+    private final String versionTable;
+    /** The scripts by resource name, read once here so no reactive thread reads the jar. */
+    private final java.util.Map<String, String> scripts = new java.util.HashMap<>();
+
+    public Migrator(Db db, String schema) {
+        this.db = db;
+        this.schema = schema;
+        this.quotedSchema = '"' + schema + '"';
+        this.versionTable = quotedSchema + ".durable_schema_version";
+        for (Migration migration : MIGRATIONS) {
+            scripts.put(migration.upResource(), readResource(migration.upResource()));
+            scripts.put(migration.downResource(), readResource(migration.downResource()));
+        }
+    }
+
+    /** The newest version this library ships. */
+    public static int latestVersion() {
+        return MIGRATIONS.get(MIGRATIONS.size() - 1).version();
+    }
+
+    /** Applies every migration newer than the recorded version; returns the version after. */
+    public Mono<Integer> migrate() {
+        return db.inTransaction(connection -> lockAndPrepare(connection)
+                .then(currentVersion(connection))
+                .flatMap(current -> Flux.fromIterable(MIGRATIONS)
+                        .filter(migration -> migration.version() > current)
+                        .concatMap(migration -> apply(connection, migration, migration.upResource())
+                                .then(Db.execute(connection, "INSERT INTO " + versionTable
+                                        + " (version, description) VALUES ($1, $2)",
+                                        migration.version(), migration.description()))
+                                .doOnSuccess(done -> log.info("applied Durable migration V{} to schema {}",
+                                        migration.version(), schema))
+                                .thenReturn(migration.version()))
+                        .last(current)))
+                .single();
+    }
+
+    /**
+     * Undoes every applied migration above {@code target} (0 removes every table), newest first.
+     * For tests and for removing Durable; the schema itself is left in place.
+     */
+    public Mono<Integer> migrateDown(int target) {
+        return db.inTransaction(connection -> lockAndPrepare(connection)
+                .then(currentVersion(connection))
+                .flatMap(current -> Flux.fromIterable(MIGRATIONS)
+                        .filter(migration -> migration.version() > target && migration.version() <= current)
+                        .sort((a, b) -> Integer.compare(b.version(), a.version()))
+                        .concatMap(migration -> apply(connection, migration, migration.downResource())
+                                .then(Db.execute(connection, "DELETE FROM " + versionTable
+                                        + " WHERE version = $1", migration.version())))
+                        .then(Mono.just(Math.min(current, target)))))
+                .single();
+    }
+
+    /** The version recorded in the schema, 0 when none is. */
+    public Mono<Integer> version() {
+        return db.inTransaction(connection -> lockAndPrepare(connection).then(currentVersion(connection)))
+                .single();
+    }
+
+    private Mono<Void> lockAndPrepare(io.r2dbc.spi.Connection connection) {
+        return Db.execute(connection, "SELECT pg_advisory_xact_lock($1, hashtext($2))", LOCK_CLASS, schema)
+                .then(Db.execute(connection, "CREATE SCHEMA IF NOT EXISTS " + quotedSchema))
+                .then(Db.execute(connection, "CREATE TABLE IF NOT EXISTS " + versionTable
+                        + " (version integer PRIMARY KEY, description text NOT NULL,"
+                        + " applied_at timestamptz NOT NULL DEFAULT now())"));
+    }
+
+    private Mono<Integer> currentVersion(io.r2dbc.spi.Connection connection) {
+        return Flux.from(connection.createStatement("SELECT coalesce(max(version), 0) FROM " + versionTable)
+                        .execute())
+                .flatMap(result -> result.map((row, meta) -> row.get(0, Integer.class)))
+                .single();
+    }
+
+    private Mono<Void> apply(io.r2dbc.spi.Connection connection, Migration migration, String resource) {
+        // SET LOCAL lasts to the end of this transaction: the script's unqualified names land in
+        // our schema, as they would under Flyway's default schema.
+        return Db.execute(connection, "SET LOCAL search_path TO " + quotedSchema)
+                .then(Db.executeScript(connection, scripts.get(resource)))
+                .onErrorMap(error -> !(error instanceof DurableException),
+                        error -> new DurableException("migration V" + migration.version() + " ("
+                                + resource + ") failed on schema " + schema + ": " + error.getMessage(), error));
+    }
+
+    private static String readResource(String resource) {
+        try (InputStream in = Migrator.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IllegalStateException("migration resource missing from the jar: " + resource);
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

@@ -1,0 +1,55 @@
+package dev.durable.poke;
+
+import dev.durable.internal.poke.LocalPokeTransport;
+import dev.durable.internal.poke.PostgresNotifyPokeTransport;
+import java.time.Duration;
+import reactor.core.publisher.Mono;
+
+/** The poke transports that come with the core. */
+public final class PokeTransports {
+
+    private PokeTransports() {
+    }
+
+    /** In-process only (the default): an engine pokes its own schedulers. */
+    public static PokeTransportFactory local() {
+        return new PokeTransportFactory() {
+            @Override
+            public Mono<PokeTransport> create(PokeContext context) {
+                return Mono.fromSupplier(LocalPokeTransport::new);
+            }
+
+            @Override
+            public String toString() {
+                return "local";
+            }
+        };
+    }
+
+    /**
+     * PostgreSQL LISTEN/NOTIFY on one dedicated connection per engine, plus the local leg. Opt-in:
+     * it needs a session-pinned connection, which transaction-mode poolers do not give.
+     * {@code coalesceWindow} is how long the sender gathers pokes of one queue into one NOTIFY.
+     */
+    public static PokeTransportFactory postgresNotify(Duration coalesceWindow) {
+        if (coalesceWindow.isNegative()) {
+            throw new IllegalArgumentException("coalesceWindow must not be negative, was " + coalesceWindow);
+        }
+        return new PokeTransportFactory() {
+            @Override
+            public Mono<PokeTransport> create(PokeContext context) {
+                return PostgresNotifyPokeTransport.start(context, coalesceWindow).cast(PokeTransport.class);
+            }
+
+            @Override
+            public String toString() {
+                return "postgresNotify(" + coalesceWindow + ")";
+            }
+        };
+    }
+
+    /** LISTEN/NOTIFY with a 5 ms sender-side coalescing window. */
+    public static PokeTransportFactory postgresNotify() {
+        return postgresNotify(Duration.ofMillis(5));
+    }
+}

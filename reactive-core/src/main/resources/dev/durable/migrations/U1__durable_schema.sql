@@ -1,0 +1,5 @@
+-- Undo of version 1 (Flyway's undo naming). Used by tests and by users who remove Durable.
+DROP TABLE IF EXISTS durable_rate_buckets;
+DROP TABLE IF EXISTS durable_gates;
+DROP TABLE IF EXISTS durable_signals;
+DROP TABLE IF EXISTS durable_instances;
