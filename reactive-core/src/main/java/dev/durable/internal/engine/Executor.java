@@ -49,8 +49,18 @@ public final class Executor {
         this.onCommitted = onCommitted;
     }
 
-    /** Runs the row and commits its outcome; completes when the outcome is committed or dropped. */
-    public Mono<Void> run(ClaimedRow row, String worker) {
+    /** How a run ended, from the scheduler's point of view. */
+    public enum RunResult {
+        /** The outcome is committed. */
+        COMMITTED,
+        /** The outcome was dropped: the worker no longer owned the row. */
+        STALE,
+        /** The commit failed; the row's lease expires and the reaper returns it. */
+        NOT_COMMITTED
+    }
+
+    /** Runs the row and commits its outcome; emits how that went, never an error. */
+    public Mono<RunResult> run(ClaimedRow row, String worker) {
         JobDefinition<?, ?> definition = definitions.get(row.type());
         Mono<OutcomeRow> outcome = definition == null
                 ? Mono.just(failed(row, worker, "unknown type '" + row.type()
@@ -58,13 +68,12 @@ public final class Executor {
                 : runJob(definition, row, worker);
         return outcome
                 .flatMap(committer::commit)
-                .doOnNext(committed -> report(row, worker, committed))
+                .map(committed -> report(row, worker, committed))
                 .onErrorResume(error -> {
                     log.warn("outcome of instance {} not committed ({}); its lease will expire and"
                             + " the reaper returns it", row.id(), error.toString());
-                    return Mono.empty();
-                })
-                .then();
+                    return Mono.just(RunResult.NOT_COMMITTED);
+                });
     }
 
     private <A, R> Mono<OutcomeRow> runJob(JobDefinition<A, R> definition, ClaimedRow row, String worker) {
@@ -122,12 +131,13 @@ public final class Executor {
                 false, leaseMillis);
     }
 
-    private void report(ClaimedRow row, String worker, Optional<Transition> committed) {
+    private RunResult report(ClaimedRow row, String worker, Optional<Transition> committed) {
         if (committed.isEmpty()) {
             log.info("stale outcome of instance {} dropped: worker {} lost its lease", row.id(), worker);
-            return;
+            return RunResult.STALE;
         }
         onCommitted.accept(committed.get());
+        return RunResult.COMMITTED;
     }
 
     private static String describe(Throwable error, Duration timeout) {

@@ -2,6 +2,7 @@ package dev.durable.internal.engine;
 
 import dev.durable.QueueOptions;
 import dev.durable.internal.Errors;
+import dev.durable.internal.engine.Demand.Trigger;
 import dev.durable.internal.sql.InstanceStore;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import java.time.Duration;
@@ -40,20 +41,6 @@ public final class QueueScheduler {
 
     private static final Logger log = Loggers.getLogger(QueueScheduler.class);
     private static final int RECLAIM_LIMIT = 10_000;
-
-    /** Why the scheduler is deciding whether to pick. */
-    enum Trigger {
-        /** The poll timer fired: pick if demand reaches min demand, or when idle. */
-        POLL,
-        /** A poke: pick only when fully idle; a busy scheduler refills by itself. */
-        POKE,
-        /** flatMap asked for more (a run finished): serve the buffer, pick only once it is empty. */
-        DEMAND,
-        /** A pick came back full, so more may be waiting: as for the poll. */
-        PICKED_FULL,
-        /** A pick came back short: just hand out what it brought. */
-        PICKED
-    }
 
     private final QueueOptions options;
     private final InstanceStore store;
@@ -120,7 +107,8 @@ public final class QueueScheduler {
         return running.size() + buffer.size();
     }
 
-    synchronized Duration currentPoll() {
+    /** The idle poll interval now in force (grows while idle, snaps back on work). */
+    public synchronized Duration currentPoll() {
         return currentPoll;
     }
 
@@ -214,38 +202,17 @@ public final class QueueScheduler {
     private int pickSize(Trigger trigger) {
         if (picking) {
             if (trigger == Trigger.POKE) {
-                // The pick in flight may have read before the poked row committed: look again.
+                // The pick in flight may have read before the poked row committed: look again after it.
                 pokedWhilePicking = true;
             }
             return 0;
         }
-        int held = running.size() + buffer.size();
-        int demand = options.claimCeiling() - held;
-        boolean idle = held == 0;
-        if (demand <= 0) {
-            if (trigger == Trigger.POKE) {
-                stats.pokesDropped.incrementAndGet();
-            }
-            return 0;
+        int size = Demand.pickSize(trigger, running.size(), buffer.size(), options.claimCeiling(),
+                options.minDemand());
+        if (trigger == Trigger.POKE && size == 0) {
+            stats.pokesDropped.incrementAndGet();
         }
-        switch (trigger) {
-            case PICKED:
-                return 0;
-            case POKE:
-                if (!idle) {
-                    stats.pokesDropped.incrementAndGet();
-                    return 0;
-                }
-                return demand;
-            case DEMAND:
-                if (!buffer.isEmpty()) {
-                    return 0;
-                }
-                break;
-            default:
-                break;
-        }
-        return demand >= options.minDemand() || idle ? demand : 0;
+        return size;
     }
 
     private void pick(int limit, Trigger trigger) {
@@ -299,10 +266,16 @@ public final class QueueScheduler {
 
     private Mono<Void> run(ClaimedRow row) {
         return executor.run(row, worker)
+                .doOnNext(result -> {
+                    if (result == Executor.RunResult.STALE) {
+                        stats.stale.incrementAndGet();
+                    }
+                })
                 .onErrorResume(error -> {
                     log.error("queue {}: run of instance {} failed unexpectedly", queue(), row.id(), error);
                     return Mono.empty();
                 })
+                .then()
                 // Before the run's completion reaches flatMap, so its next request sees the free slot.
                 .then(Mono.fromRunnable(() -> finished(row)));
     }
@@ -409,6 +382,7 @@ public final class QueueScheduler {
         public final AtomicLong heartbeats = new AtomicLong();
         public final AtomicLong heartbeatsSkipped = new AtomicLong();
         public final AtomicLong completed = new AtomicLong();
+        public final AtomicLong stale = new AtomicLong();
         public final AtomicLong reclaimed = new AtomicLong();
         public final AtomicLong released = new AtomicLong();
         public final AtomicLong drainTimedOut = new AtomicLong();

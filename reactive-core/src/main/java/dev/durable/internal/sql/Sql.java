@@ -99,7 +99,7 @@ public final class Sql {
                  ORDER BY u.ord
                 RETURNING id""");
         this.selectInstance = render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1");
-        this.listInstances = render("SELECT " + INSTANCE_COLUMNS + """
+        this.listInstances = render("SELECT " + INSTANCE_COLUMNS + "\n" + """
                  FROM {instances}
                  WHERE ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR status = $2) AND id > $3
                  ORDER BY id

@@ -1,0 +1,51 @@
+package dev.durable.internal.engine;
+
+/**
+ * The pick decision of a queue scheduler, as a pure function so it can be tested on its own.
+ *
+ * <p>Demand is the gap between the claim ceiling ({@code concurrency + prefetch}) and what the
+ * scheduler holds (running + buffered). A pick asks for the whole gap, and only when it reaches
+ * {@code minDemand}, so picks come fat, except when the scheduler is fully idle, so a small
+ * backlog never starves. What else applies depends on why the scheduler is deciding.
+ */
+final class Demand {
+
+    private Demand() {
+    }
+
+    /** Why the scheduler is deciding whether to pick. */
+    enum Trigger {
+        /** The poll timer fired: pick if demand reaches min demand, or when idle. */
+        POLL,
+        /** A poke: only a fully idle scheduler acts; a busy one refills on its own. */
+        POKE,
+        /** A run finished and freed a slot: serve the buffer, pick only once it is empty. */
+        DEMAND,
+        /** A pick came back full, so more may be waiting: as for the poll. */
+        PICKED_FULL,
+        /** A pick came back short: hand out what it brought, pick nothing. */
+        PICKED
+    }
+
+    /**
+     * How many rows to pick now, 0 for none.
+     *
+     * @param running rows handed to runs and not finished
+     * @param buffered rows claimed and waiting for a free slot
+     */
+    static int pickSize(Trigger trigger, int running, int buffered, int claimCeiling, int minDemand) {
+        int held = running + buffered;
+        int demand = claimCeiling - held;
+        boolean idle = held == 0;
+        if (demand <= 0 || trigger == Trigger.PICKED) {
+            return 0;
+        }
+        if (trigger == Trigger.POKE) {
+            return idle ? demand : 0;
+        }
+        if (trigger == Trigger.DEMAND && buffered > 0) {
+            return 0;
+        }
+        return demand >= minDemand || idle ? demand : 0;
+    }
+}
