@@ -1,0 +1,59 @@
+package dev.durable.internal.engine;
+
+import static dev.durable.internal.engine.Demand.Trigger.DEMAND;
+import static dev.durable.internal.engine.Demand.Trigger.PICKED;
+import static dev.durable.internal.engine.Demand.Trigger.PICKED_FULL;
+import static dev.durable.internal.engine.Demand.Trigger.POKE;
+import static dev.durable.internal.engine.Demand.Trigger.POLL;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class DemandTest {
+
+    // concurrency 4 + prefetch 4 = ceiling 8, min demand 3
+
+    @Test
+    void anIdleSchedulerPicksTheWholeCeilingWhateverTheTrigger() {
+        assertThat(Demand.pickSize(POLL, 0, 0, 8, 3)).isEqualTo(8);
+        assertThat(Demand.pickSize(POKE, 0, 0, 8, 3)).isEqualTo(8);
+        assertThat(Demand.pickSize(DEMAND, 0, 0, 8, 3)).isEqualTo(8);
+    }
+
+    @Test
+    void demandIsTheCeilingMinusRunningAndBuffered() {
+        assertThat(Demand.pickSize(POLL, 4, 1, 8, 3)).isEqualTo(3);
+        assertThat(Demand.pickSize(POLL, 4, 4, 8, 3)).isZero();
+        assertThat(Demand.pickSize(PICKED_FULL, 2, 0, 8, 3)).isEqualTo(6);
+    }
+
+    @Test
+    void aBusySchedulerWaitsForMinDemand() {
+        assertThat(Demand.pickSize(POLL, 4, 2, 8, 3)).isZero();
+        assertThat(Demand.pickSize(DEMAND, 3, 0, 8, 6)).isZero();
+        assertThat(Demand.pickSize(DEMAND, 2, 0, 8, 6)).isEqualTo(6);
+    }
+
+    @Test
+    void minDemandIsIgnoredWhenFullyIdleSoNothingStarves() {
+        assertThat(Demand.pickSize(POLL, 0, 0, 8, 50)).isEqualTo(8);
+        assertThat(Demand.pickSize(POLL, 1, 0, 8, 50)).isZero();
+    }
+
+    @Test
+    void aFinishedRunRefillsFromTheBufferAndPicksOnlyOnceItIsEmpty() {
+        assertThat(Demand.pickSize(DEMAND, 3, 1, 8, 1)).isZero();
+        assertThat(Demand.pickSize(DEMAND, 3, 0, 8, 1)).isEqualTo(5);
+    }
+
+    @Test
+    void aBusySchedulerDropsPokes() {
+        assertThat(Demand.pickSize(POKE, 1, 0, 8, 1)).isZero();
+        assertThat(Demand.pickSize(POKE, 0, 1, 8, 1)).isZero();
+    }
+
+    @Test
+    void aShortPickOnlyHandsOutWhatItBrought() {
+        assertThat(Demand.pickSize(PICKED, 0, 0, 8, 1)).isZero();
+    }
+}
