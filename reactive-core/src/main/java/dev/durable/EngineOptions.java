@@ -232,13 +232,20 @@ public final class EngineOptions {
         private Builder() {
         }
 
-        /** Connections come from the caller's factory (pooled or not); the engine does not close it. */
+        /**
+         * Connections come from the caller's factory (pooled or not); the engine does not close it.
+         * Replaces a {@link #url} set before.
+         */
         public Builder connectionFactory(ConnectionFactory connectionFactory) {
             this.connectionFactory = Options.requireNonNull("connectionFactory", connectionFactory);
+            this.url = null;
             return this;
         }
 
-        /** The engine pools its own connections to this R2DBC URL ({@code r2dbc:postgresql://...}). */
+        /**
+         * The engine pools its own connections to this R2DBC URL ({@code r2dbc:postgresql://...}).
+         * Replaces a {@link #connectionFactory} set before.
+         */
         public Builder url(String url) {
             Options.requireNonNull("url", url);
             if (!url.startsWith("r2dbc:")) {
@@ -246,6 +253,7 @@ public final class EngineOptions {
                         + maskPassword(url));
             }
             this.url = url;
+            this.connectionFactory = null;
             return this;
         }
 
@@ -373,8 +381,8 @@ public final class EngineOptions {
         }
 
         public EngineOptions build() {
-            if ((connectionFactory == null) == (url == null)) {
-                throw new IllegalArgumentException("exactly one of connectionFactory and url must be set");
+            if (connectionFactory == null && url == null) {
+                throw new IllegalArgumentException("one of connectionFactory and url must be set");
             }
             if (leaseTtl.compareTo(heartbeatInterval.multipliedBy(2)) <= 0) {
                 throw new IllegalArgumentException("leaseTtl must be more than twice heartbeatInterval"

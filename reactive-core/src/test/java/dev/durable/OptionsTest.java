@@ -48,7 +48,7 @@ class OptionsTest {
         assertThatThrownBy(() -> EngineOptions.builder().name("two words"))
                 .hasMessageContaining("name must not contain blanks");
         assertThatThrownBy(() -> EngineOptions.builder().build())
-                .hasMessage("exactly one of connectionFactory and url must be set");
+                .hasMessage("one of connectionFactory and url must be set");
         assertThatThrownBy(() -> EngineOptions.builder().url("r2dbc:postgresql://h/db")
                 .leaseTtl(Duration.ofSeconds(10)).heartbeatInterval(Duration.ofSeconds(5)).build())
                 .hasMessageContaining("leaseTtl must be more than twice heartbeatInterval");
