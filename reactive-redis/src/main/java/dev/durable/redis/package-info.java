@@ -1,0 +1,5 @@
+/** Durable's Redis module: Lettuce-based transports and coordination for engines sharing a database. */
+@NullMarked
+package dev.durable.redis;
+
+import org.jspecify.annotations.NullMarked;
