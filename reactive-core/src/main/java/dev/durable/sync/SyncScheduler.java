@@ -15,6 +15,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
@@ -69,12 +70,15 @@ public final class SyncScheduler {
     /** Ticks so far: the round of gossip topologies and the clock of partner backoff. */
     private final AtomicLong ticks = new AtomicLong();
     private final AtomicLong restarts = new AtomicLong();
+    /** Guards {@link #running} and {@link #closed}: held only to check and swap, never across work. */
     private final Object lock = new Object();
     private @Nullable RunningPass running;
-    private Disposable loop = Disposables.disposed();
-    private @Nullable Disposable membership;
-    private boolean started;
-    private boolean closed;
+    private volatile boolean closed;
+    private final AtomicBoolean started = new AtomicBoolean();
+    private final AtomicBoolean membershipSubscribed = new AtomicBoolean();
+    // Swaps: a subscription stored after shutdown disposed them is disposed at once.
+    private final Disposable.Swap loop = Disposables.swap();
+    private final Disposable.Swap membership = Disposables.swap();
     /** A crash to raise at the next tick: the test seam for supervision. */
     private volatile @Nullable RuntimeException crash;
 
@@ -100,15 +104,12 @@ public final class SyncScheduler {
 
     /** Starts the tick loop (and the membership subscription). Idempotent; nothing after shutdown. */
     public void start() {
-        synchronized (lock) {
-            if (started || closed) {
-                return;
-            }
-            started = true;
-            subscribeMembership();
-            loop = tickLoop().subscribe(stats -> { },
-                    error -> log.error("sync tick loop of node {} stopped", config.localNode(), error));
+        if (closed || !started.compareAndSet(false, true)) {
+            return;
         }
+        subscribeMembership();
+        loop.update(tickLoop().subscribe(stats -> { },
+                error -> log.error("sync tick loop of node {} stopped", config.localNode(), error)));
     }
 
     /**
@@ -119,13 +120,13 @@ public final class SyncScheduler {
      */
     public Mono<SyncStats> runOnce() {
         return Mono.defer(() -> {
+            subscribeMembership();
             RunningPass pass;
             synchronized (lock) {
                 if (closed) {
                     return Mono.error(new SyncSchedulerClosedException(
                             "the sync scheduler of node '" + config.localNode() + "' is shut down"));
                 }
-                subscribeMembership();
                 if (running != null) {
                     meters.skipped("coalesced", 1);
                     return running.result.asMono();
@@ -150,13 +151,11 @@ public final class SyncScheduler {
                     return;
                 }
                 closed = true;
-                loop.dispose();
-                if (membership != null) {
-                    membership.dispose();
-                }
                 cut = running;
                 running = null;
             }
+            loop.dispose();
+            membership.dispose();
             if (cut != null) {
                 cut.subscription.dispose();
                 cut.result.tryEmitError(new SyncSchedulerClosedException("the sync scheduler of node '"
@@ -413,10 +412,10 @@ public final class SyncScheduler {
     /** Subscribes to the membership source once; on error it resubscribes an interval later. */
     private void subscribeMembership() {
         Flux<Set<String>> source = config.membership();
-        if (source == null || membership != null) {
+        if (source == null || closed || !membershipSubscribed.compareAndSet(false, true)) {
             return;
         }
-        membership = source
+        membership.update(source
                 .retryWhen(Retry.fixedDelay(Long.MAX_VALUE, config.interval()).scheduler(scheduler)
                         .doBeforeRetry(signal -> log.warn("membership source of node {} failed; resubscribing: {}",
                                 config.localNode(), signal.failure().toString())))
@@ -425,7 +424,7 @@ public final class SyncScheduler {
                     // Sorted so every node derives the same ring; nulls kept for the tick to reject.
                     sorted.sort(Comparator.nullsFirst(Comparator.naturalOrder()));
                     members.set(sorted);
-                }, error -> log.error("membership source of node {} stopped", config.localNode(), error));
+                }, error -> log.error("membership source of node {} stopped", config.localNode(), error)));
     }
 
     /** A pass in flight: its result for every waiter, and its subscription for shutdown. */
