@@ -1,6 +1,8 @@
 package dev.durable;
 
 import dev.durable.internal.Db;
+import dev.durable.internal.RequestMapper;
+import dev.durable.internal.engine.SettleWaiters;
 import dev.durable.internal.engine.Executor;
 import dev.durable.internal.engine.Maintenance;
 import dev.durable.internal.engine.OutcomeCommitter;
@@ -57,12 +59,14 @@ public final class DurableEngine {
     private static final String JOB_STEP = "run";
 
     private final EngineOptions options;
-    private final Map<String, JobDefinition<?, ?>> definitions;
+    private final Map<String, Definition> definitions;
     private final @Nullable ConnectionPool ownPool;
     private final ConnectionFactory connectionFactory;
     private final InstanceStore store;
     private final Migrator migrator;
     private final WorkerIdentity identity;
+    private final RequestMapper mapper;
+    private final SettleWaiters waiters = new SettleWaiters();
     private final List<QueueScheduler> schedulers = new ArrayList<>();
     private @Nullable PokeTransport pokeTransport;
     private @Nullable Maintenance maintenance;
@@ -70,7 +74,7 @@ public final class DurableEngine {
     private @Nullable Mono<Void> starting;
     private @Nullable Mono<Void> closing;
 
-    private DurableEngine(EngineOptions options, Map<String, JobDefinition<?, ?>> definitions) {
+    private DurableEngine(EngineOptions options, Map<String, Definition> definitions) {
         this.options = options;
         this.definitions = Map.copyOf(definitions);
         if (options.connectionFactory() != null) {
@@ -90,6 +94,7 @@ public final class DurableEngine {
         this.store = new InstanceStore(db, new Sql(options.schema()));
         this.migrator = new Migrator(db, options.schema());
         this.identity = WorkerIdentity.create(options.name());
+        this.mapper = new RequestMapper(this.definitions, options);
     }
 
     public static Builder builder(EngineOptions options) {
@@ -120,10 +125,10 @@ public final class DurableEngine {
                 .flatMap(transport -> {
                     synchronized (this) {
                         pokeTransport = transport;
-                        committer = new OutcomeCommitter(store, options.commitBatchSize(), options.commitParallelism());
-                        Executor executor = new Executor(definitions, options.codec(), committer,
-                                options.handlerScheduler(), options.maxPayloadBytes(), options.leaseTtl(),
-                                this::afterTransition);
+                        committer = new OutcomeCommitter(store, options.commitBatchSize(),
+                                options.commitParallelism(), this::afterTransition);
+                        Executor executor = new Executor(definitions, mapper, options.codec(), committer,
+                                options.handlerScheduler(), options.leaseTtl(), this::afterTransition);
                         for (QueueOptions queue : options.queues().values()) {
                             schedulers.add(new QueueScheduler(queue, store, executor, transport.pokes(), identity,
                                     options.leaseTtl(), options.heartbeatInterval(), options.pokeWindow(),
@@ -140,11 +145,15 @@ public final class DurableEngine {
                         options.name(), options.schema(), options.queues().keySet()));
     }
 
-    /** A row that became runnable again (retry, reaper): its queue's schedulers may want it. */
+    /**
+     * A row changed status here: one that became runnable (retry, reaper, woken parent) may be
+     * wanted by its queue's schedulers; one that settled or parked releases its local waiters.
+     */
     private void afterTransition(Transition transition) {
         if (transition.status() == InstanceStatus.RUNNABLE) {
             poke(transition.queue());
         }
+        waiters.changed(transition.id(), transition.status());
     }
 
     /** Tells the schedulers of {@code queue} that work is there (after a transactional insert, say). */
@@ -164,7 +173,7 @@ public final class DurableEngine {
 
     /** Inserts many instances in one round trip; emits their ids in request order. */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
-        return Mono.fromCallable(() -> toRows(requests))
+        return Mono.fromCallable(() -> mapper.toRows(requests, null))
                 .flatMap(rows -> store.insert(rows).collectList()
                         .doOnSuccess(ids -> pokeQueues(rows)));
     }
@@ -179,7 +188,7 @@ public final class DurableEngine {
 
     /** Inserts many instances on the caller's connection, inside its open transaction. */
     public Mono<List<Long>> insertAll(Connection connection, List<JobRequest> requests) {
-        return Mono.fromCallable(() -> toRows(requests))
+        return Mono.fromCallable(() -> mapper.toRows(requests, null))
                 .flatMap(rows -> store.insert(connection, rows).collectList()
                         .flatMap(ids -> {
                             PokeTransport transport = pokeTransport;
@@ -210,12 +219,86 @@ public final class DurableEngine {
 
     /**
      * Cancels an instance: at once when it is runnable or parked; when it is executing, at its next
-     * commit (its outcome is discarded).
+     * commit (its outcome is discarded). Its children are left alone.
      */
     public Mono<CancelResult> cancel(long id) {
-        return store.cancel(id)
+        return cancel(id, false);
+    }
+
+    /**
+     * Cancels an instance and, with {@code cascade}, every live descendant (children, their
+     * children...), each at once or at its next commit as above. Says what became of the instance.
+     */
+    public Mono<CancelResult> cancel(long id, boolean cascade) {
+        return store.cancel(id, cascade)
                 .map(DurableEngine::cancelResult)
+                .doOnNext(result -> {
+                    if (result == CancelResult.CANCELLED) {
+                        waiters.changed(id, InstanceStatus.CANCELLED);
+                    }
+                })
                 .defaultIfEmpty(CancelResult.NOT_FOUND);
+    }
+
+    /**
+     * Delivers a signal to the live instance {@code id}: stored in its inbox and, when the instance
+     * awaits {@code name}, wakes it. A repeated {@code dedupKey} is a no-op ({@link SignalResult#DUPLICATE}).
+     * No live instance with that id is a {@link NoTargetException}.
+     */
+    public Mono<SignalResult> signal(long id, String name, @Nullable Object payload, @Nullable String dedupKey) {
+        return deliver(id, null, name, payload, dedupKey, "with id " + id);
+    }
+
+    /** As {@link #signal(long, String, Object, String)}, addressed by the instance's live correlation key. */
+    public Mono<SignalResult> signal(String correlationKey, String name, @Nullable Object payload,
+            @Nullable String dedupKey) {
+        return deliver(null, correlationKey, name, payload, dedupKey, "with correlation key '" + correlationKey + "'");
+    }
+
+    private Mono<SignalResult> deliver(@Nullable Long id, @Nullable String correlationKey, String name,
+            @Nullable Object payload, @Nullable String dedupKey, String target) {
+        return Mono.fromCallable(() -> {
+                    RequestMapper.checkName("signal name", name);
+                    if (name.contains(",")) {
+                        throw new InvalidRequestException("signal name must not contain ',', was '" + name + "'");
+                    }
+                    if (correlationKey != null) {
+                        RequestMapper.checkKey("correlationKey", correlationKey);
+                    }
+                    if (dedupKey != null) {
+                        RequestMapper.checkKey("dedupKey", dedupKey);
+                    }
+                    return Optional.ofNullable(payload == null ? null : mapper.encode("signal payload", payload));
+                })
+                .flatMap(json -> store.deliverSignal(id, correlationKey, name, json.orElse(null), dedupKey))
+                .switchIfEmpty(Mono.error(() -> new NoTargetException(target)))
+                .map(delivery -> {
+                    if (delivery.woken()) {
+                        poke(delivery.queue());
+                        waiters.changed(delivery.id(), InstanceStatus.RUNNABLE);
+                    }
+                    return delivery.stored() ? SignalResult.DELIVERED : SignalResult.DUPLICATE;
+                });
+    }
+
+    /**
+     * Completes with the instance once it has settled (done, failed or cancelled), or a
+     * {@link DurableTimeoutException} after {@code timeout}. Transitions made by this engine
+     * answer at once; others are noticed by a read every so often, backing off to one a second.
+     */
+    public Mono<Instance> awaitSettled(long id, Duration timeout) {
+        return awaitStatus(id, timeout, InstanceStatus::isTerminal);
+    }
+
+    /** As {@link #awaitSettled}, also completing when the instance parks (awaits a signal or children). */
+    public Mono<Instance> awaitSettledOrParked(long id, Duration timeout) {
+        return awaitStatus(id, timeout, status -> status.isTerminal() || status.isParked());
+    }
+
+    private Mono<Instance> awaitStatus(long id, Duration timeout, java.util.function.Predicate<InstanceStatus> wanted) {
+        return waiters.await(id, wanted, () -> get(id))
+                .timeout(timeout, Mono.error(() -> new DurableTimeoutException(id, timeout)))
+                .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id)));
     }
 
     private static CancelResult cancelResult(CancelRow row) {
@@ -275,84 +358,6 @@ public final class DurableEngine {
         return Optional.ofNullable(maintenance);
     }
 
-    // ---- Requests to rows -------------------------------------------------------------------
-
-    private List<NewInstance> toRows(List<JobRequest> requests) {
-        if (requests.isEmpty()) {
-            throw new InvalidRequestException("requests must not be empty");
-        }
-        List<NewInstance> rows = new ArrayList<>(requests.size());
-        for (JobRequest request : requests) {
-            rows.add(toRow(request));
-        }
-        return rows;
-    }
-
-    private NewInstance toRow(JobRequest request) {
-        String type = request.type();
-        if (type == null || type.isBlank()) {
-            throw new InvalidRequestException("type must not be blank");
-        }
-        JobDefinition<?, ?> definition = definitions.get(type);
-        if (definition == null && options.rejectUnknownTypes()) {
-            throw new UnknownTypeException(type);
-        }
-        String queue = request.queue() != null ? request.queue()
-                : definition != null ? definition.queue() : JobDefinition.DEFAULT_QUEUE;
-        checkName("queue", queue);
-        int maxAttempts = request.maxAttempts() != null ? request.maxAttempts()
-                : definition != null ? definition.maxAttempts() : JobDefinition.DEFAULT_MAX_ATTEMPTS;
-        if (maxAttempts < 1) {
-            throw new InvalidRequestException("maxAttempts must be at least 1, was " + maxAttempts);
-        }
-        long delayMillis = 0;
-        if (request.runIn() != null) {
-            if (request.runIn().isNegative()) {
-                throw new InvalidRequestException("runIn must not be negative, was " + request.runIn());
-            }
-            delayMillis = request.runIn().toMillis();
-        }
-        if (request.concurrencyKey() != null) {
-            checkKey("concurrencyKey", request.concurrencyKey());
-        }
-        String occupied = null;
-        if (request.correlationKey() != null) {
-            checkKey("correlationKey", request.correlationKey());
-            if (request.occupiedStatuses().isEmpty()) {
-                throw new InvalidRequestException("the occupied statuses of a correlation key must not be empty");
-            }
-            occupied = request.occupiedStatuses().stream().map(InstanceStatus::sqlName).sorted()
-                    .collect(Collectors.joining(","));
-        }
-        String state = request.args() == null ? null : encodePayload("arguments", request.args());
-        return new NewInstance(type, 1, queue, request.priority(), JOB_STEP, state, maxAttempts,
-                request.runAt() == null ? null : request.runAt().toString(), delayMillis, null,
-                request.concurrencyKey(), request.correlationKey(), occupied);
-    }
-
-    private String encodePayload(String what, Object value) {
-        String json = options.codec().encode(value);
-        int bytes = json.getBytes(StandardCharsets.UTF_8).length;
-        if (bytes > options.maxPayloadBytes()) {
-            throw new PayloadTooLargeException(what, bytes, options.maxPayloadBytes());
-        }
-        return json;
-    }
-
-    private static void checkName(String what, String value) {
-        if (value.isBlank() || value.length() > 128 || !value.strip().equals(value)) {
-            throw new InvalidRequestException(what + " must be 1 to 128 characters with no leading or"
-                    + " trailing blanks, was '" + value + "'");
-        }
-    }
-
-    private static void checkKey(String what, String value) {
-        if (value.isBlank() || value.length() > 1024) {
-            throw new InvalidRequestException(what + " must be 1 to 1024 characters and not blank, was '"
-                    + (value.length() > 64 ? value.substring(0, 64) + "..." : value) + "'");
-        }
-    }
-
     private void pokeQueues(List<NewInstance> rows) {
         for (String queue : queuesOf(rows)) {
             poke(queue);
@@ -376,7 +381,7 @@ public final class DurableEngine {
     public static final class Builder {
 
         private final EngineOptions options;
-        private final Map<String, JobDefinition<?, ?>> definitions = new LinkedHashMap<>();
+        private final Map<String, Definition> definitions = new LinkedHashMap<>();
 
         private Builder(EngineOptions options) {
             if (options == null) {
@@ -385,8 +390,8 @@ public final class DurableEngine {
             this.options = options;
         }
 
-        /** A job type this engine can insert and run; types are unique. */
-        public Builder register(JobDefinition<?, ?> definition) {
+        /** A job or workflow type this engine can insert and run; types are unique. */
+        public Builder register(Definition definition) {
             if (definition == null) {
                 throw new IllegalArgumentException("definition must not be null");
             }

@@ -14,11 +14,13 @@ import reactor.core.publisher.Mono;
  *     .queue("mail").maxAttempts(5).timeout(Duration.ofSeconds(30))
  * }</pre>
  */
-public final class JobDefinition<A, R> {
+public final class JobDefinition<A, R> implements Definition {
 
     public static final String DEFAULT_QUEUE = "default";
     public static final int DEFAULT_MAX_ATTEMPTS = 20;
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
+    /** The one step of a job. */
+    public static final String STEP = "run";
 
     private final String type;
     private final Class<A> argsType;
@@ -77,6 +79,7 @@ public final class JobDefinition<A, R> {
                 Options.requirePositive("timeout", timeout));
     }
 
+    @Override
     public String type() {
         return type;
     }
@@ -89,20 +92,34 @@ public final class JobDefinition<A, R> {
         return handler;
     }
 
+    @Override
     public String queue() {
         return queue;
     }
 
+    @Override
     public int maxAttempts() {
         return maxAttempts;
     }
 
+    @Override
     public Backoff backoff() {
         return backoff;
     }
 
+    @Override
     public Duration timeout() {
         return timeout;
+    }
+
+    @Override
+    public String initialStep() {
+        return STEP;
+    }
+
+    @Override
+    public int version() {
+        return 1;
     }
 
     @Override

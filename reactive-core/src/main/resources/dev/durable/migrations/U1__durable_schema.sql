@@ -3,3 +3,4 @@ DROP TABLE IF EXISTS durable_rate_buckets;
 DROP TABLE IF EXISTS durable_gates;
 DROP TABLE IF EXISTS durable_signals;
 DROP TABLE IF EXISTS durable_instances;
+DROP FUNCTION IF EXISTS durable_child_settled();

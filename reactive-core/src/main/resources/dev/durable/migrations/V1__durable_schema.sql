@@ -89,6 +89,32 @@ CREATE TABLE durable_signals (
 );
 CREATE INDEX durable_signals_instance_idx ON durable_signals (instance_id, id);
 
+-- When a child settles, its parent counts it off and, at the last one, wakes for its join step.
+-- A trigger, so every path to a terminal status (commit, reaper, cancel) counts the same way.
+-- SET search_path FROM CURRENT pins the function to this schema, whatever the caller's path.
+CREATE FUNCTION durable_child_settled() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE durable_instances
+       SET children_pending = children_pending - 1,
+           status = CASE WHEN status = 'awaiting_children' AND children_pending <= 1
+                         THEN 'runnable' ELSE status END,
+           eligible_at = CASE WHEN status = 'awaiting_children' AND children_pending <= 1
+                              THEN now() ELSE eligible_at END,
+           updated_at = now()
+     WHERE id = NEW.parent_id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER durable_child_settled
+    AFTER UPDATE OF status ON durable_instances
+    FOR EACH ROW
+    WHEN (NEW.parent_id IS NOT NULL
+          AND NEW.status IN ('done', 'failed', 'cancelled')
+          AND OLD.status NOT IN ('done', 'failed', 'cancelled'))
+    EXECUTE FUNCTION durable_child_settled();
+
 -- Named gates of size K, optionally sharded across counters to spread contention.
 CREATE TABLE durable_gates (
     name      text    NOT NULL,

@@ -1,17 +1,38 @@
 package dev.durable.internal.engine;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.durable.Child;
+import dev.durable.Definition;
+import dev.durable.DurableException;
 import dev.durable.InstanceStatus;
+import dev.durable.InvalidRequestException;
 import dev.durable.JobContext;
 import dev.durable.JobDefinition;
 import dev.durable.JsonCodec;
+import dev.durable.Outcome;
+import dev.durable.Outcome.KeyChange;
 import dev.durable.PermanentFailureException;
+import dev.durable.Signal;
+import dev.durable.StepContext;
+import dev.durable.StepHandler;
+import dev.durable.UnknownTypeException;
+import dev.durable.WorkflowDefinition;
+import dev.durable.internal.Errors;
+import dev.durable.internal.RequestMapper;
 import dev.durable.internal.sql.Rows.ClaimedRow;
+import dev.durable.internal.sql.Rows.NewInstance;
 import dev.durable.internal.sql.Rows.OutcomeRow;
 import dev.durable.internal.sql.Rows.Transition;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
@@ -21,33 +42,16 @@ import reactor.util.Logger;
 import reactor.util.Loggers;
 
 /**
- * Runs one claimed row: finds its definition, decodes its arguments, invokes the handler on the
- * handler scheduler under the type's timeout, turns what happened into an outcome and commits it
- * through the group committer. Never errors: whatever the handler does becomes an outcome.
+ * Runs one claimed row: finds its definition and step, decodes its state, invokes the handler on
+ * the handler scheduler under the type's timeout, turns what happened into an outcome and commits
+ * it through the group committer. An inline {@code next} runs the following step on the same claim
+ * once its transition is committed. Never errors: whatever the handler does becomes an outcome.
  */
 public final class Executor {
 
     private static final Logger log = Loggers.getLogger(Executor.class);
     private static final int MAX_ERROR_LENGTH = 4000;
-
-    private final Map<String, JobDefinition<?, ?>> definitions;
-    private final JsonCodec codec;
-    private final OutcomeCommitter committer;
-    private final Scheduler handlerScheduler;
-    private final int maxPayloadBytes;
-    private final long leaseMillis;
-    private final Consumer<Transition> onCommitted;
-
-    public Executor(Map<String, JobDefinition<?, ?>> definitions, JsonCodec codec, OutcomeCommitter committer,
-            Scheduler handlerScheduler, int maxPayloadBytes, Duration leaseTtl, Consumer<Transition> onCommitted) {
-        this.definitions = definitions;
-        this.codec = codec;
-        this.committer = committer;
-        this.handlerScheduler = handlerScheduler;
-        this.maxPayloadBytes = maxPayloadBytes;
-        this.leaseMillis = leaseTtl.toMillis();
-        this.onCommitted = onCommitted;
-    }
+    private static final ObjectMapper ROWS = new ObjectMapper();
 
     /** How a run ended, from the scheduler's point of view. */
     public enum RunResult {
@@ -59,16 +63,37 @@ public final class Executor {
         NOT_COMMITTED
     }
 
-    /** Runs the row and commits its outcome; emits how that went, never an error. */
+    /** A row's step as the handler sees it: the claimed row with its inbox and children read. */
+    private record StepInput(ClaimedRow row, List<Signal> inbox, List<Child> children) {
+    }
+
+    /** The outcome to commit and, for an inline next, the step to run after it. */
+    private record Decision(OutcomeRow outcome, @Nullable StepInput inlineNext) {
+    }
+
+    private final Map<String, Definition> definitions;
+    private final RequestMapper mapper;
+    private final JsonCodec codec;
+    private final OutcomeCommitter committer;
+    private final Scheduler handlerScheduler;
+    private final long leaseMillis;
+    private final Consumer<Transition> onCommitted;
+
+    public Executor(Map<String, Definition> definitions, RequestMapper mapper, JsonCodec codec,
+            OutcomeCommitter committer, Scheduler handlerScheduler, Duration leaseTtl,
+            Consumer<Transition> onCommitted) {
+        this.definitions = definitions;
+        this.mapper = mapper;
+        this.codec = codec;
+        this.committer = committer;
+        this.handlerScheduler = handlerScheduler;
+        this.leaseMillis = leaseTtl.toMillis();
+        this.onCommitted = onCommitted;
+    }
+
+    /** Runs the row (and its inline successors) and commits; emits how that went, never an error. */
     public Mono<RunResult> run(ClaimedRow row, String worker) {
-        JobDefinition<?, ?> definition = definitions.get(row.type());
-        Mono<OutcomeRow> outcome = definition == null
-                ? Mono.just(failed(row, worker, "unknown type '" + row.type()
-                        + "': no definition is registered for it on the engine that picked it"))
-                : runJob(definition, row, worker);
-        return outcome
-                .flatMap(committer::commit)
-                .map(committed -> report(row, worker, committed))
+        return Mono.defer(() -> runStep(new StepInput(row, inbox(row.inboxJson()), children(row.childrenJson())), worker))
                 .onErrorResume(error -> {
                     log.warn("outcome of instance {} not committed ({}); its lease will expire and"
                             + " the reaper returns it", row.id(), error.toString());
@@ -76,68 +101,195 @@ public final class Executor {
                 });
     }
 
-    private <A, R> Mono<OutcomeRow> runJob(JobDefinition<A, R> definition, ClaimedRow row, String worker) {
+    private Mono<RunResult> runStep(StepInput input, String worker) {
+        ClaimedRow row = input.row();
+        Definition definition = definitions.get(row.type());
+        Mono<Decision> decision;
+        if (definition instanceof JobDefinition<?, ?> job) {
+            decision = decideJob(job, row, worker);
+        } else if (definition instanceof WorkflowDefinition<?> workflow) {
+            decision = decideWorkflow(workflow, input, worker);
+        } else {
+            decision = Mono.just(new Decision(failed(row, worker, "unknown type '" + row.type()
+                    + "': no definition is registered for it on the engine that picked it"), null));
+        }
+        return decision.flatMap(decided -> commit(decided, worker));
+    }
+
+    private Mono<RunResult> commit(Decision decision, String worker) {
+        OutcomeRow outcome = decision.outcome();
+        return committer.commit(outcome)
+                // An inline next whose new concurrency key is executing elsewhere cannot keep its
+                // claim: it goes back through the queue, where the pick waits for the key.
+                .onErrorResume(error -> outcome.status() == InstanceStatus.EXECUTING && Errors.isExecutingKeyTaken(error),
+                        taken -> committer.commit(throughQueue(outcome)))
+                .flatMap(committed -> {
+                    if (committed.isEmpty()) {
+                        log.info("stale outcome of instance {} dropped: worker {} lost its lease", outcome.id(), worker);
+                        return Mono.just(RunResult.STALE);
+                    }
+                    Transition transition = committed.get();
+                    onCommitted.accept(transition);
+                    if (transition.status() == InstanceStatus.EXECUTING && decision.inlineNext() != null) {
+                        return runStep(decision.inlineNext(), worker);
+                    }
+                    return Mono.just(RunResult.COMMITTED);
+                });
+    }
+
+    // ---- Jobs ----------------------------------------------------------------------------
+
+    private <A, R> Mono<Decision> decideJob(JobDefinition<A, R> definition, ClaimedRow row, String worker) {
         A args;
         try {
             args = row.stateJson() == null ? null : codec.decode(row.stateJson(), definition.argsType());
         } catch (RuntimeException malformed) {
-            return Mono.just(failed(row, worker, "malformed arguments for " + definition.argsType().getName()
-                    + ": " + malformed.getMessage()));
+            return Mono.just(new Decision(failed(row, worker, "malformed arguments for "
+                    + definition.argsType().getName() + ": " + malformed.getMessage()), null));
         }
         JobContext context = new JobContext(row.id(), row.type(), row.queue(), row.attempt(), row.maxAttempts());
         A decoded = args;
         return Mono.defer(() -> definition.handler().handle(decoded, context))
                 .subscribeOn(handlerScheduler)
                 .timeout(definition.timeout())
-                .map(result -> done(row, worker, result))
-                .defaultIfEmpty(done(row, worker, null))
-                .onErrorResume(error -> Mono.just(afterError(definition, row, worker, error)));
+                .map(result -> done(row, worker, result, List.of()))
+                .defaultIfEmpty(done(row, worker, null, List.of()))
+                .onErrorResume(error -> Mono.just(afterError(definition, row, worker, error)))
+                .map(outcome -> new Decision(outcome, null));
     }
 
-    private OutcomeRow done(ClaimedRow row, String worker, @Nullable Object result) {
-        if (result == null) {
-            return outcome(row, worker, InstanceStatus.DONE, null, null, null);
+    // ---- Workflows -----------------------------------------------------------------------
+
+    private <S> Mono<Decision> decideWorkflow(WorkflowDefinition<S> definition, StepInput input, String worker) {
+        ClaimedRow row = input.row();
+        StepHandler<S> handler = definition.step(row.step());
+        if (handler == null) {
+            return Mono.just(new Decision(failed(row, worker, "unknown step '" + row.step() + "' of workflow "
+                    + row.type() + " (version " + row.typeVersion() + " on the row, " + definition.version()
+                    + " registered): no handler for it on the engine that picked it"), null));
         }
-        String json;
+        S state;
         try {
-            json = codec.encode(result);
-        } catch (RuntimeException unencodable) {
-            return failed(row, worker, "result cannot be encoded: " + unencodable.getMessage());
+            state = row.stateJson() == null ? null : codec.decode(row.stateJson(), definition.stateType());
+        } catch (RuntimeException malformed) {
+            return Mono.just(new Decision(failed(row, worker, "malformed state for "
+                    + definition.stateType().getName() + ": " + malformed.getMessage()), null));
         }
-        int bytes = json.getBytes(StandardCharsets.UTF_8).length;
-        if (bytes > maxPayloadBytes) {
-            return failed(row, worker, "result is " + bytes + " bytes of JSON, above the limit of "
-                    + maxPayloadBytes + " (EngineOptions.maxPayloadBytes)");
-        }
-        return outcome(row, worker, InstanceStatus.DONE, json, null, null);
+        Set<String> awaited = new HashSet<>(row.awaitedSignals());
+        List<Signal> signals = input.inbox().stream().filter(signal -> awaited.contains(signal.name())).toList();
+        StepContext<S> context = new StepContext<>(row.id(), row.type(), row.queue(), row.step(), row.attempt(),
+                row.maxAttempts(), state, !awaited.isEmpty(), signals, input.inbox(), input.children(), codec);
+        return Mono.defer(() -> handler.run(context))
+                .subscribeOn(handlerScheduler)
+                .timeout(definition.timeout())
+                .switchIfEmpty(Mono.error(() -> new IllegalStateException("step '" + row.step()
+                        + "' completed without an outcome")))
+                .map(outcome -> decide(outcome, input, signals, worker))
+                .onErrorResume(error -> Mono.just(new Decision(afterError(definition, row, worker, error), null)));
     }
 
-    private OutcomeRow afterError(JobDefinition<?, ?> definition, ClaimedRow row, String worker, Throwable error) {
+    private Decision decide(Outcome<?> outcome, StepInput input, List<Signal> signals, String worker) {
+        ClaimedRow row = input.row();
+        List<Long> consumed = signals.stream().map(Signal::id).toList();
+        switch (outcome.kind()) {
+            case NEXT: {
+                String state = encodeState(outcome.state());
+                boolean inline = outcome.isInline();
+                OutcomeRow next = new OutcomeRow(row.id(), worker,
+                        inline ? InstanceStatus.EXECUTING : InstanceStatus.RUNNABLE, outcome.step(), state, null,
+                        null, inline ? null : outcome.delay() == null ? 0L : outcome.delay().toMillis(),
+                        inline ? 1 : 0, leaseMillis, null, null, outcome.keyChange(), outcome.concurrencyKey(),
+                        consumed, List.of(), row.parentId());
+                StepInput following = null;
+                if (inline) {
+                    Set<Long> gone = new HashSet<>(consumed);
+                    String key = switch (outcome.keyChange()) {
+                        case KEEP -> row.concurrencyKey();
+                        case SET -> outcome.concurrencyKey();
+                        case RELEASE -> null;
+                    };
+                    ClaimedRow continued = new ClaimedRow(row.id(), row.type(), row.typeVersion(), row.queue(),
+                            row.priority(), row.eligibleAt(), outcome.step(), state, 1, row.maxAttempts(), key,
+                            row.parentId(), List.of(), null, null);
+                    following = new StepInput(continued,
+                            input.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList(), List.of());
+                }
+                return new Decision(next, following);
+            }
+            case RETRY:
+                return new Decision(new OutcomeRow(row.id(), worker, InstanceStatus.RUNNABLE, null, null, null, null,
+                        outcome.delay().toMillis(), Math.max(row.attempt() - 1, 0), leaseMillis, null, null,
+                        KeyChange.KEEP, null, List.of(), List.of(), row.parentId()), null);
+            case AWAIT:
+                return new Decision(new OutcomeRow(row.id(), worker, InstanceStatus.AWAITING_SIGNAL, outcome.step(),
+                        encodeState(outcome.state()), null, null, null, 0, leaseMillis,
+                        String.join(",", outcome.signals()),
+                        outcome.timeout() == null ? null : outcome.timeout().toMillis(),
+                        KeyChange.KEEP, null, consumed, List.of(), row.parentId()), null);
+            case SPAWN: {
+                if (outcome.children().isEmpty()) {
+                    return new Decision(new OutcomeRow(row.id(), worker, InstanceStatus.RUNNABLE, outcome.step(),
+                            encodeState(outcome.state()), null, null, 0L, 0, leaseMillis, null, null,
+                            KeyChange.KEEP, null, consumed, List.of(), row.parentId()), null);
+                }
+                List<NewInstance> children = mapper.toRows(outcome.children(), row.id());
+                return new Decision(new OutcomeRow(row.id(), worker, InstanceStatus.AWAITING_CHILDREN, outcome.step(),
+                        encodeState(outcome.state()), null, null, null, 0, leaseMillis, null, null,
+                        KeyChange.KEEP, null, consumed, children, row.parentId()), null);
+            }
+            case DONE:
+                return new Decision(done(row, worker, outcome.result(), consumed), null);
+            case FAIL:
+                return new Decision(outcome(row, worker, InstanceStatus.FAILED, null, outcome.error(), null, consumed),
+                        null);
+            case CANCEL:
+            default:
+                return new Decision(outcome(row, worker, InstanceStatus.CANCELLED, null, null, null, consumed), null);
+        }
+    }
+
+    private @Nullable String encodeState(@Nullable Object state) {
+        return state == null ? null : mapper.encode("state", state);
+    }
+
+    private static OutcomeRow throughQueue(OutcomeRow inline) {
+        return new OutcomeRow(inline.id(), inline.worker(), InstanceStatus.RUNNABLE, inline.step(), inline.stateJson(),
+                null, null, 0L, 0, inline.leaseMillis(), null, null, inline.keyChange(), inline.newConcurrencyKey(),
+                inline.consumedSignals(), List.of(), inline.parentId());
+    }
+
+    // ---- Shared ----------------------------------------------------------------------------
+
+    private OutcomeRow done(ClaimedRow row, String worker, @Nullable Object result, List<Long> consumed) {
+        if (result == null) {
+            return outcome(row, worker, InstanceStatus.DONE, null, null, null, consumed);
+        }
+        try {
+            return outcome(row, worker, InstanceStatus.DONE, mapper.encode("result", result), null, null, consumed);
+        } catch (DurableException unencodable) {
+            return failed(row, worker, unencodable.getMessage());
+        }
+    }
+
+    private OutcomeRow afterError(Definition definition, ClaimedRow row, String worker, Throwable error) {
         String message = describe(error, definition.timeout());
-        if (error instanceof PermanentFailureException || row.attempt() >= row.maxAttempts()) {
+        boolean permanent = error instanceof PermanentFailureException || error instanceof InvalidRequestException
+                || error instanceof UnknownTypeException;
+        if (permanent || row.attempt() >= row.maxAttempts()) {
             return failed(row, worker, message);
         }
         long delay = definition.backoff().delay(row.attempt()).toMillis();
-        return outcome(row, worker, InstanceStatus.RUNNABLE, null, message, delay);
+        return outcome(row, worker, InstanceStatus.RUNNABLE, null, message, delay, List.of());
     }
 
-    private OutcomeRow failed(ClaimedRow row, String worker, String error) {
-        return outcome(row, worker, InstanceStatus.FAILED, null, error, null);
+    private OutcomeRow failed(ClaimedRow row, String worker, @Nullable String error) {
+        return outcome(row, worker, InstanceStatus.FAILED, null, error, null, List.of());
     }
 
     private OutcomeRow outcome(ClaimedRow row, String worker, InstanceStatus status, @Nullable String result,
-            @Nullable String error, @Nullable Long delayMillis) {
-        return new OutcomeRow(row.id(), worker, status, null, null, result, truncate(error), delayMillis,
-                false, leaseMillis);
-    }
-
-    private RunResult report(ClaimedRow row, String worker, Optional<Transition> committed) {
-        if (committed.isEmpty()) {
-            log.info("stale outcome of instance {} dropped: worker {} lost its lease", row.id(), worker);
-            return RunResult.STALE;
-        }
-        onCommitted.accept(committed.get());
-        return RunResult.COMMITTED;
+            @Nullable String error, @Nullable Long delayMillis, List<Long> consumed) {
+        return new OutcomeRow(row.id(), worker, status, null, null, result, truncate(error), delayMillis, null,
+                leaseMillis, null, null, KeyChange.KEEP, null, consumed, List.of(), row.parentId());
     }
 
     private static String describe(Throwable error, Duration timeout) {
@@ -150,5 +302,44 @@ public final class Executor {
 
     private static @Nullable String truncate(@Nullable String error) {
         return error == null || error.length() <= MAX_ERROR_LENGTH ? error : error.substring(0, MAX_ERROR_LENGTH);
+    }
+
+    private static List<Signal> inbox(@Nullable String json) {
+        List<Signal> signals = new ArrayList<>();
+        for (JsonNode node : parse(json)) {
+            signals.add(new Signal(node.get("id").asLong(), node.get("name").asText(), text(node, "payload"),
+                    Instant.parse(normalizeTimestamp(node.get("at").asText()))));
+        }
+        return signals;
+    }
+
+    private static List<Child> children(@Nullable String json) {
+        List<Child> children = new ArrayList<>();
+        for (JsonNode node : parse(json)) {
+            children.add(new Child(node.get("id").asLong(), node.get("type").asText(),
+                    InstanceStatus.fromSql(node.get("status").asText()), text(node, "result"), text(node, "error")));
+        }
+        return children;
+    }
+
+    private static Iterable<JsonNode> parse(@Nullable String json) {
+        if (json == null) {
+            return List.of();
+        }
+        try {
+            return ROWS.readTree(json);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("unreadable inbox or children from the database: " + e.getMessage(), e);
+        }
+    }
+
+    private static @Nullable String text(JsonNode node, String field) {
+        JsonNode value = node.get(field);
+        return value == null || value.isNull() ? null : value.asText();
+    }
+
+    /** json_build_object renders timestamptz like "2026-12-02T12:00:00.123+00:00". */
+    private static String normalizeTimestamp(String timestamp) {
+        return java.time.OffsetDateTime.parse(timestamp).toInstant().toString();
     }
 }

@@ -15,7 +15,8 @@ import reactor.util.Loggers;
 /**
  * The maintenance ticks any node may run: the reaper returns expired leases to runnable (or to
  * failed once their attempts are spent, so a step that keeps killing its worker cannot retry
- * forever). Each tick is a {@code Flux.interval} stream that drops ticks while one is running.
+ * forever), and parked instances past their await deadline resume. The tick is a
+ * {@code Flux.interval} stream that drops ticks while one is running.
  */
 public final class Maintenance {
 
@@ -38,11 +39,18 @@ public final class Maintenance {
     public void start() {
         reaper = Flux.interval(reaperInterval)
                 .onBackpressureDrop(tick -> ticksSkipped.incrementAndGet())
-                .concatMap(tick -> reapOnce().onErrorResume(error -> {
-                    log.warn("reaper tick failed, the next one tries again: {}", error.toString());
+                .concatMap(tick -> reapOnce().then(expireAwaitsOnce()).onErrorResume(error -> {
+                    log.warn("maintenance tick failed, the next one tries again: {}", error.toString());
                     return Mono.empty();
                 }), 0)
-                .subscribe(null, error -> log.error("reaper loop failed", error));
+                .subscribe(null, error -> log.error("maintenance loop failed", error));
+    }
+
+    /** Resumes up to one batch of parked instances whose await deadline passed. */
+    public Mono<Long> expireAwaitsOnce() {
+        return store.expireAwaits(REAP_BATCH)
+                .doOnNext(onRecovered)
+                .count();
     }
 
     /** One reaper pass over up to one batch of expired leases; emits how many it recovered. */

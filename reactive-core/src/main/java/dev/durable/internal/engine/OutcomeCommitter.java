@@ -6,12 +6,15 @@ import dev.durable.internal.sql.Rows.OutcomeRow;
 import dev.durable.internal.sql.Rows.Transition;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
 import reactor.util.Logger;
@@ -22,8 +25,9 @@ import reactor.util.retry.Retry;
  * Group commit of outcomes. An outcome that arrives while fewer than {@code parallelism} batches
  * are in flight is committed at once (no added latency when quiet); outcomes that arrive while
  * batches are in flight queue up and go together in the next one, up to {@code batchSize}. So the
- * batch grows with load and a batch never waits longer than one commit ahead of it. Each batch is
- * one statement ({@code Sql.commitOutcomes}).
+ * batch grows with load and a batch never waits longer than one commit ahead of it. A batch of
+ * plain outcomes is one statement; one with riders (parks, consumed signals, children, settled
+ * children) is one transaction of a fixed set of statements ({@code InstanceStore.commitOutcomes}).
  */
 public final class OutcomeCommitter {
 
@@ -33,13 +37,15 @@ public final class OutcomeCommitter {
     }
 
     private final InstanceStore store;
+    private final Consumer<Transition> onWokenParent;
     private final int batchSize;
     private final int parallelism;
     private final Queue<Pending> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger inFlight = new AtomicInteger();
 
-    public OutcomeCommitter(InstanceStore store, int batchSize, int parallelism) {
+    public OutcomeCommitter(InstanceStore store, int batchSize, int parallelism, Consumer<Transition> onWokenParent) {
         this.store = store;
+        this.onWokenParent = onWokenParent;
         this.batchSize = batchSize;
         this.parallelism = parallelism;
     }
@@ -83,26 +89,45 @@ public final class OutcomeCommitter {
     }
 
     private void commitBatch(List<Pending> batch) {
-        List<OutcomeRow> rows = new ArrayList<>(batch.size());
-        for (Pending pending : batch) {
-            rows.add(pending.row());
-        }
-        store.commitOutcomes(rows)
-                .collectMap(Transition::id)
-                // A lost connection may hide a commit that went through: a retry then finds the
-                // rows no longer claimed and reports them stale, which is the truth.
-                .retryWhen(Retry.backoff(3, Duration.ofMillis(50)).filter(Errors::isTransient))
+        commitTogether(batch)
                 .doFinally(signal -> {
                     inFlight.decrementAndGet();
                     drain();
                 })
-                .subscribe(committed -> complete(batch, committed), error -> fail(batch, error));
+                .subscribe(null, error -> log.error("outcome commit failed unexpectedly", error));
     }
 
-    private static void complete(List<Pending> batch, Map<Long, Transition> committed) {
+    private Mono<Void> commitTogether(List<Pending> batch) {
+        List<OutcomeRow> rows = new ArrayList<>(batch.size());
         for (Pending pending : batch) {
-            pending.sink().success(Optional.ofNullable(committed.get(pending.row().id())));
+            rows.add(pending.row());
         }
+        return store.commitOutcomes(rows)
+                // A lost connection may hide a commit that went through: a retry then finds the
+                // rows no longer claimed and reports them stale, which is the truth.
+                .retryWhen(Retry.backoff(3, Duration.ofMillis(50)).filter(Errors::isTransient))
+                .doOnNext(committed -> complete(batch, committed))
+                .then()
+                .onErrorResume(error -> {
+                    if (batch.size() > 1 && Errors.isExecutingKeyTaken(error)) {
+                        // One inline step took a concurrency key that is executing elsewhere and the
+                        // whole transaction rolled back: commit each alone, so only that one fails.
+                        return Flux.fromIterable(batch).concatMap(pending -> commitTogether(List.of(pending))).then();
+                    }
+                    fail(batch, error);
+                    return Mono.empty();
+                });
+    }
+
+    private void complete(List<Pending> batch, InstanceStore.Committed committed) {
+        Map<Long, Transition> byId = new HashMap<>();
+        for (Transition transition : committed.transitions()) {
+            byId.put(transition.id(), transition);
+        }
+        for (Pending pending : batch) {
+            pending.sink().success(Optional.ofNullable(byId.get(pending.row().id())));
+        }
+        committed.wokenParents().forEach(onWokenParent);
     }
 
     private static void fail(List<Pending> batch, Throwable error) {

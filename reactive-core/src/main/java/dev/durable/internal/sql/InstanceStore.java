@@ -100,9 +100,9 @@ public final class InstanceStore {
     }
 
     /** Empty when no instance has that id. */
-    public Mono<CancelRow> cancel(long id) {
+    public Mono<CancelRow> cancel(long id, boolean cascade) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(sql.cancelInstance)
-                        .bind(0, id).execute())
+                        .bind(0, id).bind(1, cascade).execute())
                 .concatMap(result -> result.map(row -> {
                     String after = row.get("after", String.class);
                     return new CancelRow(InstanceStatus.fromSql(row.get("before", String.class)),
@@ -146,8 +146,82 @@ public final class InstanceStore {
         });
     }
 
-    /** Commits outcomes in one statement; returns the rows that were still owned, as they ended. */
-    public Flux<Transition> commitOutcomes(List<OutcomeRow> outcomes) {
+    /**
+     * Commits outcomes. Plain ones (no riders) go as one auto-committed statement; a batch with
+     * riders is one transaction of a fixed set of statements: lock, delete consumed signals, the
+     * UPDATE, insert children, find woken parents. Emits each committed row's transition, then the
+     * parents its children woke.
+     */
+    public Mono<Committed> commitOutcomes(List<OutcomeRow> outcomes) {
+        boolean riders = outcomes.stream().anyMatch(OutcomeRow::hasRiders);
+        if (!riders) {
+            return db.withConnection(connection -> update(connection, outcomes))
+                    .collectList()
+                    .map(transitions -> new Committed(transitions, List.of()));
+        }
+        return db.inTransaction(connection -> commitWithRiders(connection, outcomes)).single();
+    }
+
+    /** What a commit batch did: the committed rows, and the parents it woke. */
+    public record Committed(List<Transition> transitions, List<Transition> wokenParents) {
+    }
+
+    private Mono<Committed> commitWithRiders(Connection connection, List<OutcomeRow> outcomes) {
+        Long[] ids = outcomes.stream().map(OutcomeRow::id).toArray(Long[]::new);
+        List<Long> signalIds = new java.util.ArrayList<>();
+        List<String> signalWorkers = new java.util.ArrayList<>();
+        for (OutcomeRow outcome : outcomes) {
+            for (Long signal : outcome.consumedSignals()) {
+                signalIds.add(signal);
+                signalWorkers.add(outcome.worker());
+            }
+        }
+        Mono<Void> lock = Flux.from(connection.createStatement(sql.lockForCommit).bind(0, ids).execute())
+                .concatMap(result -> result.map(row -> 1))
+                .then();
+        Mono<Void> consume = signalIds.isEmpty() ? Mono.empty()
+                : Flux.from(connection.createStatement(sql.deleteConsumedSignals)
+                                .bind(0, signalIds.toArray(Long[]::new))
+                                .bind(1, signalWorkers.toArray(String[]::new)).execute())
+                        .concatMap(result -> result.getRowsUpdated())
+                        .then();
+        return lock.then(consume)
+                .thenMany(update(connection, outcomes))
+                .collectList()
+                .flatMap(transitions -> {
+                    java.util.Set<Long> committed = new java.util.HashSet<>();
+                    for (Transition transition : transitions) {
+                        committed.add(transition.id());
+                    }
+                    List<NewInstance> children = new java.util.ArrayList<>();
+                    java.util.Set<Long> parents = new java.util.LinkedHashSet<>();
+                    for (OutcomeRow outcome : outcomes) {
+                        if (!committed.contains(outcome.id())) {
+                            continue;
+                        }
+                        children.addAll(outcome.children());
+                        if (outcome.parentId() != null && outcome.status().isTerminal()) {
+                            parents.add(outcome.parentId());
+                        }
+                    }
+                    for (Transition transition : transitions) {
+                        // A cancel request turns any outcome terminal: its parent counts it too.
+                        if (transition.status() == InstanceStatus.CANCELLED) {
+                            outcomes.stream().filter(o -> o.id() == transition.id() && o.parentId() != null)
+                                    .forEach(o -> parents.add(o.parentId()));
+                        }
+                    }
+                    Mono<Void> spawn = children.isEmpty() ? Mono.empty() : insert(connection, children).then();
+                    Mono<List<Transition>> woken = parents.isEmpty() ? Mono.just(List.of())
+                            : Flux.from(connection.createStatement(sql.wokenParents)
+                                            .bind(0, parents.toArray(Long[]::new)).execute())
+                                    .concatMap(result -> result.map(InstanceStore::toTransition))
+                                    .collectList();
+                    return spawn.then(woken).map(parentsWoken -> new Committed(transitions, parentsWoken));
+                });
+    }
+
+    private Flux<Transition> update(Connection connection, List<OutcomeRow> outcomes) {
         int n = outcomes.size();
         Long[] ids = new Long[n];
         String[] workers = new String[n];
@@ -157,8 +231,13 @@ public final class InstanceStore {
         String[] results = new String[n];
         String[] errors = new String[n];
         Long[] delays = new Long[n];
-        Boolean[] resets = new Boolean[n];
+        Integer[] attempts = new Integer[n];
         Long[] leases = new Long[n];
+        String[] awaited = new String[n];
+        Long[] awaitMillis = new Long[n];
+        Integer[] children = new Integer[n];
+        Integer[] keyChanges = new Integer[n];
+        String[] newKeys = new String[n];
         for (int i = 0; i < n; i++) {
             OutcomeRow outcome = outcomes.get(i);
             ids[i] = outcome.id();
@@ -169,13 +248,47 @@ public final class InstanceStore {
             results[i] = outcome.resultJson();
             errors[i] = outcome.error();
             delays[i] = outcome.delayMillis();
-            resets[i] = outcome.resetAttempt();
+            attempts[i] = outcome.attempt();
             leases[i] = outcome.leaseMillis();
+            awaited[i] = outcome.awaitedSignals();
+            awaitMillis[i] = outcome.awaitMillis();
+            children[i] = outcome.children().size();
+            keyChanges[i] = outcome.keyChange().ordinal();
+            newKeys[i] = outcome.newConcurrencyKey();
         }
-        return db.withConnection(connection -> Flux.from(connection.createStatement(sql.commitOutcomes)
+        return Flux.from(connection.createStatement(sql.commitOutcomes)
                         .bind(0, ids).bind(1, workers).bind(2, statuses).bind(3, steps).bind(4, states)
-                        .bind(5, results).bind(6, errors).bind(7, delays).bind(8, resets).bind(9, leases)
+                        .bind(5, results).bind(6, errors).bind(7, delays).bind(8, attempts).bind(9, leases)
+                        .bind(10, awaited).bind(11, awaitMillis).bind(12, children).bind(13, keyChanges)
+                        .bind(14, newKeys)
                         .execute())
+                .concatMap(result -> result.map(InstanceStore::toTransition))
+                .onErrorMap(dev.durable.internal.Errors::translate);
+    }
+
+    /** Delivers a signal by instance id or by live correlation key; empty when no live target. */
+    public Mono<Rows.Delivery> deliverSignal(@Nullable Long id, @Nullable String correlationKey, String name,
+            @Nullable String payloadJson, @Nullable String dedupKey) {
+        return db.withConnection(connection -> {
+            Statement statement = connection.createStatement(id != null ? sql.deliverSignalById : sql.deliverSignalByKey);
+            if (id != null) {
+                statement.bind(0, id);
+            } else {
+                statement.bind(0, correlationKey);
+            }
+            statement.bind(1, name);
+            Db.bind(statement, 2, payloadJson, String.class);
+            Db.bind(statement, 3, dedupKey, String.class);
+            return Flux.from(statement.execute()).concatMap(result -> result.map(row -> new Rows.Delivery(
+                    row.get("id", Long.class), row.get("queue", String.class),
+                    row.get("stored", Long.class) > 0, row.get("woken", Long.class) > 0)));
+        }).next();
+    }
+
+    /** Resumes up to {@code limit} parked instances whose await deadline passed. */
+    public Flux<Transition> expireAwaits(int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(sql.expireAwaits)
+                        .bind(0, limit).execute())
                 .concatMap(result -> result.map(InstanceStore::toTransition)));
     }
 
@@ -185,6 +298,7 @@ public final class InstanceStore {
     }
 
     private static ClaimedRow toClaimed(Readable row) {
+        String[] awaited = row.get("awaited_signals", String[].class);
         return new ClaimedRow(
                 row.get("id", Long.class),
                 row.get("type", String.class),
@@ -197,7 +311,10 @@ public final class InstanceStore {
                 row.get("attempt", Integer.class),
                 row.get("max_attempts", Integer.class),
                 row.get("concurrency_key", String.class),
-                row.get("parent_id", Long.class));
+                row.get("parent_id", Long.class),
+                Arrays.asList(awaited == null ? NO_STRINGS : awaited),
+                row.get("inbox", String.class),
+                row.get("children", String.class));
     }
 
     static Instance toInstance(Readable row) {

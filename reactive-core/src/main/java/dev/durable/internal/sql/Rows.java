@@ -1,7 +1,9 @@
 package dev.durable.internal.sql;
 
 import dev.durable.InstanceStatus;
+import dev.durable.Outcome.KeyChange;
 import java.time.Instant;
+import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /** The shapes of rows that go into and come out of {@link InstanceStore}'s statements. */
@@ -40,13 +42,17 @@ public final class Rows {
             int attempt,
             int maxAttempts,
             @Nullable String concurrencyKey,
-            @Nullable Long parentId) {
+            @Nullable Long parentId,
+            List<String> awaitedSignals,
+            @Nullable String inboxJson,
+            @Nullable String childrenJson) {
     }
 
     /**
-     * An outcome to commit. Null {@code step}, {@code stateJson} and {@code error} keep what the
-     * row has; a null {@code delayMillis} keeps its eligible time; {@code leaseMillis} renews the
-     * lease of an outcome that stays executing.
+     * An outcome to commit. Null {@code step}, {@code stateJson}, {@code error} and {@code attempt}
+     * keep what the row has; a null {@code delayMillis} keeps its eligible time; {@code leaseMillis}
+     * renews the lease of an outcome that stays executing (inline). The riders: signals the step
+     * consumed, children to insert, and the parent to poke if this settles its last child.
      */
     public record OutcomeRow(
             long id,
@@ -57,12 +63,29 @@ public final class Rows {
             @Nullable String resultJson,
             @Nullable String error,
             @Nullable Long delayMillis,
-            boolean resetAttempt,
-            long leaseMillis) {
+            @Nullable Integer attempt,
+            long leaseMillis,
+            @Nullable String awaitedSignals,
+            @Nullable Long awaitMillis,
+            KeyChange keyChange,
+            @Nullable String newConcurrencyKey,
+            List<Long> consumedSignals,
+            List<NewInstance> children,
+            @Nullable Long parentId) {
+
+        /** True when committing this needs more than the one UPDATE (a transaction with riders). */
+        public boolean hasRiders() {
+            return status == InstanceStatus.AWAITING_SIGNAL || !consumedSignals.isEmpty() || !children.isEmpty()
+                    || (parentId != null && status.isTerminal());
+        }
     }
 
     /** A row whose status a statement changed, with its queue (to poke it) and new status. */
     public record Transition(long id, String queue, InstanceStatus status) {
+    }
+
+    /** What a signal delivery found: the target (null when none is live) and what it did. */
+    public record Delivery(long id, String queue, boolean stored, boolean woken) {
     }
 
     /** What a cancel found and left. */

@@ -15,10 +15,20 @@ public final class Sql {
             await_deadline, parent_id, children_pending, concurrency_key, correlation_key, claimed_by,
             lease_expires_at, cancel_requested, inserted_at, updated_at""";
 
-    /** Columns a scheduler needs to run a claimed row. */
+    /**
+     * Columns a scheduler needs to run a claimed row, with the row's inbox and children read in
+     * the same statement (each a probe of an index that is empty for plain jobs).
+     */
     static final String CLAIM_COLUMNS = """
             i.id, i.type, i.type_version, i.queue, i.priority, i.eligible_at, i.step,
-            i.state::text AS state, i.attempt, i.max_attempts, i.concurrency_key, i.parent_id""";
+            i.state::text AS state, i.attempt, i.max_attempts, i.concurrency_key, i.parent_id,
+            i.awaited_signals,
+            (SELECT json_agg(json_build_object('id', s.id, 'name', s.name, 'payload', s.payload::text,
+                                               'at', s.inserted_at) ORDER BY s.id)
+               FROM {signals} s WHERE s.instance_id = i.id)::text AS inbox,
+            (SELECT json_agg(json_build_object('id', c.id, 'type', c.type, 'status', c.status,
+                                               'result', c.result::text, 'error', c.last_error) ORDER BY c.id)
+               FROM {instances} c WHERE c.parent_id = i.id)::text AS children""";
 
     private final String schema;
 
@@ -39,9 +49,10 @@ public final class Sql {
     public final String listInstances;
 
     /**
-     * Cancels one instance: at once when runnable or parked, at its next commit when executing
-     * (the flag is read by the outcome commit and by the reaper). Locks the row so a concurrent
-     * pick or commit sees one answer. Returns the status before and after.
+     * Cancels an instance, and with $2 its live descendants: at once when runnable or parked, at
+     * the next commit when executing (the flag is read by the outcome commit, the release and the
+     * reaper). The UPDATE re-reads each row under its lock, so a concurrent pick or commit sees one
+     * answer. Returns the root's status before and after (after is null when it had settled).
      */
     public final String cancelInstance;
 
@@ -81,6 +92,33 @@ public final class Sql {
      */
     public final String commitOutcomes;
 
+    /**
+     * Locks a commit batch's rows in id order before an await parks or signals are consumed: the
+     * commit's next statement then takes a snapshot after any signal delivery that held a row, so a
+     * signal that landed while the step ran is seen and wakes the row at once (no lost wakeup),
+     * and a later delivery waits for the commit and sees the parked row.
+     */
+    public final String lockForCommit;
+
+    /** Deletes the signals the committed steps consumed, guarded by the same ownership. */
+    public final String deleteConsumedSignals;
+
+    /** Parents that the children settled in a commit woke (the trigger did the counting): to poke. */
+    public final String wokenParents;
+
+    /**
+     * Stores a signal in a live instance's inbox (a repeated dedup key stores nothing) and wakes the
+     * instance when it awaits that name. Locks the target row first, so a commit that parks it
+     * either comes before (and the delivery sees it parked) or after (and the commit sees the signal).
+     */
+    public final String deliverSignalById;
+
+    /** As {@link #deliverSignalById}, addressed by live correlation key (its unique index). */
+    public final String deliverSignalByKey;
+
+    /** Resumes parked instances whose await deadline passed, with no awaited signal. */
+    public final String expireAwaits;
+
     public Sql(String schema) {
         this.schema = schema;
         this.insertInstances = render("""
@@ -105,18 +143,22 @@ public final class Sql {
                  ORDER BY id
                  LIMIT $4""");
         this.cancelInstance = render("""
-                WITH target AS (
-                    SELECT id, status FROM {instances} WHERE id = $1 FOR UPDATE
+                WITH RECURSIVE tree AS (
+                        SELECT id FROM {instances} WHERE id = $1
+                    UNION
+                        SELECT c.id FROM {instances} c JOIN tree t ON c.parent_id = t.id WHERE $2
                 ), changed AS (
                     UPDATE {instances} i
-                       SET status = CASE WHEN t.status = 'executing' THEN i.status ELSE 'cancelled' END,
-                           cancel_requested = (t.status = 'executing'),
+                       SET status = CASE WHEN i.status = 'executing' THEN i.status ELSE 'cancelled' END,
+                           cancel_requested = (i.status = 'executing'),
+                           await_deadline = NULL,
                            updated_at = now()
-                      FROM target t
-                     WHERE i.id = t.id AND t.status NOT IN ('done', 'failed', 'cancelled')
-                    RETURNING i.status
+                     WHERE i.id IN (SELECT id FROM tree) AND i.status NOT IN ('done', 'failed', 'cancelled')
+                    RETURNING i.id, i.status
                 )
-                SELECT t.status AS before, (SELECT status FROM changed) AS after FROM target t""");
+                SELECT r.status AS before, c.status AS after
+                  FROM {instances} r LEFT JOIN changed c ON c.id = r.id
+                 WHERE r.id = $1""");
         this.pick = render("""
                 WITH candidates AS (
                     SELECT c.id, c.priority, c.eligible_at,
@@ -178,26 +220,88 @@ public final class Sql {
                 RETURNING i.id, i.queue, i.status""");
         this.commitOutcomes = render("""
                 UPDATE {instances} i
-                   SET status = CASE WHEN i.cancel_requested THEN 'cancelled' ELSE o.status END,
+                   SET status = CASE WHEN i.cancel_requested THEN 'cancelled'
+                                     WHEN o.status = 'awaiting_signal' AND EXISTS (
+                                          SELECT 1 FROM {signals} s
+                                           WHERE s.instance_id = i.id
+                                             AND s.name = ANY (string_to_array(o.awaited, ',')))
+                                     THEN 'runnable'
+                                     ELSE o.status END,
                        step = CASE WHEN i.cancel_requested THEN i.step ELSE COALESCE(o.step, i.step) END,
                        state = CASE WHEN i.cancel_requested OR o.state IS NULL THEN i.state
                                     ELSE o.state::jsonb END,
                        result = CASE WHEN i.cancel_requested THEN i.result ELSE o.result::jsonb END,
                        last_error = COALESCE(o.error, i.last_error),
-                       attempt = CASE WHEN o.reset_attempt AND NOT i.cancel_requested THEN 0
-                                      ELSE i.attempt END,
+                       attempt = CASE WHEN i.cancel_requested OR o.attempt IS NULL THEN i.attempt
+                                      ELSE o.attempt END,
                        eligible_at = CASE WHEN o.delay_ms IS NULL OR i.cancel_requested THEN i.eligible_at
                                           ELSE now() + o.delay_ms * interval '1 millisecond' END,
+                       awaited_signals = CASE WHEN i.cancel_requested THEN i.awaited_signals
+                                              ELSE string_to_array(o.awaited, ',') END,
+                       await_deadline = CASE WHEN o.await_ms IS NULL OR i.cancel_requested THEN NULL
+                                             ELSE now() + o.await_ms * interval '1 millisecond' END,
+                       children_pending = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested
+                                               THEN o.children ELSE i.children_pending END,
+                       concurrency_key = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.concurrency_key
+                                              WHEN o.key_change = 1 THEN o.new_key END,
                        claimed_by = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
                                          THEN i.claimed_by END,
                        lease_expires_at = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
                                                THEN now() + o.lease_ms * interval '1 millisecond' END,
                        updated_at = now()
                   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                              $7::text[], $8::bigint[], $9::boolean[], $10::bigint[])
-                       AS o(id, worker, status, step, state, result, error, delay_ms, reset_attempt, lease_ms)
+                              $7::text[], $8::bigint[], $9::int[], $10::bigint[], $11::text[], $12::bigint[],
+                              $13::int[], $14::int[], $15::text[])
+                       AS o(id, worker, status, step, state, result, error, delay_ms, attempt, lease_ms,
+                            awaited, await_ms, children, key_change, new_key)
                  WHERE i.id = o.id AND i.claimed_by = o.worker AND i.status = 'executing'
                 RETURNING i.id, i.status, i.queue""");
+        this.lockForCommit = render("""
+                SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE""");
+        this.deleteConsumedSignals = render("""
+                DELETE FROM {signals} s
+                 USING unnest($1::bigint[], $2::text[]) AS c(signal_id, worker), {instances} i
+                 WHERE s.id = c.signal_id AND i.id = s.instance_id
+                   AND i.claimed_by = c.worker AND i.status = 'executing'""");
+        this.wokenParents = render("""
+                SELECT id, queue, status FROM {instances}
+                 WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");
+        String deliver = """
+                WITH target AS (
+                    SELECT id, queue, status, awaited_signals FROM {instances}
+                     WHERE %s AND status NOT IN ('done', 'failed', 'cancelled')
+                       FOR UPDATE
+                ), stored AS (
+                    INSERT INTO {signals} (instance_id, name, payload, dedup_key)
+                    SELECT id, $2, $3::jsonb, $4 FROM target
+                    ON CONFLICT (instance_id, dedup_key) DO NOTHING
+                    RETURNING instance_id
+                ), woken AS (
+                    UPDATE {instances} i
+                       SET status = 'runnable', eligible_at = now(), await_deadline = NULL, updated_at = now()
+                      FROM target t
+                     WHERE i.id = t.id AND t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                       AND EXISTS (SELECT 1 FROM stored)
+                    RETURNING i.id
+                )
+                SELECT t.id, t.queue, (SELECT count(*) FROM stored) AS stored,
+                       (SELECT count(*) FROM woken) AS woken
+                  FROM target t""";
+        this.deliverSignalById = render(deliver.formatted("id = $1"));
+        this.deliverSignalByKey = render(deliver.formatted("correlation_slot = $1"));
+        this.expireAwaits = render("""
+                WITH due AS (
+                    SELECT id FROM {instances}
+                     WHERE status = 'awaiting_signal' AND await_deadline < now()
+                     ORDER BY await_deadline
+                     LIMIT $1
+                       FOR UPDATE SKIP LOCKED
+                )
+                UPDATE {instances} i
+                   SET status = 'runnable', eligible_at = now(), await_deadline = NULL, updated_at = now()
+                  FROM due d
+                 WHERE i.id = d.id
+                RETURNING i.id, i.queue, i.status""");
     }
 
     public String schema() {

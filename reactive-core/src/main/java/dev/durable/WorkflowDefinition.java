@@ -1,0 +1,164 @@
+package dev.durable;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A workflow type: named steps over a typed state. The first step added is where new instances
+ * start. Immutable once built.
+ *
+ * <pre>{@code
+ * WorkflowDefinition<Order> checkout = WorkflowDefinition.builder("checkout", Order.class)
+ *     .step("reserve", ctx -> inventory.reserve(ctx.state())
+ *             .map(ok -> Outcome.await(Set.of("paid"), "ship", ctx.state(), Duration.ofHours(1))))
+ *     .step("ship", ctx -> ctx.signals().isEmpty()
+ *             ? Mono.just(Outcome.fail("not paid in time"))
+ *             : Mono.just(Outcome.spawnChildren(shipments(ctx.state()), "shipped", ctx.state())))
+ *     .step("shipped", ctx -> Mono.just(Outcome.done(ctx.children().size())))
+ *     .build();
+ * }</pre>
+ */
+public final class WorkflowDefinition<S> implements Definition {
+
+    private final String type;
+    private final Class<S> stateType;
+    private final int version;
+    private final String queue;
+    private final int maxAttempts;
+    private final Backoff backoff;
+    private final Duration timeout;
+    private final String initialStep;
+    private final Map<String, StepHandler<S>> steps;
+
+    private WorkflowDefinition(Builder<S> builder) {
+        this.type = builder.type;
+        this.stateType = builder.stateType;
+        this.version = builder.version;
+        this.queue = builder.queue;
+        this.maxAttempts = builder.maxAttempts;
+        this.backoff = builder.backoff;
+        this.timeout = builder.timeout;
+        this.initialStep = builder.steps.keySet().iterator().next();
+        this.steps = Map.copyOf(builder.steps);
+    }
+
+    public static <S> Builder<S> builder(String type, Class<S> stateType) {
+        return new Builder<>(type, stateType);
+    }
+
+    @Override
+    public String type() {
+        return type;
+    }
+
+    public Class<S> stateType() {
+        return stateType;
+    }
+
+    @Override
+    public int version() {
+        return version;
+    }
+
+    @Override
+    public String queue() {
+        return queue;
+    }
+
+    @Override
+    public int maxAttempts() {
+        return maxAttempts;
+    }
+
+    @Override
+    public Backoff backoff() {
+        return backoff;
+    }
+
+    @Override
+    public Duration timeout() {
+        return timeout;
+    }
+
+    @Override
+    public String initialStep() {
+        return initialStep;
+    }
+
+    /** The handler of {@code step}, or null when this version has no such step. */
+    public @Nullable StepHandler<S> step(String step) {
+        return steps.get(step);
+    }
+
+    public java.util.Set<String> steps() {
+        return steps.keySet();
+    }
+
+    @Override
+    public String toString() {
+        return "WorkflowDefinition{type=" + type + ", version=" + version + ", steps=" + steps.keySet() + "}";
+    }
+
+    public static final class Builder<S> {
+
+        private final String type;
+        private final Class<S> stateType;
+        private int version = 1;
+        private String queue = JobDefinition.DEFAULT_QUEUE;
+        private int maxAttempts = JobDefinition.DEFAULT_MAX_ATTEMPTS;
+        private Backoff backoff = Backoff.DEFAULT;
+        private Duration timeout = JobDefinition.DEFAULT_TIMEOUT;
+        private final Map<String, StepHandler<S>> steps = new LinkedHashMap<>();
+
+        private Builder(String type, Class<S> stateType) {
+            this.type = Options.requireName("type", type);
+            this.stateType = Options.requireNonNull("stateType", stateType);
+        }
+
+        public Builder<S> version(int version) {
+            this.version = Options.requireAtLeast("version", version, 1);
+            return this;
+        }
+
+        public Builder<S> queue(String queue) {
+            this.queue = Options.requireName("queue", queue);
+            return this;
+        }
+
+        /** Attempts per step (at least 1). */
+        public Builder<S> maxAttempts(int maxAttempts) {
+            this.maxAttempts = Options.requireAtLeast("maxAttempts", maxAttempts, 1);
+            return this;
+        }
+
+        public Builder<S> backoff(Backoff backoff) {
+            this.backoff = Options.requireNonNull("backoff", backoff);
+            return this;
+        }
+
+        /** The longest one step may run. */
+        public Builder<S> timeout(Duration timeout) {
+            this.timeout = Options.requirePositive("timeout", timeout);
+            return this;
+        }
+
+        /** A step; the first one added is where instances start. Names are unique. */
+        public Builder<S> step(String name, StepHandler<S> handler) {
+            Options.requireName("step name", name);
+            Options.requireNonNull("handler", handler);
+            if (steps.putIfAbsent(name, handler) != null) {
+                throw new IllegalArgumentException("step '" + name + "' is defined twice in workflow " + type);
+            }
+            return this;
+        }
+
+        public WorkflowDefinition<S> build() {
+            if (steps.isEmpty()) {
+                throw new IllegalArgumentException("workflow " + type + " must have at least one step");
+            }
+            return new WorkflowDefinition<>(this);
+        }
+    }
+}

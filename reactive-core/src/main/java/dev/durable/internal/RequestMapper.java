@@ -1,0 +1,120 @@
+package dev.durable.internal;
+
+import dev.durable.Definition;
+import dev.durable.EngineOptions;
+import dev.durable.InstanceStatus;
+import dev.durable.InvalidRequestException;
+import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
+import dev.durable.PayloadTooLargeException;
+import dev.durable.UnknownTypeException;
+import dev.durable.internal.sql.Rows.NewInstance;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Checks requests and turns them into rows: for inserts, transactional inserts and children alike.
+ * Every rule a caller can break is an {@link InvalidRequestException} (or a subtype) naming it.
+ */
+public final class RequestMapper {
+
+    private final Map<String, Definition> definitions;
+    private final EngineOptions options;
+
+    public RequestMapper(Map<String, Definition> definitions, EngineOptions options) {
+        this.definitions = definitions;
+        this.options = options;
+    }
+
+    /** Rows for the requests, children of {@code parentId} when it is not null. */
+    public List<NewInstance> toRows(List<JobRequest> requests, @Nullable Long parentId) {
+        if (requests == null || requests.isEmpty()) {
+            throw new InvalidRequestException("requests must not be empty");
+        }
+        List<NewInstance> rows = new ArrayList<>(requests.size());
+        for (JobRequest request : requests) {
+            if (request == null) {
+                throw new InvalidRequestException("requests must not contain null");
+            }
+            rows.add(toRow(request, parentId));
+        }
+        return rows;
+    }
+
+    private NewInstance toRow(JobRequest request, @Nullable Long parentId) {
+        String type = request.type();
+        if (type == null || type.isBlank()) {
+            throw new InvalidRequestException("type must not be blank");
+        }
+        Definition definition = definitions.get(type);
+        if (definition == null && options.rejectUnknownTypes()) {
+            throw new UnknownTypeException(type);
+        }
+        String queue = request.queue() != null ? request.queue()
+                : definition != null ? definition.queue() : JobDefinition.DEFAULT_QUEUE;
+        checkName("queue", queue);
+        int maxAttempts = request.maxAttempts() != null ? request.maxAttempts()
+                : definition != null ? definition.maxAttempts() : JobDefinition.DEFAULT_MAX_ATTEMPTS;
+        if (maxAttempts < 1) {
+            throw new InvalidRequestException("maxAttempts must be at least 1, was " + maxAttempts);
+        }
+        long delayMillis = 0;
+        if (request.runIn() != null) {
+            if (request.runIn().isNegative()) {
+                throw new InvalidRequestException("runIn must not be negative, was " + request.runIn());
+            }
+            delayMillis = request.runIn().toMillis();
+        }
+        if (request.concurrencyKey() != null) {
+            checkKey("concurrencyKey", request.concurrencyKey());
+        }
+        String occupied = null;
+        if (request.correlationKey() != null) {
+            checkKey("correlationKey", request.correlationKey());
+            if (request.occupiedStatuses().isEmpty()) {
+                throw new InvalidRequestException("the occupied statuses of a correlation key must not be empty");
+            }
+            occupied = request.occupiedStatuses().stream().map(InstanceStatus::sqlName).sorted()
+                    .collect(Collectors.joining(","));
+        }
+        String state = request.args() == null ? null : encode("arguments", request.args());
+        String step = definition != null ? definition.initialStep() : JobDefinition.STEP;
+        int version = definition != null ? definition.version() : 1;
+        return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,
+                request.runAt() == null ? null : request.runAt().toString(), delayMillis, parentId,
+                request.concurrencyKey(), request.correlationKey(), occupied);
+    }
+
+    /** JSON for a payload, within the engine's size limit. */
+    public String encode(String what, Object value) {
+        String json;
+        try {
+            json = options.codec().encode(value);
+        } catch (RuntimeException unencodable) {
+            throw new InvalidRequestException(what + " cannot be encoded as JSON: " + unencodable.getMessage());
+        }
+        int bytes = json.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > options.maxPayloadBytes()) {
+            throw new PayloadTooLargeException(what, bytes, options.maxPayloadBytes());
+        }
+        return json;
+    }
+
+    public static void checkName(String what, @Nullable String value) {
+        if (value == null || value.isBlank() || value.length() > 128 || !value.strip().equals(value)) {
+            throw new InvalidRequestException(what + " must be 1 to 128 characters with no leading or"
+                    + " trailing blanks, was '" + value + "'");
+        }
+    }
+
+    public static void checkKey(String what, @Nullable String value) {
+        if (value == null || value.isBlank() || value.length() > 1024) {
+            throw new InvalidRequestException(what + " must be 1 to 1024 characters and not blank, was '"
+                    + (value != null && value.length() > 64 ? value.substring(0, 64) + "..." : value) + "'");
+        }
+    }
+}
