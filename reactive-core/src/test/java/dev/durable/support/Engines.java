@@ -4,7 +4,7 @@ import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
 import dev.durable.Instance;
 import dev.durable.InstanceStatus;
-import dev.durable.JobDefinition;
+import dev.durable.Definition;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -35,15 +35,15 @@ public final class Engines implements AfterEachCallback {
                 .reaperInterval(Duration.ofMillis(500));
     }
 
-    public DurableEngine start(EngineOptions.Builder options, JobDefinition<?, ?>... definitions) {
+    public DurableEngine start(EngineOptions.Builder options, Definition... definitions) {
         DurableEngine engine = build(options, definitions);
         engine.start().block(Duration.ofSeconds(60));
         return engine;
     }
 
-    public DurableEngine build(EngineOptions.Builder options, JobDefinition<?, ?>... definitions) {
+    public DurableEngine build(EngineOptions.Builder options, Definition... definitions) {
         DurableEngine.Builder builder = DurableEngine.builder(options.build());
-        for (JobDefinition<?, ?> definition : definitions) {
+        for (Definition definition : definitions) {
             builder.register(definition);
         }
         DurableEngine engine = builder.build();

@@ -148,7 +148,7 @@ public final class InstanceStore {
 
     /**
      * Commits outcomes. Plain ones (no riders) go as one auto-committed statement; a batch with
-     * riders is one transaction of a fixed set of statements: lock, delete consumed signals, the
+     * riders is one transaction of a fixed set of statements: lock, mark consumed signals, the
      * UPDATE, insert children, find woken parents. Emits each committed row's transition, then the
      * parents its children woke.
      */
@@ -180,7 +180,7 @@ public final class InstanceStore {
                 .concatMap(result -> result.map(row -> 1))
                 .then();
         Mono<Void> consume = signalIds.isEmpty() ? Mono.empty()
-                : Flux.from(connection.createStatement(sql.deleteConsumedSignals)
+                : Flux.from(connection.createStatement(sql.consumeSignals)
                                 .bind(0, signalIds.toArray(Long[]::new))
                                 .bind(1, signalWorkers.toArray(String[]::new)).execute())
                         .concatMap(result -> result.getRowsUpdated())

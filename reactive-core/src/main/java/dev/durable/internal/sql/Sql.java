@@ -25,7 +25,7 @@ public final class Sql {
             i.awaited_signals,
             (SELECT json_agg(json_build_object('id', s.id, 'name', s.name, 'payload', s.payload::text,
                                                'at', s.inserted_at) ORDER BY s.id)
-               FROM {signals} s WHERE s.instance_id = i.id)::text AS inbox,
+               FROM {signals} s WHERE s.instance_id = i.id AND s.consumed_at IS NULL)::text AS inbox,
             (SELECT json_agg(json_build_object('id', c.id, 'type', c.type, 'status', c.status,
                                                'result', c.result::text, 'error', c.last_error) ORDER BY c.id)
                FROM {instances} c WHERE c.parent_id = i.id)::text AS children""";
@@ -100,8 +100,11 @@ public final class Sql {
      */
     public final String lockForCommit;
 
-    /** Deletes the signals the committed steps consumed, guarded by the same ownership. */
-    public final String deleteConsumedSignals;
+    /**
+     * Marks the signals the committed steps consumed, guarded by the same ownership. Marked, not
+     * deleted, so their dedup keys keep refusing redeliveries.
+     */
+    public final String consumeSignals;
 
     /** Parents that the children settled in a commit woke (the trigger did the counting): to poke. */
     public final String wokenParents;
@@ -223,7 +226,7 @@ public final class Sql {
                    SET status = CASE WHEN i.cancel_requested THEN 'cancelled'
                                      WHEN o.status = 'awaiting_signal' AND EXISTS (
                                           SELECT 1 FROM {signals} s
-                                           WHERE s.instance_id = i.id
+                                           WHERE s.instance_id = i.id AND s.consumed_at IS NULL
                                              AND s.name = ANY (string_to_array(o.awaited, ',')))
                                      THEN 'runnable'
                                      ELSE o.status END,
@@ -258,9 +261,9 @@ public final class Sql {
                 RETURNING i.id, i.status, i.queue""");
         this.lockForCommit = render("""
                 SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE""");
-        this.deleteConsumedSignals = render("""
-                DELETE FROM {signals} s
-                 USING unnest($1::bigint[], $2::text[]) AS c(signal_id, worker), {instances} i
+        this.consumeSignals = render("""
+                UPDATE {signals} s SET consumed_at = now()
+                  FROM unnest($1::bigint[], $2::text[]) AS c(signal_id, worker), {instances} i
                  WHERE s.id = c.signal_id AND i.id = s.instance_id
                    AND i.claimed_by = c.worker AND i.status = 'executing'""");
         this.wokenParents = render("""
