@@ -2,6 +2,7 @@ package dev.durable;
 
 import dev.durable.internal.Db;
 import dev.durable.internal.RequestMapper;
+import dev.durable.internal.engine.RecurringRunner;
 import dev.durable.internal.engine.SettleWaiters;
 import dev.durable.internal.engine.Executor;
 import dev.durable.internal.engine.Maintenance;
@@ -70,11 +71,12 @@ public final class DurableEngine {
     private final List<QueueScheduler> schedulers = new ArrayList<>();
     private @Nullable PokeTransport pokeTransport;
     private @Nullable Maintenance maintenance;
+    private final RecurringRunner recurring;
     private @Nullable OutcomeCommitter committer;
     private @Nullable Mono<Void> starting;
     private @Nullable Mono<Void> closing;
 
-    private DurableEngine(EngineOptions options, Map<String, Definition> definitions) {
+    private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs) {
         this.options = options;
         this.definitions = Map.copyOf(definitions);
         if (options.connectionFactory() != null) {
@@ -95,6 +97,8 @@ public final class DurableEngine {
         this.migrator = new Migrator(db, options.schema());
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
+        this.recurring = new RecurringRunner(recurringJobs, options.recurringInterval(), store.now(), this::insert,
+                RecurringJob::due);
     }
 
     public static Builder builder(EngineOptions options) {
@@ -139,7 +143,8 @@ public final class DurableEngine {
                             maintenance.start();
                         }
                     }
-                    return Flux.fromIterable(schedulers).concatMap(QueueScheduler::start).then();
+                    return Flux.fromIterable(schedulers).concatMap(QueueScheduler::start)
+                            .then(Mono.<Void>fromRunnable(recurring::start));
                 })
                 .doOnSuccess(started -> log.info("Durable engine {} started: schema {}, queues {}",
                         options.name(), options.schema(), options.queues().keySet()));
@@ -339,6 +344,7 @@ public final class DurableEngine {
             if (maintenance != null) {
                 maintenance.stop();
             }
+            recurring.stop();
         }
         Mono<Void> transport = Mono.defer(() -> pokeTransport == null ? Mono.empty() : pokeTransport.close());
         Mono<Void> pool = Mono.defer(() -> ownPool == null ? Mono.empty() : ownPool.disposeLater());
@@ -382,6 +388,7 @@ public final class DurableEngine {
 
         private final EngineOptions options;
         private final Map<String, Definition> definitions = new LinkedHashMap<>();
+        private final Map<String, RecurringJob> recurringJobs = new LinkedHashMap<>();
 
         private Builder(EngineOptions options) {
             if (options == null) {
@@ -401,8 +408,22 @@ public final class DurableEngine {
             return this;
         }
 
+        /**
+         * Work to insert on a cron schedule, exactly once per due time across every engine that
+         * knows the schedule. Names are unique.
+         */
+        public Builder schedule(RecurringJob job) {
+            if (job == null) {
+                throw new IllegalArgumentException("job must not be null");
+            }
+            if (recurringJobs.putIfAbsent(job.name(), job) != null) {
+                throw new IllegalArgumentException("recurring job '" + job.name() + "' is scheduled twice");
+            }
+            return this;
+        }
+
         public DurableEngine build() {
-            return new DurableEngine(options, definitions);
+            return new DurableEngine(options, definitions, List.copyOf(recurringJobs.values()));
         }
     }
 }

@@ -30,6 +30,7 @@ public final class EngineOptions {
     public static final int DEFAULT_COMMIT_PARALLELISM = 2;
     public static final int DEFAULT_PICK_RETRIES = 3;
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
+    public static final Duration DEFAULT_RECURRING_INTERVAL = Duration.ofSeconds(1);
 
     private final @Nullable ConnectionFactory connectionFactory;
     private final @Nullable String url;
@@ -51,6 +52,7 @@ public final class EngineOptions {
     private final boolean applyMigrations;
     private final JsonCodec codec;
     private final Scheduler handlerScheduler;
+    private final Duration recurringInterval;
 
     private EngineOptions(Builder b) {
         this.connectionFactory = b.connectionFactory;
@@ -73,6 +75,7 @@ public final class EngineOptions {
         this.applyMigrations = b.applyMigrations;
         this.codec = b.codec;
         this.handlerScheduler = b.handlerScheduler;
+        this.recurringInterval = b.recurringInterval;
     }
 
     public static Builder builder() {
@@ -102,6 +105,7 @@ public final class EngineOptions {
         b.applyMigrations = applyMigrations;
         b.codec = codec;
         b.handlerScheduler = handlerScheduler;
+        b.recurringInterval = recurringInterval;
         return b;
     }
 
@@ -187,6 +191,10 @@ public final class EngineOptions {
         return handlerScheduler;
     }
 
+    public Duration recurringInterval() {
+        return recurringInterval;
+    }
+
     @Override
     public String toString() {
         return "EngineOptions{" + (url != null ? "url=" + maskPassword(url) : "connectionFactory=" + connectionFactory)
@@ -197,7 +205,7 @@ public final class EngineOptions {
                 + ", pokeTransport=" + pokeTransport + ", commitBatchSize=" + commitBatchSize
                 + ", commitParallelism=" + commitParallelism + ", pickRetries=" + pickRetries
                 + ", maxPayloadBytes=" + maxPayloadBytes + ", rejectUnknownTypes=" + rejectUnknownTypes
-                + ", applyMigrations=" + applyMigrations + "}";
+                + ", applyMigrations=" + applyMigrations + ", recurringInterval=" + recurringInterval + "}";
     }
 
     /** The URL with any password replaced, for logs and toString. */
@@ -228,6 +236,7 @@ public final class EngineOptions {
         private boolean applyMigrations = true;
         private JsonCodec codec = new JacksonJsonCodec();
         private Scheduler handlerScheduler = Schedulers.boundedElastic();
+        private Duration recurringInterval = DEFAULT_RECURRING_INTERVAL;
 
         private Builder() {
         }
@@ -380,6 +389,12 @@ public final class EngineOptions {
             return this;
         }
 
+        /** How often the engine checks that the next run of each recurring job is inserted. */
+        public Builder recurringInterval(Duration recurringInterval) {
+            this.recurringInterval = Options.requirePositive("recurringInterval", recurringInterval);
+            return this;
+        }
+
         public EngineOptions build() {
             if (connectionFactory == null && url == null) {
                 throw new IllegalArgumentException("one of connectionFactory and url must be set");
@@ -393,8 +408,4 @@ public final class EngineOptions {
         }
     }
 
-    /** Names of the configured queues, in the order they were added. */
-    List<String> queueNames() {
-        return new ArrayList<>(queues.keySet());
-    }
 }

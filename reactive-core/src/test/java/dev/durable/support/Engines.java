@@ -53,6 +53,14 @@ public final class Engines implements AfterEachCallback {
         return engine;
     }
 
+    /** Closes this engine after the test too. */
+    public DurableEngine track(DurableEngine engine) {
+        synchronized (engines) {
+            engines.add(engine);
+        }
+        return engine;
+    }
+
     public Instance awaitStatus(DurableEngine engine, long id, InstanceStatus status, Duration timeout) {
         return Eventually.until("instance " + id + " " + status, timeout,
                 () -> engine.get(id).block(Duration.ofSeconds(10)), i -> i.status() == status);

@@ -285,6 +285,12 @@ public final class InstanceStore {
         }).next();
     }
 
+    /** The database's clock. */
+    public Mono<Instant> now() {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(sql.now).execute())
+                .concatMap(result -> result.map(row -> row.get(0, Instant.class)))).single();
+    }
+
     /** Resumes up to {@code limit} parked instances whose await deadline passed. */
     public Flux<Transition> expireAwaits(int limit) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(sql.expireAwaits)

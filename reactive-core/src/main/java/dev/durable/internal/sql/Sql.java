@@ -122,6 +122,9 @@ public final class Sql {
     /** Resumes parked instances whose await deadline passed, with no awaited signal. */
     public final String expireAwaits;
 
+    /** The database clock: every time Durable reasons about comes from here. */
+    public final String now = "SELECT now()";
+
     public Sql(String schema) {
         this.schema = schema;
         this.insertInstances = render("""
