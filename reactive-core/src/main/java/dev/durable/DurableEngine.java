@@ -4,6 +4,7 @@ import dev.durable.internal.Db;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.engine.RecurringRunner;
 import dev.durable.internal.engine.SettleWaiters;
+import dev.durable.internal.engine.Telemetry;
 import dev.durable.internal.engine.Executor;
 import dev.durable.internal.engine.Maintenance;
 import dev.durable.internal.engine.OutcomeCommitter;
@@ -68,6 +69,7 @@ public final class DurableEngine {
     private final WorkerIdentity identity;
     private final RequestMapper mapper;
     private final SettleWaiters waiters = new SettleWaiters();
+    private final Telemetry telemetry;
     private final List<QueueScheduler> schedulers = new ArrayList<>();
     private @Nullable PokeTransport pokeTransport;
     private @Nullable Maintenance maintenance;
@@ -97,6 +99,8 @@ public final class DurableEngine {
         this.migrator = new Migrator(db, options.schema());
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
+        this.telemetry = new Telemetry(options.meterRegistry(), options.observationRegistry(),
+                options.runObservationConvention(), options.eventBufferSize());
         this.recurring = new RecurringRunner(recurringJobs, options.recurringInterval(), store.now(), this::insert,
                 RecurringJob::due);
     }
@@ -130,16 +134,25 @@ public final class DurableEngine {
                     synchronized (this) {
                         pokeTransport = transport;
                         committer = new OutcomeCommitter(store, options.commitBatchSize(),
-                                options.commitParallelism(), this::afterTransition);
+                                options.commitParallelism(), parent -> {
+                                    telemetry.wokenParent(parent);
+                                    afterTransition(parent);
+                                });
                         Executor executor = new Executor(definitions, mapper, options.codec(), committer,
-                                options.handlerScheduler(), options.leaseTtl(), this::afterTransition);
+                                options.handlerScheduler(), options.leaseTtl(), this::afterTransition, telemetry);
                         for (QueueOptions queue : options.queues().values()) {
                             schedulers.add(new QueueScheduler(queue, store, executor, transport.pokes(), identity,
                                     options.leaseTtl(), options.heartbeatInterval(), options.pokeWindow(),
-                                    options.pickRetries()));
+                                    options.pickRetries(), telemetry));
                         }
                         if (options.runMaintenance()) {
-                            maintenance = new Maintenance(store, options.reaperInterval(), this::afterTransition);
+                            maintenance = new Maintenance(store, options.reaperInterval(), reaped -> {
+                                telemetry.recovered(reaped, false);
+                                afterTransition(reaped);
+                            }, expired -> {
+                                telemetry.recovered(expired, true);
+                                afterTransition(expired);
+                            });
                             maintenance.start();
                         }
                     }
@@ -180,7 +193,10 @@ public final class DurableEngine {
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
         return Mono.fromCallable(() -> mapper.toRows(requests, null))
                 .flatMap(rows -> store.insert(rows).collectList()
-                        .doOnSuccess(ids -> pokeQueues(rows)));
+                        .doOnSuccess(ids -> {
+                            telemetry.inserted(rows, ids);
+                            pokeQueues(rows);
+                        }));
     }
 
     /**
@@ -236,12 +252,13 @@ public final class DurableEngine {
      */
     public Mono<CancelResult> cancel(long id, boolean cascade) {
         return store.cancel(id, cascade)
-                .map(DurableEngine::cancelResult)
-                .doOnNext(result -> {
-                    if (result == CancelResult.CANCELLED) {
+                .doOnNext(row -> {
+                    if (row.after() == InstanceStatus.CANCELLED) {
+                        telemetry.cancelled(id, row.queue());
                         waiters.changed(id, InstanceStatus.CANCELLED);
                     }
                 })
+                .map(DurableEngine::cancelResult)
                 .defaultIfEmpty(CancelResult.NOT_FOUND);
     }
 
@@ -278,6 +295,7 @@ public final class DurableEngine {
                 .flatMap(json -> store.deliverSignal(id, correlationKey, name, json.orElse(null), dedupKey))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException(target)))
                 .map(delivery -> {
+                    telemetry.signalled(delivery.id(), delivery.queue(), delivery.woken());
                     if (delivery.woken()) {
                         poke(delivery.queue());
                         waiters.changed(delivery.id(), InstanceStatus.RUNNABLE);
@@ -352,6 +370,21 @@ public final class DurableEngine {
                 .then(Mono.whenDelayError(transport))
                 .then(pool)
                 .doOnSuccess(closed -> log.info("Durable engine {} closed", options.name()));
+    }
+
+    /**
+     * Everything that happens to instances on this engine, as it happens: multicast to every
+     * subscriber, each with a bounded buffer ({@link EngineOptions#eventBufferSize()}) that drops
+     * its oldest events when the subscriber falls behind. A slow subscriber never slows the engine.
+     * Filter with {@link JobEvent#ofQueue}, {@link JobEvent#ofType}, {@link JobEvent#ofInstance}.
+     */
+    public Flux<JobEvent> events() {
+        return telemetry.events();
+    }
+
+    /** Events dropped so far because subscribers fell behind. */
+    public long eventsDropped() {
+        return telemetry.eventsDropped();
     }
 
     /** The queue schedulers, for tests and metrics. */

@@ -2,11 +2,13 @@ package dev.durable;
 
 import dev.durable.poke.PokeTransportFactory;
 import dev.durable.poke.PokeTransports;
+import dev.durable.observation.RunObservationConvention;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import io.r2dbc.spi.ConnectionFactory;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
@@ -31,6 +33,7 @@ public final class EngineOptions {
     public static final int DEFAULT_PICK_RETRIES = 3;
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
     public static final Duration DEFAULT_RECURRING_INTERVAL = Duration.ofSeconds(1);
+    public static final int DEFAULT_EVENT_BUFFER_SIZE = 1024;
 
     private final @Nullable ConnectionFactory connectionFactory;
     private final @Nullable String url;
@@ -53,6 +56,10 @@ public final class EngineOptions {
     private final JsonCodec codec;
     private final Scheduler handlerScheduler;
     private final Duration recurringInterval;
+    private final MeterRegistry meterRegistry;
+    private final ObservationRegistry observationRegistry;
+    private final @Nullable RunObservationConvention runObservationConvention;
+    private final int eventBufferSize;
 
     private EngineOptions(Builder b) {
         this.connectionFactory = b.connectionFactory;
@@ -76,6 +83,10 @@ public final class EngineOptions {
         this.codec = b.codec;
         this.handlerScheduler = b.handlerScheduler;
         this.recurringInterval = b.recurringInterval;
+        this.meterRegistry = b.meterRegistry;
+        this.observationRegistry = b.observationRegistry;
+        this.runObservationConvention = b.runObservationConvention;
+        this.eventBufferSize = b.eventBufferSize;
     }
 
     public static Builder builder() {
@@ -106,6 +117,10 @@ public final class EngineOptions {
         b.codec = codec;
         b.handlerScheduler = handlerScheduler;
         b.recurringInterval = recurringInterval;
+        b.meterRegistry = meterRegistry;
+        b.observationRegistry = observationRegistry;
+        b.runObservationConvention = runObservationConvention;
+        b.eventBufferSize = eventBufferSize;
         return b;
     }
 
@@ -195,6 +210,23 @@ public final class EngineOptions {
         return recurringInterval;
     }
 
+    /** Where the engine's meters go; a registry with no backend by default. */
+    public MeterRegistry meterRegistry() {
+        return meterRegistry;
+    }
+
+    public ObservationRegistry observationRegistry() {
+        return observationRegistry;
+    }
+
+    public @Nullable RunObservationConvention runObservationConvention() {
+        return runObservationConvention;
+    }
+
+    public int eventBufferSize() {
+        return eventBufferSize;
+    }
+
     @Override
     public String toString() {
         return "EngineOptions{" + (url != null ? "url=" + maskPassword(url) : "connectionFactory=" + connectionFactory)
@@ -237,6 +269,10 @@ public final class EngineOptions {
         private JsonCodec codec = new JacksonJsonCodec();
         private Scheduler handlerScheduler = Schedulers.boundedElastic();
         private Duration recurringInterval = DEFAULT_RECURRING_INTERVAL;
+        private MeterRegistry meterRegistry = new CompositeMeterRegistry();
+        private ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
+        private @Nullable RunObservationConvention runObservationConvention;
+        private int eventBufferSize = DEFAULT_EVENT_BUFFER_SIZE;
 
         private Builder() {
         }
@@ -392,6 +428,30 @@ public final class EngineOptions {
         /** How often the engine checks that the next run of each recurring job is inserted. */
         public Builder recurringInterval(Duration recurringInterval) {
             this.recurringInterval = Options.requirePositive("recurringInterval", recurringInterval);
+            return this;
+        }
+
+        /** Micrometer meters go here (none are kept without one). */
+        public Builder meterRegistry(MeterRegistry meterRegistry) {
+            this.meterRegistry = Options.requireNonNull("meterRegistry", meterRegistry);
+            return this;
+        }
+
+        /** An observation around each run goes here (a tracing bridge makes a span of each). */
+        public Builder observationRegistry(ObservationRegistry observationRegistry) {
+            this.observationRegistry = Options.requireNonNull("observationRegistry", observationRegistry);
+            return this;
+        }
+
+        /** Replaces the default naming and tags of run observations. */
+        public Builder runObservationConvention(RunObservationConvention convention) {
+            this.runObservationConvention = Options.requireNonNull("runObservationConvention", convention);
+            return this;
+        }
+
+        /** Events each subscriber of {@code events()} may fall behind by before its oldest drop. */
+        public Builder eventBufferSize(int eventBufferSize) {
+            this.eventBufferSize = Options.requireAtLeast("eventBufferSize", eventBufferSize, 1);
             return this;
         }
 

@@ -8,13 +8,13 @@ package dev.durable.internal.engine;
  * {@code minDemand}, so picks come fat, except when the scheduler is fully idle, so a small
  * backlog never starves. What else applies depends on why the scheduler is deciding.
  */
-final class Demand {
+public final class Demand {
 
     private Demand() {
     }
 
     /** Why the scheduler is deciding whether to pick. */
-    enum Trigger {
+    public enum Trigger {
         /** The poll timer fired: pick if demand reaches min demand, or when idle. */
         POLL,
         /** A poke: only a fully idle scheduler acts; a busy one refills on its own. */

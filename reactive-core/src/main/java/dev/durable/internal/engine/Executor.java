@@ -52,6 +52,8 @@ public final class Executor {
     private static final Logger log = Loggers.getLogger(Executor.class);
     private static final int MAX_ERROR_LENGTH = 4000;
     private static final ObjectMapper ROWS = new ObjectMapper();
+    /** Micrometer's ObservationThreadLocalAccessor.KEY, spelled out so context-propagation stays optional. */
+    private static final String OBSERVATION_KEY = "micrometer.observation";
 
     /** How a run ended, from the scheduler's point of view. */
     public enum RunResult {
@@ -78,10 +80,12 @@ public final class Executor {
     private final Scheduler handlerScheduler;
     private final long leaseMillis;
     private final Consumer<Transition> onCommitted;
+    private final Telemetry telemetry;
 
     public Executor(Map<String, Definition> definitions, RequestMapper mapper, JsonCodec codec,
             OutcomeCommitter committer, Scheduler handlerScheduler, Duration leaseTtl,
-            Consumer<Transition> onCommitted) {
+            Consumer<Transition> onCommitted, Telemetry telemetry) {
+        this.telemetry = telemetry;
         this.definitions = definitions;
         this.mapper = mapper;
         this.codec = codec;
@@ -104,6 +108,7 @@ public final class Executor {
     private Mono<RunResult> runStep(StepInput input, String worker) {
         ClaimedRow row = input.row();
         Definition definition = definitions.get(row.type());
+        Telemetry.Run run = telemetry.runStarted(row);
         Mono<Decision> decision;
         if (definition instanceof JobDefinition<?, ?> job) {
             decision = decideJob(job, row, worker);
@@ -113,17 +118,22 @@ public final class Executor {
             decision = Mono.just(new Decision(failed(row, worker, "unknown type '" + row.type()
                     + "': no definition is registered for it on the engine that picked it"), null));
         }
-        return decision.flatMap(decided -> commit(decided, worker));
+        return decision
+                // Spans the handler makes become children of the run's observation.
+                .contextWrite(context -> context.put(OBSERVATION_KEY, run.observation()))
+                .flatMap(decided -> commit(decided, worker, run));
     }
 
-    private Mono<RunResult> commit(Decision decision, String worker) {
+    private Mono<RunResult> commit(Decision decision, String worker, Telemetry.Run run) {
         OutcomeRow outcome = decision.outcome();
         return committer.commit(outcome)
                 // An inline next whose new concurrency key is executing elsewhere cannot keep its
                 // claim: it goes back through the queue, where the pick waits for the key.
                 .onErrorResume(error -> outcome.status() == InstanceStatus.EXECUTING && Errors.isExecutingKeyTaken(error),
                         taken -> committer.commit(throughQueue(outcome)))
+                .doOnError(run::failedToCommit)
                 .flatMap(committed -> {
+                    run.ended(outcome, committed.orElse(null));
                     if (committed.isEmpty()) {
                         log.info("stale outcome of instance {} dropped: worker {} lost its lease", outcome.id(), worker);
                         return Mono.just(RunResult.STALE);

@@ -26,14 +26,17 @@ public final class Maintenance {
     private final InstanceStore store;
     private final Duration reaperInterval;
     private final Consumer<Transition> onRecovered;
+    private final Consumer<Transition> onAwaitExpired;
     private final AtomicLong reaped = new AtomicLong();
     private final AtomicLong ticksSkipped = new AtomicLong();
     private Disposable reaper = reactor.core.Disposables.disposed();
 
-    public Maintenance(InstanceStore store, Duration reaperInterval, Consumer<Transition> onRecovered) {
+    public Maintenance(InstanceStore store, Duration reaperInterval, Consumer<Transition> onRecovered,
+            Consumer<Transition> onAwaitExpired) {
         this.store = store;
         this.reaperInterval = reaperInterval;
         this.onRecovered = onRecovered;
+        this.onAwaitExpired = onAwaitExpired;
     }
 
     public void start() {
@@ -49,7 +52,7 @@ public final class Maintenance {
     /** Resumes up to one batch of parked instances whose await deadline passed. */
     public Mono<Long> expireAwaitsOnce() {
         return store.expireAwaits(REAP_BATCH)
-                .doOnNext(onRecovered)
+                .doOnNext(onAwaitExpired)
                 .count();
     }
 

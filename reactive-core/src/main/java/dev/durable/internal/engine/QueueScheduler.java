@@ -52,6 +52,7 @@ public final class QueueScheduler {
     private final Duration heartbeatInterval;
     private final Duration pokeWindow;
     private final int pickRetries;
+    private final Telemetry telemetry;
     private final SchedulerStats stats = new SchedulerStats();
 
     // Guarded by this.
@@ -76,7 +77,7 @@ public final class QueueScheduler {
 
     public QueueScheduler(QueueOptions options, InstanceStore store, Executor executor, Flux<String> pokes,
             WorkerIdentity identity, Duration leaseTtl, Duration heartbeatInterval, Duration pokeWindow,
-            int pickRetries) {
+            int pickRetries, Telemetry telemetry) {
         this.options = options;
         this.store = store;
         this.executor = executor;
@@ -88,6 +89,8 @@ public final class QueueScheduler {
         this.pokeWindow = pokeWindow;
         this.pickRetries = pickRetries;
         this.currentPoll = options.pollInterval();
+        this.telemetry = telemetry;
+        telemetry.register(this, options.concurrency(), options.prefetch());
     }
 
     public String queue() {
@@ -100,6 +103,16 @@ public final class QueueScheduler {
 
     public SchedulerStats stats() {
         return stats;
+    }
+
+    /** Rows handed to runs and not finished. */
+    public int running() {
+        return running.size();
+    }
+
+    /** Rows claimed and waiting for a free run slot. */
+    public synchronized int buffered() {
+        return buffer.size();
     }
 
     /** Running rows plus buffered rows. */
@@ -217,6 +230,7 @@ public final class QueueScheduler {
 
     private void pick(int limit, Trigger trigger) {
         stats.picks.incrementAndGet();
+        stats.picksBy(trigger).incrementAndGet();
         Mono<Void> pick = store.pick(queue(), limit, worker, leaseMillis)
                 .collectList()
                 .retryWhen(Retry.max(pickRetries).filter(Errors::isExecutingKeyTaken)
@@ -239,6 +253,7 @@ public final class QueueScheduler {
 
     private Mono<Void> onPicked(List<ClaimedRow> rows, int limit, Trigger trigger) {
         boolean repick;
+        telemetry.picked(queue(), trigger, rows);
         synchronized (this) {
             picking = false;
             stats.picked.addAndGet(rows.size());
@@ -386,5 +401,18 @@ public final class QueueScheduler {
         public final AtomicLong reclaimed = new AtomicLong();
         public final AtomicLong released = new AtomicLong();
         public final AtomicLong drainTimedOut = new AtomicLong();
+        public final AtomicLong throttled = new AtomicLong();
+        private final java.util.EnumMap<Trigger, AtomicLong> picksByTrigger = new java.util.EnumMap<>(Trigger.class);
+
+        SchedulerStats() {
+            for (Trigger trigger : Trigger.values()) {
+                picksByTrigger.put(trigger, new AtomicLong());
+            }
+        }
+
+        /** Picks made for one reason (poll, poke, demand, a full pick). */
+        public AtomicLong picksBy(Trigger trigger) {
+            return picksByTrigger.get(trigger);
+        }
     }
 }

@@ -106,7 +106,7 @@ public final class InstanceStore {
                 .concatMap(result -> result.map(row -> {
                     String after = row.get("after", String.class);
                     return new CancelRow(InstanceStatus.fromSql(row.get("before", String.class)),
-                            after == null ? null : InstanceStatus.fromSql(after));
+                            after == null ? null : InstanceStatus.fromSql(after), row.get("queue", String.class));
                 })))
                 .next();
     }

@@ -89,6 +89,6 @@ public final class Rows {
     }
 
     /** What a cancel found and left. */
-    public record CancelRow(InstanceStatus before, @Nullable InstanceStatus after) {
+    public record CancelRow(InstanceStatus before, @Nullable InstanceStatus after, String queue) {
     }
 }

@@ -162,7 +162,7 @@ public final class Sql {
                      WHERE i.id IN (SELECT id FROM tree) AND i.status NOT IN ('done', 'failed', 'cancelled')
                     RETURNING i.id, i.status
                 )
-                SELECT r.status AS before, c.status AS after
+                SELECT r.status AS before, c.status AS after, r.queue
                   FROM {instances} r LEFT JOIN changed c ON c.id = r.id
                  WHERE r.id = $1""");
         this.pick = render("""

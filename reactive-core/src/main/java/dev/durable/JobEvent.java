@@ -1,0 +1,73 @@
+package dev.durable;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.function.Predicate;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Something that happened to an instance on this engine, as {@link DurableEngine#events()} streams
+ * it. {@code type} and {@code step} are null where the engine did not read them (a reaped row),
+ * {@code duration} is the run's time on outcomes of a run.
+ */
+public record JobEvent(
+        Kind kind,
+        long id,
+        @Nullable String type,
+        String queue,
+        @Nullable String step,
+        int attempt,
+        Instant at,
+        @Nullable Duration duration,
+        @Nullable String error) {
+
+    /** What happened. */
+    public enum Kind {
+        /** Inserted (by this engine). */
+        INSERTED,
+        /** Claimed by a pick into a scheduler's buffer. */
+        PICKED,
+        /** Its handler was invoked. */
+        STARTED,
+        /** Done. */
+        COMPLETED,
+        /** A workflow step committed its next step. */
+        STEPPED,
+        /** An attempt failed; it runs again after its backoff. */
+        RETRIED,
+        /** Failed for good. */
+        FAILED,
+        /** Cancelled. */
+        CANCELLED,
+        /** Its outcome was dropped: the run had lost its lease. */
+        STALE,
+        /** Its expired lease was recovered by the reaper or a startup reclaim. */
+        REAPED,
+        /** Parked, awaiting a signal or its children. */
+        PARKED,
+        /** Woken from park by a signal, its last child, or its await deadline. */
+        WOKEN,
+        /** A signal was stored in its inbox. */
+        SIGNALLED
+    }
+
+    /** Events of one queue. */
+    public static Predicate<JobEvent> ofQueue(String queue) {
+        return event -> event.queue().equals(queue);
+    }
+
+    /** Events of one type. */
+    public static Predicate<JobEvent> ofType(String type) {
+        return event -> type.equals(event.type());
+    }
+
+    /** Events of one instance. */
+    public static Predicate<JobEvent> ofInstance(long id) {
+        return event -> event.id() == id;
+    }
+
+    /** True for the kinds after which the instance is settled. */
+    public boolean isSettling() {
+        return kind == Kind.COMPLETED || kind == Kind.FAILED || kind == Kind.CANCELLED;
+    }
+}
