@@ -95,7 +95,8 @@ public final class DurableEngine {
             this.connectionFactory = ownPool;
         }
         Db db = new Db(connectionFactory);
-        this.store = new InstanceStore(db, new Sql(options.schema()));
+        this.store = new InstanceStore(db, new Sql(options.schema()), options.gates().values(),
+                options.rateLimits().values());
         this.migrator = new Migrator(db, options.schema());
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
@@ -146,7 +147,8 @@ public final class DurableEngine {
                                     options.pickRetries(), telemetry));
                         }
                         if (options.runMaintenance()) {
-                            maintenance = new Maintenance(store, options.reaperInterval(), reaped -> {
+                            maintenance = new Maintenance(store, options.reaperInterval(), options.retention(),
+                                    options.reconcileInterval(), reaped -> {
                                 telemetry.recovered(reaped, false);
                                 afterTransition(reaped);
                             }, expired -> {

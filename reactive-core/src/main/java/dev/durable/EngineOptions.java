@@ -34,6 +34,8 @@ public final class EngineOptions {
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
     public static final Duration DEFAULT_RECURRING_INTERVAL = Duration.ofSeconds(1);
     public static final int DEFAULT_EVENT_BUFFER_SIZE = 1024;
+    public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
+    public static final Duration DEFAULT_RECONCILE_INTERVAL = Duration.ofMinutes(5);
 
     private final @Nullable ConnectionFactory connectionFactory;
     private final @Nullable String url;
@@ -60,6 +62,10 @@ public final class EngineOptions {
     private final ObservationRegistry observationRegistry;
     private final @Nullable RunObservationConvention runObservationConvention;
     private final int eventBufferSize;
+    private final Map<String, Limits.Gate> gates;
+    private final Map<String, Limits.RateLimit> rateLimits;
+    private final Duration retention;
+    private final Duration reconcileInterval;
 
     private EngineOptions(Builder b) {
         this.connectionFactory = b.connectionFactory;
@@ -87,6 +93,10 @@ public final class EngineOptions {
         this.observationRegistry = b.observationRegistry;
         this.runObservationConvention = b.runObservationConvention;
         this.eventBufferSize = b.eventBufferSize;
+        this.gates = Map.copyOf(b.gates);
+        this.rateLimits = Map.copyOf(b.rateLimits);
+        this.retention = b.retention;
+        this.reconcileInterval = b.reconcileInterval;
     }
 
     public static Builder builder() {
@@ -121,6 +131,10 @@ public final class EngineOptions {
         b.observationRegistry = observationRegistry;
         b.runObservationConvention = runObservationConvention;
         b.eventBufferSize = eventBufferSize;
+        b.gates.putAll(gates);
+        b.rateLimits.putAll(rateLimits);
+        b.retention = retention;
+        b.reconcileInterval = reconcileInterval;
         return b;
     }
 
@@ -227,6 +241,24 @@ public final class EngineOptions {
         return eventBufferSize;
     }
 
+    public Map<String, Limits.Gate> gates() {
+        return gates;
+    }
+
+    public Map<String, Limits.RateLimit> rateLimits() {
+        return rateLimits;
+    }
+
+    /** How long settled instances are kept before maintenance deletes them. */
+    public Duration retention() {
+        return retention;
+    }
+
+    /** How often maintenance recounts gate counters. */
+    public Duration reconcileInterval() {
+        return reconcileInterval;
+    }
+
     @Override
     public String toString() {
         return "EngineOptions{" + (url != null ? "url=" + maskPassword(url) : "connectionFactory=" + connectionFactory)
@@ -237,7 +269,8 @@ public final class EngineOptions {
                 + ", pokeTransport=" + pokeTransport + ", commitBatchSize=" + commitBatchSize
                 + ", commitParallelism=" + commitParallelism + ", pickRetries=" + pickRetries
                 + ", maxPayloadBytes=" + maxPayloadBytes + ", rejectUnknownTypes=" + rejectUnknownTypes
-                + ", applyMigrations=" + applyMigrations + ", recurringInterval=" + recurringInterval + "}";
+                + ", applyMigrations=" + applyMigrations + ", recurringInterval=" + recurringInterval
+                + ", gates=" + gates.values() + ", rateLimits=" + rateLimits.values() + ", retention=" + retention + "}";
     }
 
     /** The URL with any password replaced, for logs and toString. */
@@ -273,6 +306,10 @@ public final class EngineOptions {
         private ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
         private @Nullable RunObservationConvention runObservationConvention;
         private int eventBufferSize = DEFAULT_EVENT_BUFFER_SIZE;
+        private final Map<String, Limits.Gate> gates = new LinkedHashMap<>();
+        private final Map<String, Limits.RateLimit> rateLimits = new LinkedHashMap<>();
+        private Duration retention = DEFAULT_RETENTION;
+        private Duration reconcileInterval = DEFAULT_RECONCILE_INTERVAL;
 
         private Builder() {
         }
@@ -452,6 +489,40 @@ public final class EngineOptions {
         /** Events each subscriber of {@code events()} may fall behind by before its oldest drop. */
         public Builder eventBufferSize(int eventBufferSize) {
             this.eventBufferSize = Options.requireAtLeast("eventBufferSize", eventBufferSize, 1);
+            return this;
+        }
+
+        /** A gate of {@code capacity} executing instances per key, on one counter. */
+        public Builder gate(String name, int capacity) {
+            return gate(name, capacity, 1);
+        }
+
+        /** A gate of {@code capacity} executing instances per key, counted on {@code shards} counters. */
+        public Builder gate(String name, int capacity, int shards) {
+            Limits.Gate gate = new Limits.Gate(name, capacity, shards);
+            if (gates.putIfAbsent(name, gate) != null) {
+                throw new IllegalArgumentException("gate '" + name + "' is configured twice");
+            }
+            return this;
+        }
+
+        /** A token bucket of {@code ratePerSecond} tokens a second, holding at most {@code burst}. */
+        public Builder rateLimit(String name, double ratePerSecond, int burst) {
+            Limits.RateLimit limit = new Limits.RateLimit(name, ratePerSecond, burst);
+            if (rateLimits.putIfAbsent(name, limit) != null) {
+                throw new IllegalArgumentException("rate limit '" + name + "' is configured twice");
+            }
+            return this;
+        }
+
+        /** How long settled instances are kept (children of live parents longer). */
+        public Builder retention(Duration retention) {
+            this.retention = Options.requirePositive("retention", retention);
+            return this;
+        }
+
+        public Builder reconcileInterval(Duration reconcileInterval) {
+            this.reconcileInterval = Options.requirePositive("reconcileInterval", reconcileInterval);
             return this;
         }
 

@@ -25,76 +25,123 @@ public final class JobRequest {
 
     private final String type;
     private final @Nullable Object args;
-    private final @Nullable String queue;
-    private final int priority;
-    private final @Nullable Instant runAt;
-    private final @Nullable Duration runIn;
-    private final @Nullable Integer maxAttempts;
-    private final @Nullable String concurrencyKey;
-    private final @Nullable String correlationKey;
-    private final Set<InstanceStatus> occupiedStatuses;
+    private @Nullable String queue;
+    private int priority;
+    private @Nullable Instant runAt;
+    private @Nullable Duration runIn;
+    private @Nullable Integer maxAttempts;
+    private @Nullable String concurrencyKey;
+    private @Nullable String correlationKey;
+    private Set<InstanceStatus> occupiedStatuses = DEFAULT_OCCUPIED;
+    private @Nullable String gate;
+    private @Nullable String rateLimit;
+    private int rateWeight = 1;
+    private @Nullable String ratePartition;
 
-    private JobRequest(String type, @Nullable Object args, @Nullable String queue, int priority,
-            @Nullable Instant runAt, @Nullable Duration runIn, @Nullable Integer maxAttempts,
-            @Nullable String concurrencyKey, @Nullable String correlationKey,
-            Set<InstanceStatus> occupiedStatuses) {
+    private JobRequest(String type, @Nullable Object args) {
         this.type = type;
         this.args = args;
-        this.queue = queue;
-        this.priority = priority;
-        this.runAt = runAt;
-        this.runIn = runIn;
-        this.maxAttempts = maxAttempts;
-        this.concurrencyKey = concurrencyKey;
-        this.correlationKey = correlationKey;
-        this.occupiedStatuses = occupiedStatuses;
+    }
+
+    /** A copy with one change: every request is immutable once handed out. */
+    private JobRequest with(java.util.function.Consumer<JobRequest> change) {
+        JobRequest copy = new JobRequest(type, args);
+        copy.queue = queue;
+        copy.priority = priority;
+        copy.runAt = runAt;
+        copy.runIn = runIn;
+        copy.maxAttempts = maxAttempts;
+        copy.concurrencyKey = concurrencyKey;
+        copy.correlationKey = correlationKey;
+        copy.occupiedStatuses = occupiedStatuses;
+        copy.gate = gate;
+        copy.rateLimit = rateLimit;
+        copy.rateWeight = rateWeight;
+        copy.ratePartition = ratePartition;
+        change.accept(copy);
+        return copy;
     }
 
     /** A request for {@code type} with {@code args} (any value the codec can encode, or null). */
     public static JobRequest of(String type, @Nullable Object args) {
-        return new JobRequest(type, args, null, 0, null, null, null, null, null, DEFAULT_OCCUPIED);
+        return new JobRequest(type, args);
     }
 
     /** The queue; unset means the type's default queue. */
     public JobRequest queue(String queue) {
-        return new JobRequest(type, args, queue, priority, runAt, runIn, maxAttempts,
-                concurrencyKey, correlationKey, occupiedStatuses);
+        return with(r -> r.queue = queue);
     }
 
     /** Lower runs first; 0 by default, negative allowed. */
     public JobRequest priority(int priority) {
-        return new JobRequest(type, args, queue, priority, runAt, runIn, maxAttempts,
-                concurrencyKey, correlationKey, occupiedStatuses);
+        return with(r -> r.priority = priority);
     }
 
     /** Not before this instant (compared with the database clock). */
     public JobRequest runAt(Instant runAt) {
-        return new JobRequest(type, args, queue, priority, runAt, null, maxAttempts,
-                concurrencyKey, correlationKey, occupiedStatuses);
+        return with(r -> {
+            r.runAt = runAt;
+            r.runIn = null;
+        });
     }
 
     /** Not before this long after the insert, by the database clock. */
     public JobRequest runIn(Duration runIn) {
-        return new JobRequest(type, args, queue, priority, null, runIn, maxAttempts,
-                concurrencyKey, correlationKey, occupiedStatuses);
+        return with(r -> {
+            r.runIn = runIn;
+            r.runAt = null;
+        });
     }
 
-    /** Runs at most this many times (first run included); unset means the type's default. */
+    /** Runs at most this many times per step (first run included); unset means the type's default. */
     public JobRequest maxAttempts(int maxAttempts) {
-        return new JobRequest(type, args, queue, priority, runAt, runIn, maxAttempts,
-                concurrencyKey, correlationKey, occupiedStatuses);
+        return with(r -> r.maxAttempts = maxAttempts);
     }
 
     /** At most one instance with this key executes at a time, across every node. */
     public JobRequest concurrencyKey(String concurrencyKey) {
-        return new JobRequest(type, args, queue, priority, runAt, runIn, maxAttempts,
-                concurrencyKey, correlationKey, occupiedStatuses);
+        return with(r -> {
+            r.concurrencyKey = concurrencyKey;
+            r.gate = null;
+        });
+    }
+
+    /**
+     * At most K instances of the named gate (configured with {@link EngineOptions.Builder#gate}) execute at
+     * once, across every node.
+     */
+    public JobRequest gate(String gate) {
+        return gate(gate, "");
+    }
+
+    /** At most K instances per {@code key} of the named gate execute at once (K per customer, say). */
+    public JobRequest gate(String gate, String key) {
+        return with(r -> {
+            r.gate = gate;
+            r.concurrencyKey = key;
+        });
+    }
+
+    /** Admitted only when the named token bucket has a token ({@link EngineOptions.Builder#rateLimit}). */
+    public JobRequest rateLimit(String rateLimit) {
+        return rateLimit(rateLimit, 1, null);
+    }
+
+    /**
+     * Admitted only when the named bucket has {@code weight} tokens; {@code partition} (or null)
+     * gives each partition a bucket of its own (a bucket per tenant, say).
+     */
+    public JobRequest rateLimit(String rateLimit, int weight, @Nullable String partition) {
+        return with(r -> {
+            r.rateLimit = rateLimit;
+            r.rateWeight = weight;
+            r.ratePartition = partition;
+        });
     }
 
     /** A business key: a second insert while the first is live is a duplicate. */
     public JobRequest correlationKey(String correlationKey) {
-        return new JobRequest(type, args, queue, priority, runAt, runIn, maxAttempts,
-                concurrencyKey, correlationKey, occupiedStatuses);
+        return with(r -> r.correlationKey = correlationKey);
     }
 
     /**
@@ -102,8 +149,11 @@ public final class JobRequest {
      * key at most once ever).
      */
     public JobRequest correlationKey(String correlationKey, Set<InstanceStatus> occupiedStatuses) {
-        return new JobRequest(type, args, queue, priority, runAt, runIn, maxAttempts,
-                concurrencyKey, correlationKey, Set.copyOf(occupiedStatuses));
+        Set<InstanceStatus> statuses = Set.copyOf(occupiedStatuses);
+        return with(r -> {
+            r.correlationKey = correlationKey;
+            r.occupiedStatuses = statuses;
+        });
     }
 
     public String type() {
@@ -146,11 +196,28 @@ public final class JobRequest {
         return occupiedStatuses;
     }
 
+    public @Nullable String gate() {
+        return gate;
+    }
+
+    public @Nullable String rateLimit() {
+        return rateLimit;
+    }
+
+    public int rateWeight() {
+        return rateWeight;
+    }
+
+    public @Nullable String ratePartition() {
+        return ratePartition;
+    }
+
     @Override
     public String toString() {
         return "JobRequest{type=" + type + ", queue=" + queue + ", priority=" + priority
                 + (runAt != null ? ", runAt=" + runAt : "") + (runIn != null ? ", runIn=" + runIn : "")
                 + (correlationKey != null ? ", correlationKey=" + correlationKey : "")
-                + (concurrencyKey != null ? ", concurrencyKey=" + concurrencyKey : "") + "}";
+                + (concurrencyKey != null ? ", concurrencyKey=" + concurrencyKey : "")
+                + (gate != null ? ", gate=" + gate : "") + (rateLimit != null ? ", rateLimit=" + rateLimit : "") + "}";
     }
 }

@@ -26,8 +26,11 @@ public final class Outcome<S> {
     /** The kinds of outcome. */
     public enum Kind { NEXT, RETRY, AWAIT, SPAWN, DONE, FAIL, CANCEL }
 
-    /** What a {@code next} does with the instance's concurrency key. */
-    public enum KeyChange { KEEP, SET, RELEASE }
+    /** What a {@code next} does with the instance's concurrency key (the SQL codes are the ordinals). */
+    public enum KeyChange { KEEP, SET, RELEASE, GATE }
+
+    /** What a {@code next} does with the instance's rate limit. */
+    public enum RateChange { KEEP, SET, CLEAR }
 
     private final Kind kind;
     private final @Nullable String step;
@@ -41,6 +44,11 @@ public final class Outcome<S> {
     private final boolean inline;
     private final KeyChange keyChange;
     private final @Nullable String concurrencyKey;
+    private @Nullable String gate;
+    private RateChange rateChange = RateChange.KEEP;
+    private @Nullable String rateLimit;
+    private int rateWeight = 1;
+    private @Nullable String ratePartition;
 
     private Outcome(Kind kind, @Nullable String step, @Nullable S state, @Nullable Object result,
             @Nullable String error, @Nullable Duration delay, Set<String> signals, @Nullable Duration timeout,
@@ -143,8 +151,13 @@ public final class Outcome<S> {
      */
     public Outcome<S> inline() {
         requireKind(Kind.NEXT, "inline");
-        return new Outcome<>(kind, step, state, result, error, delay, signals, timeout, children, true,
+        if (keyChange == KeyChange.GATE || rateChange == RateChange.SET) {
+            throw new IllegalArgumentException("a step with a gate or a rate limit is admitted by a pick: it cannot be inline");
+        }
+        Outcome<S> copy = new Outcome<>(kind, step, state, result, error, delay, signals, timeout, children, true,
                 keyChange, concurrencyKey);
+        copy.rateChange = rateChange;
+        return copy;
     }
 
     /** For {@code next}: from the next step on, hold this concurrency key instead. */
@@ -153,15 +166,92 @@ public final class Outcome<S> {
         if (key == null || key.isBlank() || key.length() > 1024) {
             throw new IllegalArgumentException("concurrencyKey must be 1 to 1024 characters and not blank");
         }
-        return new Outcome<>(kind, step, state, result, error, delay, signals, timeout, children, inline,
-                KeyChange.SET, key);
+        Outcome<S> copy = copy(KeyChange.SET, key);
+        copy.gate = null;
+        return copy;
     }
 
     /** For {@code next}: from the next step on, hold no concurrency key. */
     public Outcome<S> releaseConcurrencyKey() {
         requireKind(Kind.NEXT, "releaseConcurrencyKey");
-        return new Outcome<>(kind, step, state, result, error, delay, signals, timeout, children, inline,
-                KeyChange.RELEASE, null);
+        Outcome<S> copy = copy(KeyChange.RELEASE, null);
+        copy.gate = null;
+        return copy;
+    }
+
+    /**
+     * For {@code next}: from the next step on, count against the named gate under {@code key}. The
+     * next step is admitted by a pick, so a gate change cannot be inline.
+     */
+    public Outcome<S> gate(String gate, String key) {
+        requireKind(Kind.NEXT, "gate");
+        if (inline) {
+            throw new IllegalArgumentException("a gate change goes through the queue: it cannot be inline");
+        }
+        if (gate == null || gate.isBlank() || key == null) {
+            throw new IllegalArgumentException("gate must not be blank and key must not be null");
+        }
+        Outcome<S> copy = copy(KeyChange.GATE, key);
+        copy.gate = gate;
+        return copy;
+    }
+
+    /** For {@code next}: the next step is admitted by the named rate limit, with this weight and partition. */
+    public Outcome<S> rateLimit(String rateLimit, int weight, @Nullable String partition) {
+        requireKind(Kind.NEXT, "rateLimit");
+        if (inline) {
+            throw new IllegalArgumentException("a rate-limited step is admitted by a pick: it cannot be inline");
+        }
+        if (rateLimit == null || rateLimit.isBlank() || weight < 1) {
+            throw new IllegalArgumentException("rateLimit must not be blank and weight must be at least 1");
+        }
+        Outcome<S> copy = copy(keyChange, concurrencyKey);
+        copy.gate = gate;
+        copy.rateChange = RateChange.SET;
+        copy.rateLimit = rateLimit;
+        copy.rateWeight = weight;
+        copy.ratePartition = partition;
+        return copy;
+    }
+
+    /** For {@code next}: the next step is not rate limited. */
+    public Outcome<S> noRateLimit() {
+        requireKind(Kind.NEXT, "noRateLimit");
+        Outcome<S> copy = copy(keyChange, concurrencyKey);
+        copy.gate = gate;
+        copy.rateChange = RateChange.CLEAR;
+        return copy;
+    }
+
+    private Outcome<S> copy(KeyChange keyChange, @Nullable String concurrencyKey) {
+        Outcome<S> copy = new Outcome<>(kind, step, state, result, error, delay, signals, timeout, children, inline,
+                keyChange, concurrencyKey);
+        copy.gate = gate;
+        copy.rateChange = rateChange;
+        copy.rateLimit = rateLimit;
+        copy.rateWeight = rateWeight;
+        copy.ratePartition = ratePartition;
+        return copy;
+    }
+
+    public @Nullable String gate() {
+        return gate;
+    }
+
+    public RateChange rateChange() {
+        return rateChange;
+    }
+
+    public @Nullable String rateLimit() {
+        return rateLimit;
+    }
+
+    public int rateWeight() {
+        return rateWeight;
+    }
+
+    public @Nullable String ratePartition() {
+        return ratePartition;
     }
 
     /** For {@code next}: not before {@code after} has passed (ignored with inline). */
@@ -170,8 +260,14 @@ public final class Outcome<S> {
         if (after == null || after.isNegative()) {
             throw new IllegalArgumentException("after must not be negative, was " + after);
         }
-        return new Outcome<>(kind, step, state, result, error, after, signals, timeout, children, inline,
+        Outcome<S> copy = new Outcome<>(kind, step, state, result, error, after, signals, timeout, children, inline,
                 keyChange, concurrencyKey);
+        copy.gate = gate;
+        copy.rateChange = rateChange;
+        copy.rateLimit = rateLimit;
+        copy.rateWeight = rateWeight;
+        copy.ratePartition = ratePartition;
+        return copy;
     }
 
     public Kind kind() {

@@ -30,7 +30,7 @@ class MigrationIT {
             assertThat(versions).containsExactly(1, 1);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version",
                     row -> row.get(0, Integer.class))).containsExactly(1);
-            assertThat(tables(db)).containsExactly("durable_gates", "durable_instances",
+            assertThat(tables(db)).containsExactly("durable_gate_slots", "durable_instances",
                     "durable_rate_buckets", "durable_schema_version", "durable_signals");
 
             // Idempotent: nothing left to apply.

@@ -6,6 +6,7 @@ import dev.durable.InstanceStatus;
 import dev.durable.InvalidRequestException;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
+import dev.durable.Limits;
 import dev.durable.PayloadTooLargeException;
 import dev.durable.UnknownTypeException;
 import dev.durable.internal.sql.Rows.NewInstance;
@@ -69,7 +70,7 @@ public final class RequestMapper {
             }
             delayMillis = request.runIn().toMillis();
         }
-        if (request.concurrencyKey() != null) {
+        if (request.concurrencyKey() != null && request.gate() == null) {
             checkKey("concurrencyKey", request.concurrencyKey());
         }
         String occupied = null;
@@ -81,12 +82,46 @@ public final class RequestMapper {
             occupied = request.occupiedStatuses().stream().map(InstanceStatus::sqlName).sorted()
                     .collect(Collectors.joining(","));
         }
+        int gateShards = 0;
+        if (request.gate() != null) {
+            gateShards = gate(request.gate()).shards();
+            if (request.concurrencyKey() == null || request.concurrencyKey().length() > 1024) {
+                throw new InvalidRequestException("the key of gate " + request.gate() + " must be at most 1024 characters");
+            }
+        }
+        if (request.rateLimit() != null) {
+            checkRate(request.rateLimit(), request.rateWeight());
+        }
         String state = request.args() == null ? null : encode("arguments", request.args());
         String step = definition != null ? definition.initialStep() : JobDefinition.STEP;
         int version = definition != null ? definition.version() : 1;
         return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,
                 request.runAt() == null ? null : request.runAt().toString(), delayMillis, parentId,
-                request.concurrencyKey(), request.correlationKey(), occupied);
+                request.concurrencyKey(), request.correlationKey(), occupied, request.gate(), gateShards,
+                request.rateLimit(), request.rateWeight(), request.ratePartition());
+    }
+
+    /** The configured gate of that name, or an {@link InvalidRequestException} naming it. */
+    public Limits.Gate gate(String name) {
+        Limits.Gate gate = options.gates().get(name);
+        if (gate == null) {
+            throw new InvalidRequestException("unknown gate '" + name + "': configure it with EngineOptions.gate"
+                    + " (known: " + options.gates().keySet() + ")");
+        }
+        return gate;
+    }
+
+    /** Checks a rate limit name and weight against the configured buckets. */
+    public void checkRate(String name, int weight) {
+        Limits.RateLimit limit = options.rateLimits().get(name);
+        if (limit == null) {
+            throw new InvalidRequestException("unknown rate limit '" + name
+                    + "': configure it with EngineOptions.rateLimit (known: " + options.rateLimits().keySet() + ")");
+        }
+        if (weight < 1 || weight > limit.burst()) {
+            throw new InvalidRequestException("weight of rate limit " + name + " must be 1 to its burst "
+                    + limit.burst() + ", was " + weight);
+        }
     }
 
     /** JSON for a payload, within the engine's size limit. */

@@ -25,6 +25,7 @@ CREATE TABLE durable_instances (
     gate_shard           integer,
     rate_limit           text,
     rate_weight          integer,
+    rate_partition       text,
     correlation_key      text,
     correlation_statuses text[],
     -- The correlation key while the row is in one of its "occupied" statuses, else null: the
@@ -118,14 +119,36 @@ CREATE TRIGGER durable_child_settled
           AND OLD.status NOT IN ('done', 'failed', 'cancelled'))
     EXECUTE FUNCTION durable_child_settled();
 
--- Named gates of size K, optionally sharded across counters to spread contention.
-CREATE TABLE durable_gates (
-    name      text    NOT NULL,
+-- Named gates of size K: at most K executing rows per (gate, key), counted per shard (a hot gate
+-- spreads its counter over several rows). The pick admits and counts in the same statement that
+-- claims; the trigger below counts a row off when it leaves executing, whatever the path.
+CREATE TABLE durable_gate_slots (
+    gate      text    NOT NULL,
+    key       text    NOT NULL,
     shard     integer NOT NULL,
     capacity  integer NOT NULL CHECK (capacity >= 0),
-    held      integer NOT NULL DEFAULT 0 CHECK (held >= 0),
-    PRIMARY KEY (name, shard)
+    held      integer NOT NULL CHECK (held >= 0),
+    admitted  integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (gate, key, shard)
 );
+
+CREATE FUNCTION durable_gate_release() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE durable_gate_slots SET held = greatest(held - 1, 0)
+     WHERE gate = OLD.gate_name AND key = OLD.concurrency_key AND shard = OLD.gate_shard;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER durable_gate_release
+    AFTER UPDATE OF status, gate_name, concurrency_key, gate_shard ON durable_instances
+    FOR EACH ROW
+    WHEN (OLD.status = 'executing' AND OLD.gate_name IS NOT NULL
+          AND (NEW.status <> 'executing' OR NEW.gate_name IS DISTINCT FROM OLD.gate_name
+               OR NEW.concurrency_key IS DISTINCT FROM OLD.concurrency_key
+               OR NEW.gate_shard IS DISTINCT FROM OLD.gate_shard))
+    EXECUTE FUNCTION durable_gate_release();
 
 -- Token buckets of rate limits, one per limit name and partition.
 CREATE TABLE durable_rate_buckets (
@@ -133,5 +156,6 @@ CREATE TABLE durable_rate_buckets (
     partition_key  text             NOT NULL DEFAULT '',
     tokens         double precision NOT NULL,
     refilled_at    timestamptz      NOT NULL DEFAULT now(),
+    taken          double precision NOT NULL DEFAULT 0,
     PRIMARY KEY (name, partition_key)
 );

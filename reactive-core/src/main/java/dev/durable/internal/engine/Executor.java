@@ -205,11 +205,16 @@ public final class Executor {
             case NEXT: {
                 String state = encodeState(outcome.state());
                 boolean inline = outcome.isInline();
+                int gateShards = outcome.gate() == null ? 0 : mapper.gate(outcome.gate()).shards();
+                if (outcome.rateChange() == Outcome.RateChange.SET) {
+                    mapper.checkRate(outcome.rateLimit(), outcome.rateWeight());
+                }
                 OutcomeRow next = new OutcomeRow(row.id(), worker,
                         inline ? InstanceStatus.EXECUTING : InstanceStatus.RUNNABLE, outcome.step(), state, null,
                         null, inline ? null : outcome.delay() == null ? 0L : outcome.delay().toMillis(),
                         inline ? 1 : 0, leaseMillis, null, null, outcome.keyChange(), outcome.concurrencyKey(),
-                        consumed, List.of(), row.parentId());
+                        consumed, List.of(), row.parentId(), outcome.gate(), gateShards, outcome.rateChange(),
+                        outcome.rateLimit(), outcome.rateWeight(), outcome.ratePartition());
                 StepInput following = null;
                 if (inline) {
                     Set<Long> gone = new HashSet<>(consumed);
@@ -217,6 +222,7 @@ public final class Executor {
                         case KEEP -> row.concurrencyKey();
                         case SET -> outcome.concurrencyKey();
                         case RELEASE -> null;
+                        case GATE -> throw new IllegalStateException("a gate change is never inline");
                     };
                     ClaimedRow continued = new ClaimedRow(row.id(), row.type(), row.typeVersion(), row.queue(),
                             row.priority(), row.eligibleAt(), outcome.step(), state, 1, row.maxAttempts(), key,
@@ -265,7 +271,8 @@ public final class Executor {
     private static OutcomeRow throughQueue(OutcomeRow inline) {
         return new OutcomeRow(inline.id(), inline.worker(), InstanceStatus.RUNNABLE, inline.step(), inline.stateJson(),
                 null, null, 0L, 0, inline.leaseMillis(), null, null, inline.keyChange(), inline.newConcurrencyKey(),
-                inline.consumedSignals(), List.of(), inline.parentId());
+                inline.consumedSignals(), List.of(), inline.parentId(), inline.newGate(), inline.gateShards(),
+                inline.rateChange(), inline.rateLimit(), inline.rateWeight(), inline.ratePartition());
     }
 
     // ---- Shared ----------------------------------------------------------------------------

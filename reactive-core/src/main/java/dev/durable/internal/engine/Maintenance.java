@@ -15,8 +15,9 @@ import reactor.util.Loggers;
 /**
  * The maintenance ticks any node may run: the reaper returns expired leases to runnable (or to
  * failed once their attempts are spent, so a step that keeps killing its worker cannot retry
- * forever), and parked instances past their await deadline resume. The tick is a
- * {@code Flux.interval} stream that drops ticks while one is running.
+ * forever), parked instances past their await deadline resume, and settled instances past their
+ * retention are deleted in bounded batches. Gate counters are recounted on a slower tick. Each tick
+ * is a {@code Flux.interval} stream that drops ticks while one is running.
  */
 public final class Maintenance {
 
@@ -29,10 +30,16 @@ public final class Maintenance {
     private final Consumer<Transition> onAwaitExpired;
     private final AtomicLong reaped = new AtomicLong();
     private final AtomicLong ticksSkipped = new AtomicLong();
+    private final AtomicLong collected = new AtomicLong();
+    private final long retentionMillis;
+    private final Duration reconcileInterval;
     private Disposable reaper = reactor.core.Disposables.disposed();
+    private Disposable reconciler = reactor.core.Disposables.disposed();
 
-    public Maintenance(InstanceStore store, Duration reaperInterval, Consumer<Transition> onRecovered,
-            Consumer<Transition> onAwaitExpired) {
+    public Maintenance(InstanceStore store, Duration reaperInterval, Duration retention, Duration reconcileInterval,
+            Consumer<Transition> onRecovered, Consumer<Transition> onAwaitExpired) {
+        this.retentionMillis = retention.toMillis();
+        this.reconcileInterval = reconcileInterval;
         this.store = store;
         this.reaperInterval = reaperInterval;
         this.onRecovered = onRecovered;
@@ -42,11 +49,36 @@ public final class Maintenance {
     public void start() {
         reaper = Flux.interval(reaperInterval)
                 .onBackpressureDrop(tick -> ticksSkipped.incrementAndGet())
-                .concatMap(tick -> reapOnce().then(expireAwaitsOnce()).onErrorResume(error -> {
+                .concatMap(tick -> reapOnce().then(expireAwaitsOnce()).then(collectGarbageOnce()).onErrorResume(error -> {
                     log.warn("maintenance tick failed, the next one tries again: {}", error.toString());
                     return Mono.empty();
                 }), 0)
                 .subscribe(null, error -> log.error("maintenance loop failed", error));
+        reconciler = Flux.interval(reconcileInterval)
+                .onBackpressureDrop()
+                .concatMap(tick -> reconcileOnce().onErrorResume(error -> {
+                    log.warn("gate reconcile failed, the next one tries again: {}", error.toString());
+                    return Mono.empty();
+                }), 0)
+                .subscribe(null, error -> log.error("reconcile loop failed", error));
+    }
+
+    /** Deletes one batch of settled instances past their retention (children of live parents spared). */
+    public Mono<Long> collectGarbageOnce() {
+        return store.collectGarbage(retentionMillis, REAP_BATCH).doOnNext(collected::addAndGet);
+    }
+
+    /** Recounts the gate counters from the executing rows; emits how many were off. */
+    public Mono<Long> reconcileOnce() {
+        return store.reconcileGates().doOnNext(healed -> {
+            if (healed > 0) {
+                log.warn("reconcile healed {} gate counters", healed);
+            }
+        });
+    }
+
+    public long collected() {
+        return collected.get();
     }
 
     /** Resumes up to one batch of parked instances whose await deadline passed. */
@@ -75,5 +107,6 @@ public final class Maintenance {
 
     public void stop() {
         reaper.dispose();
+        reconciler.dispose();
     }
 }

@@ -2,6 +2,7 @@ package dev.durable.internal.sql;
 
 import dev.durable.Instance;
 import dev.durable.InstanceStatus;
+import dev.durable.Limits;
 import dev.durable.internal.Db;
 import dev.durable.internal.sql.Rows.CancelRow;
 import dev.durable.internal.sql.Rows.ClaimedRow;
@@ -26,10 +27,24 @@ public final class InstanceStore {
 
     private final Db db;
     private final Sql sql;
+    private final boolean limits;
+    private final String[] gateNames;
+    private final Integer[] gateCapacities;
+    private final Integer[] gateShards;
+    private final String[] rateNames;
+    private final Double[] rates;
+    private final Integer[] bursts;
 
-    public InstanceStore(Db db, Sql sql) {
+    public InstanceStore(Db db, Sql sql, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits) {
         this.db = db;
         this.sql = sql;
+        this.limits = !gates.isEmpty() || !rateLimits.isEmpty();
+        this.gateNames = gates.stream().map(Limits.Gate::name).toArray(String[]::new);
+        this.gateCapacities = gates.stream().map(Limits.Gate::capacity).toArray(Integer[]::new);
+        this.gateShards = gates.stream().map(Limits.Gate::shards).toArray(Integer[]::new);
+        this.rateNames = rateLimits.stream().map(Limits.RateLimit::name).toArray(String[]::new);
+        this.rates = rateLimits.stream().map(Limits.RateLimit::ratePerSecond).toArray(Double[]::new);
+        this.bursts = rateLimits.stream().map(Limits.RateLimit::burst).toArray(Integer[]::new);
     }
 
     public Sql sql() {
@@ -57,8 +72,18 @@ public final class InstanceStore {
         String[] concurrencyKeys = new String[n];
         String[] correlationKeys = new String[n];
         String[] occupied = new String[n];
+        String[] gates = new String[n];
+        Integer[] shards = new Integer[n];
+        String[] rateLimits = new String[n];
+        Integer[] weights = new Integer[n];
+        String[] partitions = new String[n];
         for (int i = 0; i < n; i++) {
             NewInstance row = rows.get(i);
+            gates[i] = row.gate();
+            shards[i] = row.gateShards();
+            rateLimits[i] = row.rateLimit();
+            weights[i] = row.rateWeight();
+            partitions[i] = row.ratePartition();
             types[i] = row.type();
             versions[i] = row.typeVersion();
             queues[i] = row.queue();
@@ -76,7 +101,8 @@ public final class InstanceStore {
         Statement statement = connection.createStatement(sql.insertInstances)
                 .bind(0, types).bind(1, versions).bind(2, queues).bind(3, priorities).bind(4, steps)
                 .bind(5, states).bind(6, maxAttempts).bind(7, runAts).bind(8, delays).bind(9, parents)
-                .bind(10, concurrencyKeys).bind(11, correlationKeys).bind(12, occupied);
+                .bind(10, concurrencyKeys).bind(11, correlationKeys).bind(12, occupied).bind(13, gates)
+                .bind(14, shards).bind(15, rateLimits).bind(16, weights).bind(17, partitions);
         return Flux.from(statement.execute())
                 .concatMap(result -> result.map(row -> row.get(0, Long.class)))
                 .onErrorMap(dev.durable.internal.Errors::translate);
@@ -113,9 +139,32 @@ public final class InstanceStore {
 
     /** Claims up to {@code limit} rows of {@code queue} for {@code worker}; see {@link Sql#pick}. */
     public Flux<ClaimedRow> pick(String queue, int limit, String worker, long leaseMillis) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(sql.pick)
-                        .bind(0, queue).bind(1, limit).bind(2, worker).bind(3, leaseMillis).execute())
-                .concatMap(result -> result.map(InstanceStore::toClaimed)));
+        return db.withConnection(connection -> {
+            Statement statement = connection.createStatement(limits ? sql.pickWithLimits : sql.pick)
+                    .bind(0, queue).bind(1, limit).bind(2, worker).bind(3, leaseMillis);
+            if (limits) {
+                statement.bind(4, gateNames).bind(5, gateCapacities).bind(6, gateShards)
+                        .bind(7, rateNames).bind(8, rates).bind(9, bursts);
+            }
+            return Flux.from(statement.execute()).concatMap(result -> result.map(InstanceStore::toClaimed));
+        });
+    }
+
+    /** Deletes up to {@code limit} settled instances older than the retention; emits how many. */
+    public Mono<Long> collectGarbage(long retentionMillis, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(sql.collectGarbage)
+                        .bind(0, retentionMillis).bind(1, limit).execute())
+                .concatMap(result -> result.getRowsUpdated()))
+                .reduce(0L, Long::sum);
+    }
+
+    /** Recounts the gate counters under a lock that holds picks off; emits how many were wrong. */
+    public Mono<Long> reconcileGates() {
+        return db.inTransaction(connection -> Flux.from(connection.createStatement(sql.lockGates).execute())
+                        .concatMap(result -> result.getRowsUpdated())
+                        .thenMany(Flux.from(connection.createStatement(sql.reconcileGates).execute()))
+                        .concatMap(result -> result.map(row -> row.get(0, Long.class))))
+                .single();
     }
 
     /** Renews the leases; returns how many rows the worker still holds. */
@@ -238,6 +287,12 @@ public final class InstanceStore {
         Integer[] children = new Integer[n];
         Integer[] keyChanges = new Integer[n];
         String[] newKeys = new String[n];
+        String[] newGates = new String[n];
+        Integer[] gateShardCounts = new Integer[n];
+        Integer[] rateChanges = new Integer[n];
+        String[] rateLimits = new String[n];
+        Integer[] rateWeights = new Integer[n];
+        String[] ratePartitions = new String[n];
         for (int i = 0; i < n; i++) {
             OutcomeRow outcome = outcomes.get(i);
             ids[i] = outcome.id();
@@ -255,12 +310,19 @@ public final class InstanceStore {
             children[i] = outcome.children().size();
             keyChanges[i] = outcome.keyChange().ordinal();
             newKeys[i] = outcome.newConcurrencyKey();
+            newGates[i] = outcome.newGate();
+            gateShardCounts[i] = outcome.gateShards();
+            rateChanges[i] = outcome.rateChange().ordinal();
+            rateLimits[i] = outcome.rateLimit();
+            rateWeights[i] = outcome.rateWeight();
+            ratePartitions[i] = outcome.ratePartition();
         }
         return Flux.from(connection.createStatement(sql.commitOutcomes)
                         .bind(0, ids).bind(1, workers).bind(2, statuses).bind(3, steps).bind(4, states)
                         .bind(5, results).bind(6, errors).bind(7, delays).bind(8, attempts).bind(9, leases)
                         .bind(10, awaited).bind(11, awaitMillis).bind(12, children).bind(13, keyChanges)
-                        .bind(14, newKeys)
+                        .bind(14, newKeys).bind(15, newGates).bind(16, gateShardCounts).bind(17, rateChanges)
+                        .bind(18, rateLimits).bind(19, rateWeights).bind(20, ratePartitions)
                         .execute())
                 .concatMap(result -> result.map(InstanceStore::toTransition))
                 .onErrorMap(dev.durable.internal.Errors::translate);

@@ -2,6 +2,7 @@ package dev.durable.internal.sql;
 
 import dev.durable.InstanceStatus;
 import dev.durable.Outcome.KeyChange;
+import dev.durable.Outcome.RateChange;
 import java.time.Instant;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
@@ -26,7 +27,12 @@ public final class Rows {
             @Nullable Long parentId,
             @Nullable String concurrencyKey,
             @Nullable String correlationKey,
-            @Nullable String occupiedStatuses) {
+            @Nullable String occupiedStatuses,
+            @Nullable String gate,
+            int gateShards,
+            @Nullable String rateLimit,
+            int rateWeight,
+            @Nullable String ratePartition) {
     }
 
     /** A row a pick claimed, with what its run needs. */
@@ -71,7 +77,25 @@ public final class Rows {
             @Nullable String newConcurrencyKey,
             List<Long> consumedSignals,
             List<NewInstance> children,
-            @Nullable Long parentId) {
+            @Nullable Long parentId,
+            @Nullable String newGate,
+            int gateShards,
+            RateChange rateChange,
+            @Nullable String rateLimit,
+            int rateWeight,
+            @Nullable String ratePartition) {
+
+        /** An outcome that changes neither gate nor rate limit. */
+        public OutcomeRow(long id, String worker, InstanceStatus status, @Nullable String step,
+                @Nullable String stateJson, @Nullable String resultJson, @Nullable String error,
+                @Nullable Long delayMillis, @Nullable Integer attempt, long leaseMillis,
+                @Nullable String awaitedSignals, @Nullable Long awaitMillis, KeyChange keyChange,
+                @Nullable String newConcurrencyKey, List<Long> consumedSignals, List<NewInstance> children,
+                @Nullable Long parentId) {
+            this(id, worker, status, step, stateJson, resultJson, error, delayMillis, attempt, leaseMillis,
+                    awaitedSignals, awaitMillis, keyChange, newConcurrencyKey, consumedSignals, children, parentId,
+                    null, 0, RateChange.KEEP, null, 1, null);
+        }
 
         /** True when committing this needs more than the one UPDATE (a transaction with riders). */
         public boolean hasRiders() {

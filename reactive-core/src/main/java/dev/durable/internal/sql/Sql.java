@@ -30,6 +30,115 @@ public final class Sql {
                                                'result', c.result::text, 'error', c.last_error) ORDER BY c.id)
                FROM {instances} c WHERE c.parent_id = i.id)::text AS children""";
 
+    /** Shared by both picks: the queue's runnable, eligible rows in urgency order, locked. */
+    private static final String PICK_CANDIDATES = """
+            candidates AS (
+                SELECT c.id, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
+                       c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
+                       CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
+                  FROM {instances} c
+                 WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
+                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR NOT EXISTS (
+                        SELECT 1 FROM {instances} e
+                         WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
+                           AND e.gate_name IS NULL))
+                   %s
+                 ORDER BY c.priority, c.eligible_at, c.id
+                 LIMIT $2
+                   FOR UPDATE OF c SKIP LOCKED
+            ), one_per_key AS (
+                SELECT * FROM (
+                    SELECT candidates.*, row_number() OVER (
+                               PARTITION BY ungated_key, CASE WHEN ungated_key IS NULL THEN id END
+                               ORDER BY priority, eligible_at, id) AS key_rank
+                      FROM candidates) ranked
+                 WHERE key_rank = 1
+            )""";
+
+    private static final String PICK_CLAIM = """
+            UPDATE {instances} i
+               SET status = 'executing', claimed_by = $3, attempt = i.attempt + 1,
+                   lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+              FROM %s m
+             WHERE i.id = m.id
+            RETURNING\s""";
+
+    /** Rows with limits are left to engines that know limits. */
+    static final String PICK_WITHOUT_LIMITS = "WITH " + PICK_CANDIDATES.formatted(
+            "AND c.gate_name IS NULL AND c.rate_limit IS NULL") + "\n" + PICK_CLAIM.formatted("one_per_key")
+            + CLAIM_COLUMNS;
+
+    static final String PICK_WITH_LIMITS = """
+            WITH gates AS (
+                SELECT * FROM unnest($5::text[], $6::int[], $7::int[]) AS g(name, capacity, shards)
+            ), rates AS (
+                SELECT * FROM unnest($8::text[], $9::float8[], $10::int[]) AS r(name, rate, burst)
+            ), """ + PICK_CANDIDATES.formatted("""
+                   AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT EXISTS (
+                        SELECT 1 FROM {gate_slots} s
+                         WHERE s.gate = c.gate_name AND s.key = c.concurrency_key AND s.shard = c.gate_shard
+                           AND s.held >= s.capacity)))
+                   AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT EXISTS (
+                        SELECT 1 FROM {buckets} b JOIN rates r ON r.name = b.name
+                         WHERE b.name = c.rate_limit AND b.partition_key = COALESCE(c.rate_partition, '')
+                           AND least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))
+                               < c.rate_weight)))""") + """
+            , rate_wanted AS (
+                SELECT o.*, sum(o.rate_weight) OVER (PARTITION BY o.rate_limit, o.rate_partition
+                                                     ORDER BY o.priority, o.eligible_at, o.id) AS rate_cum
+                  FROM one_per_key o
+            ), rate_taken AS (
+                INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
+                SELECT w.rate_limit, w.rate_partition,
+                       r.burst - coalesce(max(w.rate_cum) FILTER (WHERE w.rate_cum <= r.burst), 0), now(),
+                       coalesce(max(w.rate_cum) FILTER (WHERE w.rate_cum <= r.burst), 0)
+                  FROM rate_wanted w JOIN rates r ON r.name = w.rate_limit
+                 GROUP BY w.rate_limit, w.rate_partition, r.burst
+                 ORDER BY w.rate_limit, w.rate_partition
+                ON CONFLICT (name, partition_key) DO UPDATE
+                   SET taken = coalesce((
+                           SELECT max(w.rate_cum) FROM rate_wanted w, rates r
+                            WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
+                              AND w.rate_cum <= least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))), 0),
+                       tokens = (SELECT least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))
+                                   FROM rates r WHERE r.name = b.name)
+                                - coalesce((
+                           SELECT max(w.rate_cum) FROM rate_wanted w, rates r
+                            WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
+                              AND w.rate_cum <= least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))), 0),
+                       refilled_at = greatest(b.refilled_at, now())
+                RETURNING b.name, b.partition_key, b.taken
+            ), rate_admitted AS (
+                SELECT w.* FROM rate_wanted w
+                  LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
+                 WHERE w.rate_limit IS NULL OR w.rate_cum <= t.taken
+            ), gate_wanted AS (
+                SELECT a.*, row_number() OVER (PARTITION BY a.gate_name, a.concurrency_key, a.gate_shard
+                                               ORDER BY a.priority, a.eligible_at, a.id) AS gate_rank
+                  FROM rate_admitted a
+            ), gate_taken AS (
+                INSERT INTO {gate_slots} AS s (gate, key, shard, capacity, held, admitted)
+                SELECT w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity,
+                       least(count(*), cap.capacity), least(count(*), cap.capacity)
+                  FROM gate_wanted w
+                  JOIN gates g ON g.name = w.gate_name
+                 CROSS JOIN LATERAL (SELECT g.capacity / g.shards
+                                            + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
+                                            AS capacity) cap
+                 GROUP BY w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity
+                 ORDER BY w.gate_name, w.concurrency_key, w.gate_shard
+                ON CONFLICT (gate, key, shard) DO UPDATE
+                   SET capacity = EXCLUDED.capacity,
+                       admitted = greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held)),
+                       held = s.held + greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held))
+                RETURNING s.gate, s.key, s.shard, s.admitted
+            ), admitted AS (
+                SELECT w.id FROM gate_wanted w
+                  LEFT JOIN gate_taken t ON t.gate = w.gate_name AND t.key = w.concurrency_key AND t.shard = w.gate_shard
+                 WHERE w.gate_name IS NULL OR w.gate_rank <= t.admitted
+            )
+            """ + PICK_CLAIM.formatted("admitted") + CLAIM_COLUMNS;
+
     private final String schema;
 
     /**
@@ -65,6 +174,22 @@ public final class Sql {
      * caller retries. Claiming bumps the attempt, so a run that dies counts against max attempts.
      */
     public final String pick;
+
+    /**
+     * The pick of an engine that knows gates or rate limits: as {@link #pick}, and the limits are
+     * admitted in the same statement. Of the candidates left after the per-key guard, rows of a rate
+     * limit are admitted in urgency order while their bucket (refilled by the time since its last
+     * admission, capped at its burst) holds their cumulative weight; the bucket row is upserted and
+     * locked, and the tokens taken recorded on it. Of those, rows of a gate are admitted while their
+     * (gate, key, shard) counter has room, upserted and counted up the same way. Candidates whose
+     * bucket or counter is already known to be full are skipped before the LIMIT, so throttled rows
+     * never crowd unrelated work out of a pick. Rows of limits this engine does not know are left
+     * for an engine that does. $5-$7 are the gates (name, capacity, shards), $8-$10 the rate limits
+     * (name, tokens a second, burst). Counters and buckets are upserted in key order, so two picks
+     * lock them in the same order and never deadlock; a bucket's clock only moves forward, so a
+     * pick whose transaction started before another's admission cannot rewind it and over-refill.
+     */
+    public final String pickWithLimits;
 
     /** Renews the leases of every row one worker holds, in one statement per tick. */
     public final String heartbeat;
@@ -122,6 +247,22 @@ public final class Sql {
     /** Resumes parked instances whose await deadline passed, with no awaited signal. */
     public final String expireAwaits;
 
+    /**
+     * Deletes up to $2 settled instances older than $1 ms (the GC index), with their signals,
+     * sparing children whose parent is still live: its join reads them.
+     */
+    public final String collectGarbage;
+
+    /**
+     * Recounts every gate counter from the executing rows and drops empty counters. Runs after the
+     * counters table is locked against picks (see InstanceStore.reconcileGates), so the count is
+     * exact; the trigger keeps counters exact anyway, this heals manual edits and restores.
+     */
+    public final String reconcileGates;
+
+    /** Locks the gate counters for {@link #reconcileGates}: picks wait, readers do not. */
+    public final String lockGates;
+
     /** The database clock: every time Durable reasons about comes from here. */
     public final String now = "SELECT now()";
 
@@ -130,16 +271,20 @@ public final class Sql {
         this.insertInstances = render("""
                 INSERT INTO {instances} (type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
-                                         correlation_statuses)
+                                         correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
+                                         rate_partition)
                 SELECT u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
                        COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
-                       u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ',')
+                       u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
+                       u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
+                       u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition
                   FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::text[], $6::text[],
                               $7::int[], $8::text[], $9::bigint[], $10::bigint[], $11::text[], $12::text[],
-                              $13::text[])
+                              $13::text[], $14::text[], $15::int[], $16::text[], $17::int[], $18::text[])
                        WITH ORDINALITY
                        AS u(type, type_version, queue, priority, step, state, max_attempts, run_at,
-                            delay_ms, parent_id, concurrency_key, correlation_key, occupied, ord)
+                            delay_ms, parent_id, concurrency_key, correlation_key, occupied, gate, gate_shards,
+                            rate_limit, rate_weight, rate_partition, ord)
                  ORDER BY u.ord
                 RETURNING id""");
         this.selectInstance = render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1");
@@ -165,33 +310,8 @@ public final class Sql {
                 SELECT r.status AS before, c.status AS after, r.queue
                   FROM {instances} r LEFT JOIN changed c ON c.id = r.id
                  WHERE r.id = $1""");
-        this.pick = render("""
-                WITH candidates AS (
-                    SELECT c.id, c.priority, c.eligible_at,
-                           CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
-                      FROM {instances} c
-                     WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
-                       AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR NOT EXISTS (
-                            SELECT 1 FROM {instances} e
-                             WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
-                               AND e.gate_name IS NULL))
-                     ORDER BY c.priority, c.eligible_at, c.id
-                     LIMIT $2
-                       FOR UPDATE SKIP LOCKED
-                ), most_urgent_per_key AS (
-                    SELECT id FROM (
-                        SELECT id, row_number() OVER (
-                                   PARTITION BY ungated_key, CASE WHEN ungated_key IS NULL THEN id END
-                                   ORDER BY priority, eligible_at, id) AS rank
-                          FROM candidates) ranked
-                     WHERE rank = 1
-                )
-                UPDATE {instances} i
-                   SET status = 'executing', claimed_by = $3, attempt = i.attempt + 1,
-                       lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-                  FROM most_urgent_per_key m
-                 WHERE i.id = m.id
-                RETURNING\s""" + CLAIM_COLUMNS);
+        this.pick = render(PICK_WITHOUT_LIMITS);
+        this.pickWithLimits = render(PICK_WITH_LIMITS);
         this.heartbeat = render("""
                 UPDATE {instances}
                    SET lease_expires_at = now() + $3 * interval '1 millisecond'
@@ -249,7 +369,17 @@ public final class Sql {
                        children_pending = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested
                                                THEN o.children ELSE i.children_pending END,
                        concurrency_key = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.concurrency_key
-                                              WHEN o.key_change = 1 THEN o.new_key END,
+                                              WHEN o.key_change IN (1, 3) THEN o.new_key END,
+                       gate_name = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_name
+                                        WHEN o.key_change = 3 THEN o.new_gate END,
+                       gate_shard = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_shard
+                                         WHEN o.key_change = 3 THEN floor(random() * o.gate_shards)::int END,
+                       rate_limit = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_limit
+                                         WHEN o.rate_change = 1 THEN o.rate_limit END,
+                       rate_weight = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_weight
+                                          WHEN o.rate_change = 1 THEN o.rate_weight END,
+                       rate_partition = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_partition
+                                             WHEN o.rate_change = 1 THEN o.rate_partition END,
                        claimed_by = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
                                          THEN i.claimed_by END,
                        lease_expires_at = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
@@ -257,9 +387,11 @@ public final class Sql {
                        updated_at = now()
                   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                               $7::text[], $8::bigint[], $9::int[], $10::bigint[], $11::text[], $12::bigint[],
-                              $13::int[], $14::int[], $15::text[])
+                              $13::int[], $14::int[], $15::text[], $16::text[], $17::int[], $18::int[],
+                              $19::text[], $20::int[], $21::text[])
                        AS o(id, worker, status, step, state, result, error, delay_ms, attempt, lease_ms,
-                            awaited, await_ms, children, key_change, new_key)
+                            awaited, await_ms, children, key_change, new_key, new_gate, gate_shards,
+                            rate_change, rate_limit, rate_weight, rate_partition)
                  WHERE i.id = o.id AND i.claimed_by = o.worker AND i.status = 'executing'
                 RETURNING i.id, i.status, i.queue""");
         this.lockForCommit = render("""
@@ -295,6 +427,42 @@ public final class Sql {
                   FROM target t""";
         this.deliverSignalById = render(deliver.formatted("id = $1"));
         this.deliverSignalByKey = render(deliver.formatted("correlation_slot = $1"));
+        this.collectGarbage = render("""
+                WITH doomed AS (
+                    SELECT i.id FROM {instances} i
+                     WHERE i.status IN ('done', 'failed', 'cancelled')
+                       AND i.updated_at < now() - $1 * interval '1 millisecond'
+                       AND (i.parent_id IS NULL OR NOT EXISTS (
+                            SELECT 1 FROM {instances} p
+                             WHERE p.id = i.parent_id AND p.status NOT IN ('done', 'failed', 'cancelled')))
+                     ORDER BY i.updated_at
+                     LIMIT $2
+                       FOR UPDATE SKIP LOCKED
+                ), signals AS (
+                    DELETE FROM {signals} s USING doomed d WHERE s.instance_id = d.id
+                )
+                DELETE FROM {instances} i USING doomed d WHERE i.id = d.id""");
+        this.lockGates = render("LOCK TABLE {gate_slots} IN EXCLUSIVE MODE");
+        this.reconcileGates = render("""
+                WITH counted AS (
+                    SELECT s.gate, s.key, s.shard, count(i.id) AS executing
+                      FROM {gate_slots} s
+                      LEFT JOIN {instances} i
+                        ON i.status = 'executing' AND i.gate_name = s.gate AND i.concurrency_key = s.key
+                       AND i.gate_shard = s.shard
+                     GROUP BY s.gate, s.key, s.shard
+                ), healed AS (
+                    UPDATE {gate_slots} s SET held = c.executing
+                      FROM counted c
+                     WHERE (s.gate, s.key, s.shard) = (c.gate, c.key, c.shard) AND c.executing > 0
+                       AND s.held <> c.executing
+                    RETURNING s.gate
+                ), emptied AS (
+                    DELETE FROM {gate_slots} s USING counted c
+                     WHERE (s.gate, s.key, s.shard) = (c.gate, c.key, c.shard) AND c.executing = 0
+                    RETURNING s.held
+                )
+                SELECT (SELECT count(*) FROM healed) + (SELECT count(*) FROM emptied WHERE held <> 0)""");
         this.expireAwaits = render("""
                 WITH due AS (
                     SELECT id FROM {instances}
@@ -323,7 +491,7 @@ public final class Sql {
         return template
                 .replace("{instances}", table("durable_instances"))
                 .replace("{signals}", table("durable_signals"))
-                .replace("{gates}", table("durable_gates"))
+                .replace("{gate_slots}", table("durable_gate_slots"))
                 .replace("{buckets}", table("durable_rate_buckets"));
     }
 }

@@ -1,0 +1,42 @@
+package dev.durable;
+
+/** The limits an engine knows: named gates and rate limits, configured on {@link EngineOptions}. */
+public final class Limits {
+
+    private Limits() {
+    }
+
+    /**
+     * A named gate: at most {@code capacity} executing instances per key, counted on {@code shards}
+     * counters (each holds an even share of the capacity, so a sharded gate spreads contention at
+     * the price of admitting less than K when one shard is full and another is not).
+     */
+    public record Gate(String name, int capacity, int shards) {
+
+        public Gate {
+            Options.requireName("gate name", name);
+            Options.requireAtLeast("capacity of gate " + name, capacity, 1);
+            Options.requireAtLeast("shards of gate " + name, shards, 1);
+            if (shards > capacity) {
+                throw new IllegalArgumentException("shards of gate " + name + " must not exceed its capacity ("
+                        + capacity + "), was " + shards);
+            }
+        }
+    }
+
+    /**
+     * A token bucket: {@code ratePerSecond} tokens flow in, at most {@code burst} are kept; an instance
+     * is admitted when its weight in tokens is there.
+     */
+    public record RateLimit(String name, double ratePerSecond, int burst) {
+
+        public RateLimit {
+            Options.requireName("rate limit name", name);
+            if (!(ratePerSecond > 0) || Double.isInfinite(ratePerSecond)) {
+                throw new IllegalArgumentException("rate of rate limit " + name + " must be positive, was "
+                        + ratePerSecond);
+            }
+            Options.requireAtLeast("burst of rate limit " + name, burst, 1);
+        }
+    }
+}
