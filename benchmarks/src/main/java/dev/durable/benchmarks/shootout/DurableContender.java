@@ -1,0 +1,120 @@
+package dev.durable.benchmarks.shootout;
+
+import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
+import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
+import dev.durable.QueueOptions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * This library, tuned for throughput with the knobs its README documents: a wide queue
+ * ({@code concurrency}), a claim buffer ({@code prefetch}) so a finished run refills with no round
+ * trip, fat picks ({@code minDemand}), group commit of outcomes ({@code commitBatchSize},
+ * {@code commitParallelism}), and handlers on {@code Schedulers.parallel()} since the handler never
+ * blocks. Inserts go through {@code insertAll} (one round trip per batch) and poke the queue
+ * locally, the default poke transport.
+ */
+final class DurableContender implements Contender {
+
+    static final String SCHEMA = "shootout_durable";
+    static final String QUEUE = "shootout";
+    static final int CONCURRENCY = 256;
+    static final int PREFETCH = 256;
+    static final int MIN_DEMAND = 64;
+    static final int COMMIT_BATCH = 256;
+    static final int COMMIT_PARALLELISM = 2;
+    static final int BATCH = 1_000;
+
+    private final Target target;
+    private final int connections;
+    private DurableEngine engine;
+
+    DurableContender(Target target, int connections) {
+        this.target = target;
+        this.connections = connections;
+    }
+
+    @Override
+    public String name() {
+        return "durable";
+    }
+
+    @Override
+    public String schema() {
+        return SCHEMA;
+    }
+
+    @Override
+    public String settings() {
+        return "poolMaxSize " + connections + ", concurrency " + CONCURRENCY + ", prefetch " + PREFETCH
+                + ", minDemand " + MIN_DEMAND + ", commitBatchSize " + COMMIT_BATCH + ", commitParallelism "
+                + COMMIT_PARALLELISM + ", handlerScheduler parallel, local pokes, insertAll of " + BATCH;
+    }
+
+    @Override
+    public void start() {
+        EngineOptions options = EngineOptions.builder()
+                .url(target.r2dbcUrl)
+                .schema(SCHEMA)
+                .poolMaxSize(connections)
+                .handlerScheduler(Schedulers.parallel())
+                .commitBatchSize(COMMIT_BATCH)
+                .commitParallelism(COMMIT_PARALLELISM)
+                .queue(QueueOptions.builder(QUEUE).concurrency(CONCURRENCY).prefetch(PREFETCH)
+                        .minDemand(MIN_DEMAND).build())
+                .build();
+        engine = DurableEngine.builder(options)
+                .register(JobDefinition.of("noop", Long.class, (Long seq) -> {
+                    Probe.started(seq);
+                    return Mono.<Void>empty();
+                }).queue(QUEUE))
+                .build();
+        engine.start().block(Duration.ofMinutes(1));
+    }
+
+    @Override
+    public int insertBatchSize() {
+        return BATCH;
+    }
+
+    @Override
+    public void insertBatch(List<Long> seqs) {
+        List<JobRequest> requests = new ArrayList<>(seqs.size());
+        for (Long seq : seqs) {
+            requests.add(JobRequest.of("noop", seq));
+        }
+        engine.insertAll(requests).block(Duration.ofMinutes(1));
+    }
+
+    @Override
+    public void insertOne(long seq) {
+        engine.insert(JobRequest.of("noop", seq)).block(Duration.ofMinutes(1));
+    }
+
+    @Override
+    public long committed(Target target, long insertedSoFar) {
+        return target.queryLong("SELECT count(*) FROM \"" + SCHEMA + "\".durable_instances WHERE status = 'done'");
+    }
+
+    @Override
+    public void stop() {
+        if (engine != null) {
+            // What the scheduler did over the whole run (warm-up and latency phases included).
+            engine.schedulers().forEach(scheduler -> {
+                var stats = scheduler.stats();
+                Shootout.log("durable: queue %s: %d picks claimed %d rows (%.1f per pick), %d pokes (%d dropped),"
+                                + " %d heartbeats, %d pick retries, %d pick failures, %d stale", scheduler.queue(),
+                        stats.picks.get(), stats.picked.get(),
+                        stats.picked.get() / (double) Math.max(1, stats.picks.get()), stats.pokes.get(),
+                        stats.pokesDropped.get(), stats.heartbeats.get(), stats.pickRetries.get(),
+                        stats.pickFailures.get(), stats.stale.get());
+            });
+            engine.close().block(Duration.ofMinutes(1));
+        }
+    }
+}

@@ -1,0 +1,77 @@
+package dev.durable.benchmarks.sql;
+
+import dev.durable.InstanceStatus;
+import dev.durable.internal.sql.Rows.OutcomeRow;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * Outcome group commit: one {@code InstanceStore.commitOutcomes} statement for a batch of
+ * {@code batch} done outcomes, each guarded by ownership. Divide the time by the batch for the
+ * cost per outcome, which is what grouping buys. Before each invocation the rows are put back to
+ * executing and the table vacuumed (not measured).
+ */
+@State(Scope.Benchmark)
+@Fork(1)
+@Warmup(iterations = 2, time = 2)
+@Measurement(iterations = 3, time = 2)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+public class CommitBenchmark {
+
+    @Param({"1", "16", "256"})
+    public int batch;
+
+    private BenchDatabase db;
+    private Long[] ids;
+    private List<OutcomeRow> outcomes;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        db = new BenchDatabase("commit_" + batch);
+        db.fill(batch, true);
+        List<Long> all = db.ids();
+        ids = all.toArray(Long[]::new);
+        outcomes = new ArrayList<>(batch);
+        for (Long id : all) {
+            outcomes.add(new OutcomeRow(id, BenchDatabase.WORKER, InstanceStatus.DONE, null, null, "true", null,
+                    null, false, BenchDatabase.LEASE_MILLIS));
+        }
+    }
+
+    /**
+     * Puts the rows back to executing, then vacuums: without it each invocation would leave dead
+     * row versions behind and later commits would wade through them (a bloat the engine, which
+     * moves each row through a transition once, does not see).
+     */
+    @Setup(Level.Invocation)
+    public void reclaim() {
+        db.execute("UPDATE " + db.instances() + " SET status = 'executing', claimed_by = '" + BenchDatabase.WORKER
+                + "', lease_expires_at = now() + interval '1 hour', result = NULL WHERE id = ANY($1)", ids);
+        db.execute("VACUUM " + db.instances());
+    }
+
+    @Benchmark
+    public Long commit() {
+        return db.store.commitOutcomes(outcomes).count().block();
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        db.close();
+    }
+}
