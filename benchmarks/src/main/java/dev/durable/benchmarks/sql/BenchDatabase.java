@@ -47,7 +47,7 @@ final class BenchDatabase implements AutoCloseable {
         this.sql = new Sql(database.schema());
         this.pool = new ConnectionPool(ConnectionPoolConfiguration.builder(ConnectionFactories.get(database.url()))
                 .maxSize(4).build());
-        this.store = new InstanceStore(new Db(pool), sql);
+        this.store = new InstanceStore(new Db(pool), sql, java.util.List.of(), java.util.List.of());
         this.admin = Mono.from(ConnectionFactories.get(database.url()).create()).block(WAIT);
     }
 

@@ -1,6 +1,7 @@
 package dev.durable.benchmarks.sql;
 
 import dev.durable.InstanceStatus;
+import dev.durable.Outcome;
 import dev.durable.internal.sql.Rows.OutcomeRow;
 import java.util.ArrayList;
 import java.util.List;
@@ -49,7 +50,8 @@ public class CommitBenchmark {
         outcomes = new ArrayList<>(batch);
         for (Long id : all) {
             outcomes.add(new OutcomeRow(id, BenchDatabase.WORKER, InstanceStatus.DONE, null, null, "true", null,
-                    null, false, BenchDatabase.LEASE_MILLIS));
+                    null, null, BenchDatabase.LEASE_MILLIS, null, null, Outcome.KeyChange.KEEP, null, List.of(),
+                    List.of(), null));
         }
     }
 
@@ -67,7 +69,7 @@ public class CommitBenchmark {
 
     @Benchmark
     public Long commit() {
-        return db.store.commitOutcomes(outcomes).count().block();
+        return (long) db.store.commitOutcomes(outcomes).block().transitions().size();
     }
 
     @TearDown(Level.Trial)
