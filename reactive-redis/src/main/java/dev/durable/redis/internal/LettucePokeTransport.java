@@ -166,7 +166,10 @@ public final class LettucePokeTransport implements RedisPokeTransport {
                 .timeout(PUBLISH_TIMEOUT)
                 .doOnNext(subscribers -> {
                     published.incrementAndGet();
-                    outage.up();
+                    // A publish that timed out marks an outage without a reconnect to end it.
+                    if (outage.up()) {
+                        resendUnsent();
+                    }
                 })
                 .onErrorResume(error -> Mono.fromRunnable(() -> notSent(queue, error.toString())))
                 .then();
@@ -221,6 +224,7 @@ public final class LettucePokeTransport implements RedisPokeTransport {
                             return opened.close(stateListener);
                         }
                         outage.up();
+                        // Pokes made while Redis was down at start go out now.
                         resendUnsent();
                         return Mono.<Void>empty();
                     })
@@ -258,8 +262,7 @@ public final class LettucePokeTransport implements RedisPokeTransport {
 
         @Override
         public void onRedisConnected(RedisChannelHandler<?, ?> connection, SocketAddress socketAddress) {
-            if (!closed.get() && outage.isDown()) {
-                outage.up();
+            if (!closed.get() && outage.up()) {
                 resendUnsent();
             }
         }

@@ -26,13 +26,12 @@ final class OutageLog {
         }
     }
 
-    void up() {
+    /** Whether this ended an outage (so the caller can catch up on what it missed). */
+    boolean up() {
         if (down.compareAndSet(true, false)) {
             log.info("{}: Redis reachable again", what);
+            return true;
         }
-    }
-
-    boolean isDown() {
-        return down.get();
+        return false;
     }
 }
