@@ -1,0 +1,121 @@
+package dev.durable.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.durable.DurableEngine;
+import dev.durable.InstanceStatus;
+import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
+import dev.durable.QueueOptions;
+import dev.durable.redis.support.Engines;
+import dev.durable.redis.support.Eventually;
+import dev.durable.redis.testing.RedisExtension;
+import dev.durable.redis.testing.TestRedisServer;
+import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestDatabase;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.blockhound.BlockHound;
+import reactor.core.Disposable;
+import reactor.core.publisher.Hooks;
+import reactor.core.publisher.Mono;
+
+/**
+ * Pokes between engines, a Redis restart and a membership's whole life with BlockHound watching
+ * every Reactor and Netty thread (Lettuce's event loops included): any blocking call is recorded
+ * and fails the test. Runs in its own JVM (see the pom).
+ */
+@ExtendWith({PostgresExtension.class, RedisExtension.class})
+class RedisBlockHoundIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private static final List<String> blockingCalls = new CopyOnWriteArrayList<>();
+    private static final List<Throwable> dropped = new CopyOnWriteArrayList<>();
+
+    @RegisterExtension
+    final Engines engines = new Engines();
+
+    @BeforeAll
+    static void install() {
+        BlockHound.builder()
+                .loadIntegrations()
+                // The test's logger writes to stderr synchronously; production logging is the application's choice.
+                .allowBlockingCallsInside("org.slf4j.simple.SimpleLogger", "write")
+                .blockingMethodCallback(method -> blockingCalls.add(method + " on " + Thread.currentThread().getName()
+                        + "\n" + stack()))
+                .install();
+        Hooks.onErrorDropped(dropped::add);
+    }
+
+    private static String stack() {
+        StringBuilder out = new StringBuilder();
+        for (StackTraceElement element : new Throwable().getStackTrace()) {
+            out.append("  at ").append(element).append('\n');
+        }
+        return out.toString();
+    }
+
+    @Test
+    void nothingBlocksAReactiveThread(TestDatabase db, TestRedisServer redis) {
+        engines.on(db);
+        Mono.delay(Duration.ofMillis(1)).doOnNext(tick -> {
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }).block();
+        assertThat(blockingCalls).as("BlockHound sees a sleep on a parallel thread").hasSize(1);
+        blockingCalls.clear();
+
+        JobDefinition<String, String> work = JobDefinition.of("work", String.class,
+                (String s) -> Mono.delay(Duration.ofMillis(1)).thenReturn(s)).queue("hound");
+        DurableEngine worker = engines.start(engines.options("worker")
+                .pokeTransport(RedisPokeTransports.redis(redis.uri()))
+                .queue(QueueOptions.builder("hound").pollInterval(Duration.ofSeconds(30))
+                        .maxPollInterval(Duration.ofSeconds(30)).build()), work);
+        DurableEngine producer = engines.start(engines.options("producer")
+                .pokeTransport(RedisPokeTransports.redis(redis.uri())), work);
+
+        RedisMembershipOptions options = RedisMembershipOptions.builder("hound", "a").ttl(Duration.ofSeconds(2))
+                .heartbeatInterval(Duration.ofMillis(200)).pollInterval(Duration.ofMillis(50)).build();
+        RedisMembership a = RedisMembership.join(redis.redisUri(), options).block(WAIT);
+        RedisMembership b = RedisMembership.join(redis.redisUri(), options.mutate().nodeId("b").build()).block(WAIT);
+        AtomicReference<Set<String>> seen = new AtomicReference<>(Set.of());
+        Disposable watching = a.members().subscribe(seen::set, dropped::add);
+        Eventually.until("both members", WAIT, () -> seen.get().equals(Set.of("a", "b")));
+
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            ids.add(producer.insert(JobRequest.of("work", "job-" + i)).block(WAIT));
+        }
+        if (redis.isEmbedded()) {
+            redis.stop();
+            for (int i = 10; i < 20; i++) {
+                ids.add(producer.insert(JobRequest.of("work", "job-" + i)).block(WAIT));
+            }
+            Eventually.sleep(500);
+            redis.start();
+        }
+        for (long id : ids) {
+            engines.awaitStatus(producer, id, InstanceStatus.DONE, WAIT);
+        }
+        b.close().block(WAIT);
+        Eventually.until("b gone", WAIT, () -> seen.get().equals(Set.of("a")));
+        watching.dispose();
+        a.close().block(WAIT);
+        worker.close().block(WAIT);
+        producer.close().block(WAIT);
+
+        assertThat(blockingCalls).as("blocking calls on reactive threads").isEmpty();
+        assertThat(dropped).as("errors dropped").isEmpty();
+    }
+}
