@@ -36,6 +36,9 @@ CREATE TABLE durable_instances (
     claimed_by           text,
     lease_expires_at     timestamptz,
     cancel_requested     boolean     NOT NULL DEFAULT false,
+    -- Whether the row ever had signals or children: the pick reads its inbox and children only then.
+    has_signals          boolean     NOT NULL DEFAULT false,
+    has_children         boolean     NOT NULL DEFAULT false,
     inserted_at          timestamptz NOT NULL DEFAULT now(),
     updated_at           timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT durable_instances_status_check CHECK (status IN (

@@ -44,6 +44,9 @@ public final class Telemetry {
     private final MeterRegistry meters;
     private final ObservationRegistry observations;
     private final RunObservationConvention convention;
+    /** Meters by name and tags: looked up on every run, so kept rather than registered again. */
+    private final java.util.Map<String, io.micrometer.core.instrument.Meter> meterCache =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     public Telemetry(MeterRegistry meters, ObservationRegistry observations,
             @Nullable RunObservationConvention convention, int eventBuffer) {
@@ -83,7 +86,9 @@ public final class Telemetry {
     public void inserted(List<NewInstance> rows, List<Long> ids) {
         for (int i = 0; i < rows.size(); i++) {
             NewInstance row = rows.get(i);
-            meters.counter("durable.inserted", "queue", row.queue(), "type", row.type()).increment();
+            cached("durable.inserted", row.queue(), row.type(), "",
+                    () -> meters.counter("durable.inserted", "queue", row.queue(), "type", row.type()), Counter.class)
+                    .increment();
             if (listening()) {
                 emit(Kind.INSERTED, ids.get(i), row.type(), row.queue(), row.step(), 0, null, null);
             }
@@ -91,7 +96,9 @@ public final class Telemetry {
     }
 
     public void picked(String queue, Trigger trigger, List<ClaimedRow> rows) {
-        DistributionSummary.builder("durable.pick.size").tag("queue", queue).register(meters).record(rows.size());
+        cached("durable.pick.size", queue, "", "",
+                () -> DistributionSummary.builder("durable.pick.size").tag("queue", queue).register(meters),
+                DistributionSummary.class).record(rows.size());
         if (listening()) {
             for (ClaimedRow row : rows) {
                 emit(Kind.PICKED, row.id(), row.type(), queue, row.step(), row.attempt(), null, null);
@@ -130,6 +137,12 @@ public final class Telemetry {
         if (listening()) {
             emit(Kind.CANCELLED, id, null, queue, null, 0, null, null);
         }
+    }
+
+    private <M extends io.micrometer.core.instrument.Meter> M cached(String name, String queue, String type,
+            String outcome, java.util.function.Supplier<M> register, Class<M> kind) {
+        String key = name + '\0' + queue + '\0' + type + '\0' + outcome;
+        return kind.cast(meterCache.computeIfAbsent(key, k -> register.get()));
     }
 
     // ---- Runs --------------------------------------------------------------------------------
@@ -171,10 +184,12 @@ public final class Telemetry {
             Duration duration = Duration.ofNanos(System.nanoTime() - startedNanos);
             context.outcome(name);
             observation.stop();
-            Timer.builder("durable.run").tag("queue", row.queue()).tag("type", row.type()).tag("outcome", name)
-                    .register(meters).record(duration.toNanos(), TimeUnit.NANOSECONDS);
-            Counter.builder("durable.outcomes").tag("queue", row.queue()).tag("type", row.type()).tag("outcome", name)
-                    .register(meters).increment();
+            cached("durable.run", row.queue(), row.type(), name, () -> Timer.builder("durable.run")
+                    .tag("queue", row.queue()).tag("type", row.type()).tag("outcome", name).register(meters), Timer.class)
+                    .record(duration.toNanos(), TimeUnit.NANOSECONDS);
+            cached("durable.outcomes", row.queue(), row.type(), name, () -> Counter.builder("durable.outcomes")
+                    .tag("queue", row.queue()).tag("type", row.type()).tag("outcome", name).register(meters), Counter.class)
+                    .increment();
             if (listening()) {
                 emit(kind, row.id(), row.type(), row.queue(), row.step(), row.attempt(), duration, outcome.error());
             }

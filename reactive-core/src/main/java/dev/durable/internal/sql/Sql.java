@@ -17,18 +17,20 @@ public final class Sql {
 
     /**
      * Columns a scheduler needs to run a claimed row, with the row's inbox and children read in
-     * the same statement (each a probe of an index that is empty for plain jobs).
+     * the same statement, only for rows flagged as ever having had any (never for plain jobs).
      */
     static final String CLAIM_COLUMNS = """
             i.id, i.type, i.type_version, i.queue, i.priority, i.eligible_at, i.step,
             i.state::text AS state, i.attempt, i.max_attempts, i.concurrency_key, i.parent_id,
             i.awaited_signals,
-            (SELECT json_agg(json_build_object('id', s.id, 'name', s.name, 'payload', s.payload::text,
-                                               'at', s.inserted_at) ORDER BY s.id)
-               FROM {signals} s WHERE s.instance_id = i.id AND s.consumed_at IS NULL)::text AS inbox,
-            (SELECT json_agg(json_build_object('id', c.id, 'type', c.type, 'status', c.status,
-                                               'result', c.result::text, 'error', c.last_error) ORDER BY c.id)
-               FROM {instances} c WHERE c.parent_id = i.id)::text AS children""";
+            CASE WHEN i.has_signals THEN
+                (SELECT json_agg(json_build_object('id', s.id, 'name', s.name, 'payload', s.payload::text,
+                                                   'at', s.inserted_at) ORDER BY s.id)
+                   FROM {signals} s WHERE s.instance_id = i.id AND s.consumed_at IS NULL)::text END AS inbox,
+            CASE WHEN i.has_children THEN
+                (SELECT json_agg(json_build_object('id', c.id, 'type', c.type, 'status', c.status,
+                                                   'result', c.result::text, 'error', c.last_error) ORDER BY c.id)
+                   FROM {instances} c WHERE c.parent_id = i.id)::text END AS children""";
 
     /** Shared by both picks: the queue's runnable, eligible rows in urgency order, locked. */
     private static final String PICK_CANDIDATES = """
@@ -368,6 +370,7 @@ public final class Sql {
                                              ELSE now() + o.await_ms * interval '1 millisecond' END,
                        children_pending = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested
                                                THEN o.children ELSE i.children_pending END,
+                       has_children = i.has_children OR (o.status = 'awaiting_children' AND NOT i.cancel_requested),
                        concurrency_key = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.concurrency_key
                                               WHEN o.key_change IN (1, 3) THEN o.new_key END,
                        gate_name = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_name
@@ -414,16 +417,23 @@ public final class Sql {
                     SELECT id, $2, $3::jsonb, $4 FROM target
                     ON CONFLICT (instance_id, dedup_key) DO NOTHING
                     RETURNING instance_id
-                ), woken AS (
+                ), flagged AS (
                     UPDATE {instances} i
-                       SET status = 'runnable', eligible_at = now(), await_deadline = NULL, updated_at = now()
+                       SET has_signals = true,
+                           status = CASE WHEN t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                                         THEN 'runnable' ELSE i.status END,
+                           eligible_at = CASE WHEN t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                                              THEN now() ELSE i.eligible_at END,
+                           await_deadline = CASE WHEN t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                                                 THEN NULL ELSE i.await_deadline END,
+                           updated_at = now()
                       FROM target t
-                     WHERE i.id = t.id AND t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
-                       AND EXISTS (SELECT 1 FROM stored)
-                    RETURNING i.id
+                     WHERE i.id = t.id AND EXISTS (SELECT 1 FROM stored)
+                    RETURNING i.id, i.status
                 )
                 SELECT t.id, t.queue, (SELECT count(*) FROM stored) AS stored,
-                       (SELECT count(*) FROM woken) AS woken
+                       (SELECT count(*) FROM flagged f WHERE f.status = 'runnable' AND t.status = 'awaiting_signal')
+                       AS woken
                   FROM target t""";
         this.deliverSignalById = render(deliver.formatted("id = $1"));
         this.deliverSignalByKey = render(deliver.formatted("correlation_slot = $1"));
