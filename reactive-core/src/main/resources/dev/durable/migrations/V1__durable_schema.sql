@@ -77,9 +77,11 @@ CREATE INDEX durable_instances_parent_idx
 CREATE INDEX durable_instances_gc_idx
     ON durable_instances (updated_at) WHERE status IN ('done', 'failed', 'cancelled');
 
--- Dashboards and tests list by queue and status.
+-- Dashboards and tests list by queue and status. Runnable and executing rows are left out: the hot
+-- transitions (insert, claim) then write no entry here, and those rows are listed through the pick
+-- and lease indexes instead.
 CREATE INDEX durable_instances_queue_status_idx
-    ON durable_instances (queue, status, id);
+    ON durable_instances (queue, status, id) WHERE status NOT IN ('runnable', 'executing');
 
 -- The durable inbox of signals. A dedup key makes redelivery a no-op, also after the signal was
 -- consumed: consuming marks the row rather than deleting it (GC removes it with its instance).
