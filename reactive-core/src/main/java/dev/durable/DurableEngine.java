@@ -13,6 +13,7 @@ import dev.durable.internal.engine.WorkerIdentity;
 import dev.durable.internal.sql.InstanceStore;
 import dev.durable.internal.sql.Migrator;
 import dev.durable.internal.sql.Rows.CancelRow;
+import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
 import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.Sql;
@@ -194,11 +195,18 @@ public final class DurableEngine {
     /** Inserts many instances in one round trip; emits their ids in request order. */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
         return Mono.fromCallable(() -> mapper.toRows(requests, null))
-                .flatMap(rows -> store.insert(rows).collectList()
-                        .doOnSuccess(ids -> {
-                            telemetry.inserted(rows, ids);
-                            pokeQueues(rows);
-                        }));
+                .flatMap(rows -> {
+                    ClaimPlan plan = planClaims(rows);
+                    return store.insert(rows, plan.claimers(), options.leaseTtl().toMillis()).collectList()
+                            .doOnError(error -> plan.cancel())
+                            .map(inserted -> {
+                                plan.handOver(inserted);
+                                List<Long> ids = inserted.stream().map(ClaimedRow::id).toList();
+                                telemetry.inserted(rows, ids);
+                                pokeQueues(rows);
+                                return ids;
+                            });
+                });
     }
 
     /**
@@ -397,6 +405,67 @@ public final class DurableEngine {
     /** The reaper, when this engine runs maintenance. */
     public Optional<Maintenance> maintenance() {
         return Optional.ofNullable(maintenance);
+    }
+
+    /**
+     * Which rows to insert already claimed by an idle local scheduler of their queue (see
+     * {@link QueueScheduler#reserve}): rows due now with no concurrency key, gate or rate limit,
+     * up to what each idle scheduler reserves.
+     */
+    private ClaimPlan planClaims(List<NewInstance> rows) {
+        String[] claimers = new String[rows.size()];
+        Map<QueueScheduler, Integer> reservations = new java.util.HashMap<>();
+        List<QueueScheduler> local;
+        synchronized (this) {
+            local = closing == null ? List.copyOf(schedulers) : List.of();
+        }
+        for (QueueScheduler scheduler : local) {
+            int eligible = 0;
+            for (NewInstance row : rows) {
+                if (claimable(row, scheduler.queue())) {
+                    eligible++;
+                }
+            }
+            int slots = eligible == 0 ? 0 : scheduler.reserve(eligible);
+            if (slots == 0) {
+                continue;
+            }
+            reservations.put(scheduler, slots);
+            int left = slots;
+            for (int i = 0; i < rows.size() && left > 0; i++) {
+                if (claimable(rows.get(i), scheduler.queue())) {
+                    claimers[i] = scheduler.worker();
+                    left--;
+                }
+            }
+        }
+        return new ClaimPlan(claimers, reservations);
+    }
+
+    private static boolean claimable(NewInstance row, String queue) {
+        return row.queue().equals(queue) && row.runAt() == null && row.delayMillis() == 0
+                && row.concurrencyKey() == null && row.gate() == null && row.rateLimit() == null;
+    }
+
+    /** The claims of one insert, and the reservations behind them. */
+    private record ClaimPlan(String[] claimers, Map<QueueScheduler, Integer> reservations) {
+
+        void handOver(List<ClaimedRow> inserted) {
+            for (Map.Entry<QueueScheduler, Integer> reservation : reservations.entrySet()) {
+                String worker = reservation.getKey().worker();
+                List<ClaimedRow> claimed = new ArrayList<>();
+                for (int i = 0; i < inserted.size(); i++) {
+                    if (worker.equals(claimers[i])) {
+                        claimed.add(inserted.get(i));
+                    }
+                }
+                reservation.getKey().claimedOnInsert(reservation.getValue(), claimed);
+            }
+        }
+
+        void cancel() {
+            reservations.forEach(QueueScheduler::cancelReservation);
+        }
     }
 
     private void pokeQueues(List<NewInstance> rows) {

@@ -169,6 +169,33 @@ class SchedulerIT {
     }
 
     @Test
+    void anIdleQueueClaimsRowsAsTheyAreInsertedWithoutAPick() {
+        DurableEngine engine = engines.start(engines.options("claimer")
+                .queue(QueueOptions.builder("claimed").concurrency(2).prefetch(2).pollInterval(Duration.ofSeconds(30))
+                        .maxPollInterval(Duration.ofSeconds(30)).build()),
+                noop("claimed"));
+        QueueScheduler scheduler = engine.schedulers().get(0);
+        Eventually.until("first pick found nothing", WAIT, () -> scheduler.stats().picks.get() >= 1 && scheduler.held() == 0);
+        Eventually.sleep(50);
+        long picksBefore = scheduler.stats().picks.get();
+
+        long id = engine.insert(JobRequest.of("noop", "now")).block();
+        engines.awaitStatus(engine, id, InstanceStatus.DONE, Duration.ofSeconds(10));
+        assertThat(scheduler.stats().picksBy(dev.durable.internal.engine.Demand.Trigger.INSERT).get()).isEqualTo(1);
+        // No pick brought it; the one pick since is the refill that found the queue empty after it.
+        assertThat(scheduler.stats().picks.get() - picksBefore).isLessThanOrEqualTo(1);
+        // Six rows: the idle scheduler takes its ceiling (four) with the insert, picks the other two.
+        List<Long> ids = engine.insertAll(jobs("noop", 6)).block();
+        Eventually.until("all done", WAIT, () -> Sql.count(db, "queue = 'claimed' AND status = 'done'") == 7);
+        assertThat(Sql.count(db, "queue = 'claimed' AND attempt = 1")).isEqualTo(7);
+        assertThat(scheduler.stats().picked.get()).isEqualTo(7);
+        assertThat(ids).hasSize(6);
+        // A row due later, or with a concurrency key, is never claimed at insert.
+        long later = engine.insert(JobRequest.of("noop", "later").runIn(Duration.ofHours(1))).block();
+        assertThat(engine.get(later).block().status()).isEqualTo(InstanceStatus.RUNNABLE);
+    }
+
+    @Test
     void aBusySchedulerDropsPokes() {
         GatedJob job = new GatedJob();
         DurableEngine engine = engines.start(engines.options("busy")

@@ -24,7 +24,9 @@ public final class Demand {
         /** A pick came back full, so more may be waiting: as for the poll. */
         PICKED_FULL,
         /** A pick came back short: hand out what it brought, pick nothing. */
-        PICKED
+        PICKED,
+        /** Rows this scheduler claimed as they were inserted: hand them out, pick nothing. */
+        INSERT
     }
 
     /**
@@ -37,7 +39,7 @@ public final class Demand {
         int held = running + buffered;
         int demand = claimCeiling - held;
         boolean idle = held == 0;
-        if (demand <= 0 || trigger == Trigger.PICKED) {
+        if (demand <= 0 || trigger == Trigger.PICKED || trigger == Trigger.INSERT) {
             return 0;
         }
         if (trigger == Trigger.POKE) {

@@ -51,13 +51,21 @@ public final class InstanceStore {
         return sql;
     }
 
-    /** Inserts the rows in one round trip on a pooled connection; ids in request order. */
-    public Flux<Long> insert(List<NewInstance> rows) {
-        return db.withConnection(connection -> insert(connection, rows));
+    /**
+     * Inserts the rows in one round trip on a pooled connection, rows with a claimer (null for
+     * none) claimed by it; emits the inserted rows in request order.
+     */
+    public Flux<ClaimedRow> insert(List<NewInstance> rows, @Nullable String[] claimers, long leaseMillis) {
+        return db.withConnection(connection -> insert(connection, rows, claimers, leaseMillis));
     }
 
-    /** Inserts on the caller's connection, inside whatever transaction it has open. */
+    /** Inserts on the caller's connection, inside whatever transaction it has open; emits ids. */
     public Flux<Long> insert(Connection connection, List<NewInstance> rows) {
+        return insert(connection, rows, new String[rows.size()], 0).map(ClaimedRow::id);
+    }
+
+    private Flux<ClaimedRow> insert(Connection connection, List<NewInstance> rows, @Nullable String[] claimers,
+            long leaseMillis) {
         int n = rows.size();
         String[] types = new String[n];
         Integer[] versions = new Integer[n];
@@ -102,9 +110,10 @@ public final class InstanceStore {
                 .bind(0, types).bind(1, versions).bind(2, queues).bind(3, priorities).bind(4, steps)
                 .bind(5, states).bind(6, maxAttempts).bind(7, runAts).bind(8, delays).bind(9, parents)
                 .bind(10, concurrencyKeys).bind(11, correlationKeys).bind(12, occupied).bind(13, gates)
-                .bind(14, shards).bind(15, rateLimits).bind(16, weights).bind(17, partitions);
+                .bind(14, shards).bind(15, rateLimits).bind(16, weights).bind(17, partitions)
+                .bind(18, claimers).bind(19, leaseMillis);
         return Flux.from(statement.execute())
-                .concatMap(result -> result.map(row -> row.get(0, Long.class)))
+                .concatMap(result -> result.map(InstanceStore::toClaimed))
                 .onErrorMap(dev.durable.internal.Errors::translate);
     }
 

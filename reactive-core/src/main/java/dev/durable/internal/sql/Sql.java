@@ -145,8 +145,10 @@ public final class Sql {
 
     /**
      * Inserts many instances in one round trip from parallel arrays. WITH ORDINALITY and ORDER BY
-     * keep identity values, and so the returned ids, in the order of the request. A row's
-     * eligible time is its absolute run-at when given, else now() plus its delay.
+     * keep identity values, and so the returned rows, in the order of the request. A row's
+     * eligible time is its absolute run-at when given, else now() plus its delay. A row with a
+     * claimer ($19) is inserted already claimed by that idle local worker, with a lease of $20 ms:
+     * claim-on-insert, which saves an idle queue the pick's round trip.
      */
     public final String insertInstances;
 
@@ -271,24 +273,28 @@ public final class Sql {
     public Sql(String schema) {
         this.schema = schema;
         this.insertInstances = render("""
-                INSERT INTO {instances} (type, type_version, queue, priority, step, state, max_attempts,
+                INSERT INTO {instances} AS i (type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
                                          correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
-                                         rate_partition)
+                                         rate_partition, status, claimed_by, lease_expires_at, attempt)
                 SELECT u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
                        COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
                        u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                        u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
-                       u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition
+                       u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                       CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END, u.claimer,
+                       CASE WHEN u.claimer IS NOT NULL THEN now() + $20 * interval '1 millisecond' END,
+                       CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END
                   FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::text[], $6::text[],
                               $7::int[], $8::text[], $9::bigint[], $10::bigint[], $11::text[], $12::text[],
-                              $13::text[], $14::text[], $15::int[], $16::text[], $17::int[], $18::text[])
+                              $13::text[], $14::text[], $15::int[], $16::text[], $17::int[], $18::text[],
+                              $19::text[])
                        WITH ORDINALITY
                        AS u(type, type_version, queue, priority, step, state, max_attempts, run_at,
                             delay_ms, parent_id, concurrency_key, correlation_key, occupied, gate, gate_shards,
-                            rate_limit, rate_weight, rate_partition, ord)
+                            rate_limit, rate_weight, rate_partition, claimer, ord)
                  ORDER BY u.ord
-                RETURNING id""");
+                RETURNING\s""" + CLAIM_COLUMNS);
         this.selectInstance = render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1");
         this.listInstances = render("SELECT " + INSTANCE_COLUMNS + "\n" + """
                  FROM {instances}
