@@ -34,8 +34,9 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  */
 class DashboardBrowserIT {
 
-    private static final Path CHROMIUM = Path.of("/usr/bin/chromium");
-    private static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
+    /** Debian's paths; overridable with -Dchromium.binary and -Dchromium.driver. */
+    private static final Path CHROMIUM = Path.of(System.getProperty("chromium.binary", "/usr/bin/chromium"));
+    private static final Path CHROMEDRIVER = Path.of(System.getProperty("chromium.driver", "/usr/bin/chromedriver"));
     private static final Duration WAIT = Duration.ofSeconds(30);
 
     @TempDir
