@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
@@ -20,6 +21,7 @@ import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
+import org.openqa.selenium.support.ui.FluentWait;
 import org.openqa.selenium.support.ui.Select;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
@@ -50,7 +52,10 @@ class DashboardBrowserIT {
                     .usingDriverExecutable(CHROMEDRIVER.toFile()).usingAnyFreePort().build();
             WebDriver browser = new ChromeDriver(service, options());
             try {
-                WebDriverWait wait = new WebDriverWait(browser, WAIT);
+                // The page re-renders its tables on every burst of events: an element found a moment
+                // ago may be gone, so every step is a wait that retries on a stale element.
+                FluentWait<WebDriver> wait = new WebDriverWait(browser, WAIT)
+                        .ignoring(StaleElementReferenceException.class);
                 browser.get(app.baseUrl() + "/");
                 // The feed is connected before anything is inserted, so no event can be missed.
                 wait.until(ExpectedConditions.textToBe(By.id("connection"), "live"));
@@ -64,11 +69,13 @@ class DashboardBrowserIT {
                         By.cssSelector("#queues tr[data-queue='default'] td[data-status='done']")).getText()) >= 1);
 
                 long failed = insertThroughForm(browser, wait, "flaky", "\"from the browser\"");
-                WebElement retry = wait.until(ExpectedConditions.elementToBeClickable(
-                        By.cssSelector("#instances tr[data-id='" + failed + "'][data-status='failed'] button.retry")));
-                assertThat(browser.findElement(By.cssSelector("#instances tr[data-id='" + failed + "'] td.error"))
-                        .getText()).contains("flaky: from the browser");
-                retry.click();
+                String failedRow = "#instances tr[data-id='" + failed + "'][data-status='failed']";
+                String error = wait.until(driver -> driver.findElement(By.cssSelector(failedRow + " td.error")).getText());
+                assertThat(error).contains("flaky: from the browser");
+                wait.until(driver -> {
+                    driver.findElement(By.cssSelector(failedRow + " button.retry")).click();
+                    return true;
+                });
                 // The retry is a new instance of the same type, newer than the failed one.
                 wait.until(driver -> driver.findElements(By.cssSelector("#instances tbody tr")).stream()
                         .anyMatch(row -> Long.parseLong(row.getDomAttribute("data-id")) > failed
@@ -86,7 +93,7 @@ class DashboardBrowserIT {
         }
     }
 
-    private static long insertThroughForm(WebDriver browser, WebDriverWait wait, String type, String args) {
+    private static long insertThroughForm(WebDriver browser, FluentWait<WebDriver> wait, String type, String args) {
         new Select(browser.findElement(By.id("type"))).selectByValue(type);
         WebElement input = browser.findElement(By.id("args"));
         input.clear();
