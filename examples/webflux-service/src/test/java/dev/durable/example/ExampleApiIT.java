@@ -1,0 +1,188 @@
+package dev.durable.example;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.durable.DurableEngine;
+import dev.durable.Instance;
+import dev.durable.InstanceStatus;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.core.ParameterizedTypeReference;
+import org.springframework.http.MediaType;
+import org.springframework.http.codec.ServerSentEvent;
+import org.springframework.test.web.reactive.server.WebTestClient;
+import reactor.core.publisher.Flux;
+import reactor.test.StepVerifier;
+
+/**
+ * The example service over HTTP, on the embedded PostgreSQL (its own schema): inserts, workflows
+ * and signals, cancel and retry, the typed errors' statuses, the dashboard's JSON, the SSE stream
+ * and the health endpoint.
+ */
+class ExampleApiIT {
+
+    private static final Duration SETTLE = Duration.ofSeconds(30);
+
+    private static RunningExample app;
+    private static WebTestClient http;
+    private static DurableEngine engine;
+
+    @BeforeAll
+    static void start() {
+        app = RunningExample.start("durable.schema=example_api_it", "example.events.heartbeat=1s");
+        http = app.client();
+        engine = app.bean(DurableEngine.class);
+    }
+
+    @AfterAll
+    static void stop() {
+        app.close();
+    }
+
+    private long insert(String path, Map<String, Object> body) {
+        Map<?, ?> inserted = http.post().uri(path).bodyValue(body).exchange()
+                .expectStatus().isCreated()
+                .expectBody(Map.class).returnResult().getResponseBody();
+        return ((Number) inserted.get("id")).longValue();
+    }
+
+    private Instance settled(long id) {
+        return engine.awaitSettled(id, SETTLE).block();
+    }
+
+    @Test
+    void insertsAJobThatRunsToDone() {
+        long id = insert("/api/jobs", Map.of("type", "greet", "args", "ada"));
+        assertThat(settled(id).resultJson()).isEqualTo("\"hello ada\"");
+        http.get().uri("/api/instances/{id}", id).exchange().expectStatus().isOk()
+                .expectBody().jsonPath("$.status").isEqualTo("DONE");
+    }
+
+    @Test
+    void aWorkflowAwaitsItsSignalByCorrelationKey() {
+        long id = insert("/api/workflows", Map.of("type", "order", "state", Map.of("item", "book"),
+                "correlationKey", "order-42"));
+        assertThat(engine.awaitSettledOrParked(id, SETTLE).block().status()).isEqualTo(InstanceStatus.AWAITING_SIGNAL);
+        http.post().uri("/api/correlations/order-42/signals/paid").contentType(MediaType.APPLICATION_JSON)
+                .bodyValue(Map.of("amount", 12)).exchange()
+                .expectStatus().isOk().expectBody().jsonPath("$.result").isEqualTo("DELIVERED");
+        Instance done = settled(id);
+        assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(done.resultJson()).contains("shipped");
+    }
+
+    @Test
+    void signalsByIdAndCancels() {
+        long id = insert("/api/workflows", Map.of("type", "order", "state", Map.of("item", "pen")));
+        engine.awaitSettledOrParked(id, SETTLE).block();
+        http.post().uri("/api/instances/{id}/signals/noise?dedupKey=n1", id).exchange()
+                .expectStatus().isOk().expectBody().jsonPath("$.result").isEqualTo("DELIVERED");
+        http.post().uri("/api/instances/{id}/signals/noise?dedupKey=n1", id).exchange()
+                .expectStatus().isOk().expectBody().jsonPath("$.result").isEqualTo("DUPLICATE");
+        http.post().uri("/api/instances/{id}/cancel", id).exchange()
+                .expectStatus().isOk().expectBody().jsonPath("$.result").isEqualTo("CANCELLED");
+        assertThat(settled(id).status()).isEqualTo(InstanceStatus.CANCELLED);
+    }
+
+    @Test
+    void retryInsertsACopyOfAFailedInstance() {
+        long id = insert("/api/jobs", Map.of("type", "flaky", "args", "disk full", "priority", 3));
+        Instance failed = settled(id);
+        assertThat(failed.status()).isEqualTo(InstanceStatus.FAILED);
+        assertThat(failed.lastError()).contains("flaky: disk full");
+
+        long copy = insert("/api/instances/" + id + "/retry", Map.of());
+        assertThat(copy).isGreaterThan(id);
+        Instance retried = engine.get(copy).block();
+        assertThat(retried.type()).isEqualTo("flaky");
+        assertThat(retried.stateJson()).isEqualTo("\"disk full\"");
+        assertThat(retried.priority()).isEqualTo(3);
+        assertThat(retried.maxAttempts()).isEqualTo(failed.maxAttempts());
+
+        long done = insert("/api/jobs", Map.of("type", "greet", "args", "bob"));
+        settled(done);
+        http.post().uri("/api/instances/{id}/retry", done).exchange().expectStatus().isEqualTo(409);
+    }
+
+    @Test
+    void typedErrorsBecomeStatuses() {
+        http.post().uri("/api/jobs").bodyValue(Map.of("type", "no-such-type")).exchange()
+                .expectStatus().isBadRequest().expectBody().jsonPath("$.detail").value(detail ->
+                        assertThat((String) detail).contains("no-such-type"));
+        http.post().uri("/api/jobs").bodyValue(Map.of("type", "greet", "args", "x", "maxAttempts", 0)).exchange()
+                .expectStatus().isBadRequest();
+        insert("/api/jobs", Map.of("type", "greet", "args", "x", "correlationKey", "once", "runInSeconds", 3600));
+        http.post().uri("/api/jobs").bodyValue(Map.of("type", "greet", "args", "x", "correlationKey", "once"))
+                .exchange().expectStatus().isEqualTo(409);
+        http.post().uri("/api/instances/999999999/signals/paid").exchange().expectStatus().isNotFound();
+        http.post().uri("/api/correlations/nobody/signals/paid").exchange().expectStatus().isNotFound();
+        http.post().uri("/api/instances/999999999/cancel").exchange().expectStatus().isNotFound();
+        http.post().uri("/api/instances/999999999/retry").exchange().expectStatus().isNotFound();
+        http.get().uri("/api/dashboard/instances?limit=0").exchange().expectStatus().isBadRequest();
+    }
+
+    @Test
+    void dashboardJsonHasCountsAndNewestInstancesFirst() {
+        long first = insert("/api/jobs", Map.of("type", "greet", "args", "c1"));
+        long second = insert("/api/jobs", Map.of("type", "greet", "args", "c2"));
+        settled(first);
+        settled(second);
+        List<Map<String, Object>> queues = http.get().uri("/api/dashboard/queues").exchange().expectStatus().isOk()
+                .expectBody(new ParameterizedTypeReference<List<Map<String, Object>>>() { })
+                .returnResult().getResponseBody();
+        Map<String, Object> defaultQueue = queues.stream().filter(queue -> "default".equals(queue.get("queue")))
+                .findFirst().orElseThrow();
+        assertThat(((Map<?, ?>) defaultQueue.get("counts")).keySet().stream().map(String::valueOf).toList()).containsExactly("runnable", "executing",
+                "awaiting_signal", "awaiting_children", "done", "failed", "cancelled");
+        assertThat(((Number) ((Map<?, ?>) defaultQueue.get("counts")).get("done")).longValue()).isGreaterThanOrEqualTo(2);
+        assertThat(queues).extracting(queue -> queue.get("queue")).contains("orders");
+
+        List<Map<String, Object>> recent = http.get().uri("/api/dashboard/instances?limit=2").exchange()
+                .expectStatus().isOk().expectBody(new ParameterizedTypeReference<List<Map<String, Object>>>() { })
+                .returnResult().getResponseBody();
+        assertThat(recent).hasSize(2);
+        assertThat(((Number) recent.get(0).get("id")).longValue()).isGreaterThan(((Number) recent.get(1).get("id")).longValue());
+        assertThat(recent.get(0)).containsKeys("step", "lastError", "status", "attempt");
+    }
+
+    @Test
+    void eventsStreamAsServerSentEventsWithHeartbeats() {
+        Flux<ServerSentEvent<Map<String, Object>>> stream = http.get().uri("/api/events?type=greet")
+                .accept(MediaType.TEXT_EVENT_STREAM).exchange().expectStatus().isOk()
+                .returnResult(new ParameterizedTypeReference<ServerSentEvent<Map<String, Object>>>() { })
+                .getResponseBody();
+        long[] id = new long[1];
+        StepVerifier.create(stream)
+                .expectNextMatches(first -> "connected".equals(first.comment()))
+                .then(() -> id[0] = insert("/api/jobs", Map.of("type", "greet", "args", "sse")))
+                .thenConsumeWhile(event -> !(event.data() != null && "COMPLETED".equals(event.data().get("kind"))
+                        && ((Number) event.data().get("id")).longValue() == id[0]))
+                .expectNextCount(0)
+                .thenCancel()
+                .verify(SETTLE);
+        // Heartbeats: with the 1 s interval of this test, an idle stream still sends comments.
+        StepVerifier.create(http.get().uri("/api/events?type=nothing-happens").accept(MediaType.TEXT_EVENT_STREAM)
+                        .exchange().returnResult(new ParameterizedTypeReference<ServerSentEvent<String>>() { })
+                        .getResponseBody().skip(1).take(2))
+                .expectNextMatches(event -> "heartbeat".equals(event.comment()))
+                .expectNextMatches(event -> "heartbeat".equals(event.comment()))
+                .verifyComplete();
+    }
+
+    @Test
+    void healthShowsTheEngineUp() {
+        http.get().uri("/actuator/health").exchange().expectStatus().isOk()
+                .expectBody().jsonPath("$.components.durable.status").isEqualTo("UP")
+                .jsonPath("$.components.durable.details.schema").isEqualTo("example_api_it");
+    }
+
+    @Test
+    void theDashboardPageIsServed() {
+        http.get().uri("/").exchange().expectStatus().isOk().expectBody(String.class)
+                .value(page -> assertThat(page).contains("Durable").contains("dashboard.js"));
+    }
+}

@@ -1,0 +1,239 @@
+package dev.durable.spring;
+
+import dev.durable.Definition;
+import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
+import dev.durable.QueueOptions;
+import dev.durable.RecurringJob;
+import dev.durable.poke.PokeTransports;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
+import io.r2dbc.spi.ConnectionFactory;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
+
+/**
+ * Creates a {@link DurableEngine} from the {@code durable.*} properties ({@link DurableProperties}),
+ * registers every {@link Definition} ({@code JobDefinition}, {@code WorkflowDefinition}) and
+ * {@link RecurringJob} bean, hands it the application's {@link MeterRegistry} and
+ * {@link ObservationRegistry} when there are, starts it with the context and drains it on shutdown
+ * ({@link DurableLifecycle}), and adds a {@code durable} health indicator when Boot's health support
+ * is present.
+ *
+ * <p>The database, in order: {@code durable.url}; else a URL made of {@code spring.r2dbc.url},
+ * {@code username} and {@code password}; else the application's {@link ConnectionFactory} bean
+ * (which the engine uses but does not close).
+ *
+ * <p>The queues run are those configured under {@code durable.queues} plus, with default knobs,
+ * every queue a registered definition or recurring job sends work to.
+ */
+@AutoConfiguration(afterName = {
+        // Their beans are what this configuration picks up when present.
+        "org.springframework.boot.r2dbc.autoconfigure.R2dbcAutoConfiguration",
+        "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+        "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
+        "org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration"})
+@ConditionalOnClass(DurableEngine.class)
+@EnableConfigurationProperties(DurableProperties.class)
+public class DurableAutoConfiguration {
+
+    /** The engine. Spring must not call its {@code close()} (a cold Mono): the lifecycle does. */
+    @Bean(destroyMethod = "")
+    @ConditionalOnMissingBean
+    public DurableEngine durableEngine(DurableProperties properties, Environment environment,
+            ObjectProvider<ConnectionFactory> connectionFactory, ObjectProvider<Definition> definitions,
+            ObjectProvider<RecurringJob> recurringJobs, ObjectProvider<MeterRegistry> meterRegistry,
+            ObjectProvider<ObservationRegistry> observationRegistry,
+            ObjectProvider<DurableEngineCustomizer> customizers) {
+        List<Definition> types = definitions.orderedStream().toList();
+        List<RecurringJob> schedules = recurringJobs.orderedStream().toList();
+        EngineOptions.Builder options = engineOptions(properties, environment, connectionFactory,
+                queuesOf(types, schedules));
+        meterRegistry.ifUnique(options::meterRegistry);
+        observationRegistry.ifUnique(options::observationRegistry);
+        customizers.orderedStream().forEach(customizer -> customizer.customize(options));
+        DurableEngine.Builder engine = DurableEngine.builder(options.build());
+        types.forEach(engine::register);
+        schedules.forEach(engine::schedule);
+        return engine.build();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public DurableLifecycle durableLifecycle(DurableEngine engine, DurableProperties properties) {
+        return new DurableLifecycle(engine, properties.startupTimeout(), properties.autoStartup());
+    }
+
+    /** Options from the properties; visible for tests. */
+    static EngineOptions.Builder engineOptions(DurableProperties properties, Environment environment,
+            ObjectProvider<ConnectionFactory> connectionFactory, Set<String> implicitQueues) {
+        EngineOptions.Builder options = EngineOptions.builder();
+        connect(options, properties, environment, connectionFactory);
+        if (properties.schema() != null) {
+            options.schema(properties.schema());
+        }
+        if (properties.name() != null) {
+            options.name(properties.name());
+        }
+        if (properties.leaseTtl() != null) {
+            options.leaseTtl(properties.leaseTtl());
+        }
+        if (properties.heartbeatInterval() != null) {
+            options.heartbeatInterval(properties.heartbeatInterval());
+        }
+        if (properties.reaperInterval() != null) {
+            options.reaperInterval(properties.reaperInterval());
+        }
+        if (properties.runMaintenance() != null) {
+            options.runMaintenance(properties.runMaintenance());
+        }
+        if (properties.poolMaxSize() != null) {
+            options.poolMaxSize(properties.poolMaxSize());
+        }
+        if (properties.applyMigrations() != null) {
+            options.applyMigrations(properties.applyMigrations());
+        }
+        options.pokeTransport(switch (properties.pokeTransport()) {
+            case LOCAL -> PokeTransports.local();
+            case POSTGRES_NOTIFY -> PokeTransports.postgresNotify();
+        });
+        for (Map.Entry<String, DurableProperties.Queue> queue : properties.queues().entrySet()) {
+            options.queue(queueOptions(queue.getKey(), queue.getValue()));
+        }
+        for (String queue : implicitQueues) {
+            if (!properties.queues().containsKey(queue)) {
+                options.queue(queue);
+            }
+        }
+        if (properties.queues().isEmpty() && implicitQueues.isEmpty()) {
+            options.queue(DurableProperties.DEFAULT_QUEUE);
+        }
+        return options;
+    }
+
+    static QueueOptions queueOptions(String name, DurableProperties.Queue queue) {
+        QueueOptions.Builder builder = QueueOptions.builder(name);
+        if (queue.concurrency() != null) {
+            builder.concurrency(queue.concurrency());
+        }
+        if (queue.prefetch() != null) {
+            builder.prefetch(queue.prefetch());
+        }
+        if (queue.minDemand() != null) {
+            builder.minDemand(queue.minDemand());
+        }
+        if (queue.pollInterval() != null) {
+            builder.pollInterval(queue.pollInterval());
+        }
+        if (queue.maxPollInterval() != null) {
+            builder.maxPollInterval(queue.maxPollInterval());
+        } else if (queue.pollInterval() != null
+                && queue.pollInterval().compareTo(QueueOptions.DEFAULT_MAX_POLL_INTERVAL) > 0) {
+            // A poll interval above the default ceiling raises the ceiling rather than failing.
+            builder.maxPollInterval(queue.pollInterval());
+        }
+        if (queue.drainTimeout() != null) {
+            builder.drainTimeout(queue.drainTimeout());
+        }
+        return builder.build();
+    }
+
+    private static void connect(EngineOptions.Builder options, DurableProperties properties,
+            Environment environment, ObjectProvider<ConnectionFactory> connectionFactory) {
+        if (hasText(properties.url())) {
+            options.url(properties.url());
+            return;
+        }
+        String springUrl = environment.getProperty("spring.r2dbc.url");
+        if (hasText(springUrl)) {
+            options.url(withCredentials(springUrl, environment.getProperty("spring.r2dbc.username"),
+                    environment.getProperty("spring.r2dbc.password")));
+            return;
+        }
+        ConnectionFactory factory = connectionFactory.getIfUnique();
+        if (factory != null) {
+            options.connectionFactory(factory);
+            return;
+        }
+        throw new IllegalStateException("Durable needs a PostgreSQL database: set durable.url"
+                + " (r2dbc:postgresql://user:password@host:5432/db) or spring.r2dbc.url, or define one"
+                + " io.r2dbc.spi.ConnectionFactory bean");
+    }
+
+    /**
+     * Puts Spring's separate username and password into the URL's user info (percent-encoded,
+     * which R2DBC's URL parser decodes), unless the URL carries credentials already.
+     */
+    static String withCredentials(String url, @Nullable String username, @Nullable String password) {
+        int scheme = url.indexOf("://");
+        if (!hasText(username) || scheme < 0) {
+            return url;
+        }
+        int authorityStart = scheme + 3;
+        int authorityEnd = url.indexOf('/', authorityStart);
+        String authority = authorityEnd < 0 ? url.substring(authorityStart) : url.substring(authorityStart, authorityEnd);
+        if (authority.contains("@")) {
+            return url;
+        }
+        String userInfo = encode(username) + (password == null || password.isEmpty() ? "" : ":" + encode(password));
+        return url.substring(0, authorityStart) + userInfo + "@" + url.substring(authorityStart);
+    }
+
+    private static String encode(String value) {
+        return URLEncoder.encode(value, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
+    private static Set<String> queuesOf(List<Definition> definitions, List<RecurringJob> recurringJobs) {
+        Set<String> queues = new LinkedHashSet<>();
+        definitions.forEach(definition -> queues.add(definition.queue()));
+        for (RecurringJob job : recurringJobs) {
+            if (job.request().queue() != null) {
+                queues.add(job.request().queue());
+            }
+        }
+        return queues;
+    }
+
+    private static boolean hasText(@Nullable String value) {
+        return value != null && !value.isBlank();
+    }
+
+    /**
+     * The {@code durable} health indicator, when the application has Boot's health support. Two
+     * levels, because the enablement condition's own class lives in that support: it must not be
+     * looked at unless the class condition passed.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.health.contributor.ReactiveHealthIndicator")
+    static class Health {
+
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnEnabledHealthIndicator("durable")
+        static class Indicator {
+
+            @Bean
+            @ConditionalOnMissingBean(name = "durableHealthIndicator")
+            DurableHealthIndicator durableHealthIndicator(DurableEngine engine, DurableLifecycle lifecycle,
+                    Environment environment) {
+                Duration timeout = environment.getProperty("durable.health.timeout", Duration.class,
+                        Duration.ofSeconds(5));
+                return new DurableHealthIndicator(engine, lifecycle, timeout);
+            }
+        }
+    }
+}
