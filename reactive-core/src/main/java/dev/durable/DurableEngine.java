@@ -86,7 +86,14 @@ public final class DurableEngine {
             this.ownPool = null;
             this.connectionFactory = options.connectionFactory();
         } else {
-            ConnectionFactory target = ConnectionFactories.get(ConnectionFactoryOptions.parse(options.url()));
+            ConnectionFactory target;
+            try {
+                target = ConnectionFactories.get(ConnectionFactoryOptions.parse(options.url()));
+            } catch (RuntimeException unusable) {
+                // The driver's message quotes the whole URL, password included: mask it, drop the cause.
+                throw new IllegalArgumentException("url is not a usable R2DBC URL: "
+                        + EngineOptions.maskPassword(String.valueOf(unusable.getMessage())));
+            }
             this.ownPool = new ConnectionPool(ConnectionPoolConfiguration.builder(target)
                     .name("durable-" + options.name())
                     .initialSize(1)
@@ -244,6 +251,13 @@ public final class DurableEngine {
     public Flux<Instance> list(@Nullable String queue, @Nullable InstanceStatus status, long afterId, int limit) {
         if (limit < 1) {
             return Flux.error(new InvalidRequestException("limit must be at least 1, was " + limit));
+        }
+        if (queue != null) {
+            try {
+                RequestMapper.checkName("queue", queue);
+            } catch (InvalidRequestException invalid) {
+                return Flux.error(invalid);
+            }
         }
         return store.list(queue, status, afterId, limit);
     }

@@ -43,6 +43,20 @@ public final class Errors {
                 && EXECUTING_KEY_CONSTRAINT.equals(db.constraintName());
     }
 
+    /**
+     * True when the database refused an outcome for what it holds, not for how it was sent: a
+     * duplicate correlation key (of a child), another integrity violation (class 23) or a data
+     * exception (class 22). Trying again would be refused again. A taken concurrency key is not one
+     * of these: the executor sends that outcome back through the queue.
+     */
+    public static boolean isRefusedOutcome(Throwable error) {
+        if (error instanceof DuplicateCorrelationKeyException) {
+            return true;
+        }
+        return error instanceof DurableDatabaseException db && db.sqlState() != null && !isExecutingKeyTaken(error)
+                && (db.sqlState().startsWith("22") || db.sqlState().startsWith("23"));
+    }
+
     /** Errors worth one more try: a lost or refused connection, a serialization failure. */
     public static boolean isTransient(Throwable error) {
         Throwable cause = error instanceof DurableDatabaseException ? error.getCause() : error;

@@ -23,6 +23,12 @@ import org.jspecify.annotations.Nullable;
  */
 public final class RequestMapper {
 
+    /** The latest run-at PostgreSQL is sure to read back as written (ISO years 1 to 9999). */
+    private static final java.time.Instant MIN_RUN_AT = java.time.Instant.parse("0001-01-01T00:00:00Z");
+    private static final java.time.Instant MAX_RUN_AT = java.time.Instant.parse("9999-12-31T23:59:59Z");
+    /** A thousand years: far past any real schedule, far below what overflows a millisecond count. */
+    private static final java.time.Duration MAX_RUN_IN = java.time.Duration.ofDays(365_250);
+
     private final Map<String, Definition> definitions;
     private final EngineOptions options;
 
@@ -68,7 +74,15 @@ public final class RequestMapper {
             if (request.runIn().isNegative()) {
                 throw new InvalidRequestException("runIn must not be negative, was " + request.runIn());
             }
+            if (request.runIn().compareTo(MAX_RUN_IN) > 0) {
+                throw new InvalidRequestException("runIn must be at most " + MAX_RUN_IN.toDays() + " days, was "
+                        + request.runIn());
+            }
             delayMillis = request.runIn().toMillis();
+        }
+        if (request.runAt() != null && (request.runAt().isBefore(MIN_RUN_AT) || request.runAt().isAfter(MAX_RUN_AT))) {
+            throw new InvalidRequestException("runAt must be between " + MIN_RUN_AT + " and " + MAX_RUN_AT
+                    + ", was " + request.runAt());
         }
         if (request.concurrencyKey() != null && request.gate() == null) {
             checkKey("concurrencyKey", request.concurrencyKey());
@@ -88,9 +102,13 @@ public final class RequestMapper {
             if (request.concurrencyKey() == null || request.concurrencyKey().length() > 1024) {
                 throw new InvalidRequestException("the key of gate " + request.gate() + " must be at most 1024 characters");
             }
+            checkText("the key of gate " + request.gate(), request.concurrencyKey());
         }
         if (request.rateLimit() != null) {
             checkRate(request.rateLimit(), request.rateWeight());
+            if (request.ratePartition() != null) {
+                checkKey("ratePartition", request.ratePartition());
+            }
         }
         String state = request.args() == null ? null : encode("arguments", request.args());
         String step = definition != null ? definition.initialStep() : JobDefinition.STEP;
@@ -132,6 +150,14 @@ public final class RequestMapper {
         } catch (RuntimeException unencodable) {
             throw new InvalidRequestException(what + " cannot be encoded as JSON: " + unencodable.getMessage());
         }
+        String problem = textProblem(json);
+        if (problem == null && hasEscapedNul(json)) {
+            problem = "contains a NUL character (\\u0000)";
+        }
+        if (problem != null) {
+            throw new InvalidRequestException(what + " cannot be stored: its JSON " + problem
+                    + ", which PostgreSQL cannot hold");
+        }
         int bytes = json.getBytes(StandardCharsets.UTF_8).length;
         if (bytes > options.maxPayloadBytes()) {
             throw new PayloadTooLargeException(what, bytes, options.maxPayloadBytes());
@@ -144,6 +170,7 @@ public final class RequestMapper {
             throw new InvalidRequestException(what + " must be 1 to 128 characters with no leading or"
                     + " trailing blanks, was '" + value + "'");
         }
+        checkText(what, value);
     }
 
     public static void checkKey(String what, @Nullable String value) {
@@ -151,5 +178,46 @@ public final class RequestMapper {
             throw new InvalidRequestException(what + " must be 1 to 1024 characters and not blank, was '"
                     + (value != null && value.length() > 64 ? value.substring(0, 64) + "..." : value) + "'");
         }
+        checkText(what, value);
+    }
+
+    /**
+     * PostgreSQL text holds neither NUL nor a lone UTF-16 surrogate: the first is refused with a raw
+     * database error, the second silently stored as '?' (a different name than the caller's).
+     */
+    private static void checkText(String what, String value) {
+        String problem = textProblem(value);
+        if (problem != null) {
+            throw new InvalidRequestException(what + " " + problem + ", which PostgreSQL cannot hold");
+        }
+    }
+
+    private static @Nullable String textProblem(String value) {
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c == 0) {
+                return "contains a NUL character (U+0000)";
+            }
+            if (Character.isHighSurrogate(c) && i + 1 < value.length() && Character.isLowSurrogate(value.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return "contains a lone surrogate (U+" + Integer.toHexString(c).toUpperCase() + "), not valid Unicode";
+            }
+        }
+        return null;
+    }
+
+    /** A NUL escape (backslash, "u0000") in JSON text: an escape, not an escaped backslash followed by "u0000". */
+    private static boolean hasEscapedNul(String json) {
+        for (int i = json.indexOf("\\u0000"); i >= 0; i = json.indexOf("\\u0000", i + 1)) {
+            int backslashes = 0;
+            for (int j = i; j >= 0 && json.charAt(j) == '\\'; j--) {
+                backslashes++;
+            }
+            if (backslashes % 2 == 1) {
+                return true;
+            }
+        }
+        return false;
     }
 }

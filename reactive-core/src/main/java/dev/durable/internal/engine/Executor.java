@@ -131,6 +131,11 @@ public final class Executor {
                 // claim: it goes back through the queue, where the pick waits for the key.
                 .onErrorResume(error -> outcome.status() == InstanceStatus.EXECUTING && Errors.isExecutingKeyTaken(error),
                         taken -> committer.commit(throughQueue(outcome)))
+                // An outcome the database refuses as such (a child whose correlation key is live, a
+                // value it cannot store) would be refused again on every retry: fail the instance
+                // with the reason instead, rather than leaving it to the reaper attempt after attempt.
+                .onErrorResume(error -> outcome.status() != InstanceStatus.FAILED && Errors.isRefusedOutcome(error),
+                        refused -> committer.commit(refusedOutcome(outcome, refused)))
                 .doOnError(run::failedToCommit)
                 .flatMap(committed -> {
                     run.ended(outcome, committed.orElse(null));
@@ -266,6 +271,12 @@ public final class Executor {
 
     private @Nullable String encodeState(@Nullable Object state) {
         return state == null ? null : mapper.encode("state", state);
+    }
+
+    private OutcomeRow refusedOutcome(OutcomeRow refused, Throwable error) {
+        return new OutcomeRow(refused.id(), refused.worker(), InstanceStatus.FAILED, null, null, null,
+                truncate("outcome " + refused.status().sqlName() + " refused by the database: " + error.getMessage()),
+                null, null, leaseMillis, null, null, KeyChange.KEEP, null, List.of(), List.of(), refused.parentId());
     }
 
     private static OutcomeRow throughQueue(OutcomeRow inline) {

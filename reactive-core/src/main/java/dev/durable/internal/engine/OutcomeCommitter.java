@@ -14,6 +14,7 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import reactor.core.Exceptions;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
@@ -109,9 +110,11 @@ public final class OutcomeCommitter {
                 .doOnNext(committed -> complete(batch, committed))
                 .then()
                 .onErrorResume(error -> {
-                    if (batch.size() > 1 && Errors.isExecutingKeyTaken(error)) {
-                        // One inline step took a concurrency key that is executing elsewhere and the
-                        // whole transaction rolled back: commit each alone, so only that one fails.
+                    if (batch.size() > 1 && (Errors.isExecutingKeyTaken(error)
+                            || !(Exceptions.isRetryExhausted(error) || Errors.isTransient(error)))) {
+                        // One outcome the database refused (an inline step took a concurrency key that
+                        // is executing elsewhere, a child's correlation key is taken...) rolled the
+                        // whole transaction back: commit each alone, so only that one fails.
                         return Flux.fromIterable(batch).concatMap(pending -> commitTogether(List.of(pending))).then();
                     }
                     fail(batch, error);
