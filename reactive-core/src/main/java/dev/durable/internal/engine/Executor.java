@@ -121,7 +121,8 @@ public final class Executor {
         return decision
                 // Spans the handler makes become children of the run's observation.
                 .contextWrite(context -> context.put(OBSERVATION_KEY, run.observation()))
-                .flatMap(decided -> commit(decided, worker, run));
+                .flatMap(decided -> commit(new Decision(decided.outcome().claimedAt(row.attempt()), decided.inlineNext()),
+                        worker, run));
     }
 
     private Mono<RunResult> commit(Decision decision, String worker, Telemetry.Run run) {
@@ -219,7 +220,7 @@ public final class Executor {
                         null, inline ? null : outcome.delay() == null ? 0L : outcome.delay().toMillis(),
                         inline ? 1 : 0, leaseMillis, null, null, outcome.keyChange(), outcome.concurrencyKey(),
                         consumed, List.of(), row.parentId(), outcome.gate(), gateShards, outcome.rateChange(),
-                        outcome.rateLimit(), outcome.rateWeight(), outcome.ratePartition());
+                        outcome.rateLimit(), outcome.rateWeight(), outcome.ratePartition(), row.attempt());
                 StepInput following = null;
                 if (inline) {
                     Set<Long> gone = new HashSet<>(consumed);
@@ -283,7 +284,8 @@ public final class Executor {
         return new OutcomeRow(inline.id(), inline.worker(), InstanceStatus.RUNNABLE, inline.step(), inline.stateJson(),
                 null, null, 0L, 0, inline.leaseMillis(), null, null, inline.keyChange(), inline.newConcurrencyKey(),
                 inline.consumedSignals(), List.of(), inline.parentId(), inline.newGate(), inline.gateShards(),
-                inline.rateChange(), inline.rateLimit(), inline.rateWeight(), inline.ratePartition());
+                inline.rateChange(), inline.rateLimit(), inline.rateWeight(), inline.ratePartition(),
+                inline.claimedAttempt());
     }
 
     // ---- Shared ----------------------------------------------------------------------------

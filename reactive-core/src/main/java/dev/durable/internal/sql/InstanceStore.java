@@ -302,6 +302,7 @@ public final class InstanceStore {
         String[] rateLimits = new String[n];
         Integer[] rateWeights = new Integer[n];
         String[] ratePartitions = new String[n];
+        Integer[] claimedAttempts = new Integer[n];
         for (int i = 0; i < n; i++) {
             OutcomeRow outcome = outcomes.get(i);
             ids[i] = outcome.id();
@@ -325,13 +326,14 @@ public final class InstanceStore {
             rateLimits[i] = outcome.rateLimit();
             rateWeights[i] = outcome.rateWeight();
             ratePartitions[i] = outcome.ratePartition();
+            claimedAttempts[i] = outcome.claimedAttempt();
         }
         return Flux.from(connection.createStatement(sql.commitOutcomes)
                         .bind(0, ids).bind(1, workers).bind(2, statuses).bind(3, steps).bind(4, states)
                         .bind(5, results).bind(6, errors).bind(7, delays).bind(8, attempts).bind(9, leases)
                         .bind(10, awaited).bind(11, awaitMillis).bind(12, children).bind(13, keyChanges)
                         .bind(14, newKeys).bind(15, newGates).bind(16, gateShardCounts).bind(17, rateChanges)
-                        .bind(18, rateLimits).bind(19, rateWeights).bind(20, ratePartitions)
+                        .bind(18, rateLimits).bind(19, rateWeights).bind(20, ratePartitions).bind(21, claimedAttempts)
                         .execute())
                 .concatMap(result -> result.map(InstanceStore::toTransition))
                 .onErrorMap(dev.durable.internal.Errors::translate);

@@ -59,6 +59,8 @@ public final class Rows {
      * keep what the row has; a null {@code delayMillis} keeps its eligible time; {@code leaseMillis}
      * renews the lease of an outcome that stays executing (inline). The riders: signals the step
      * consumed, children to insert, and the parent to poke if this settles its last child.
+     * {@code claimedAttempt} is the attempt the run's claim took: the commit is guarded by it, with
+     * the worker, so a run of an earlier claim of the same worker cannot commit under a newer one.
      */
     public record OutcomeRow(
             long id,
@@ -83,7 +85,8 @@ public final class Rows {
             RateChange rateChange,
             @Nullable String rateLimit,
             int rateWeight,
-            @Nullable String ratePartition) {
+            @Nullable String ratePartition,
+            int claimedAttempt) {
 
         /** An outcome that changes neither gate nor rate limit. */
         public OutcomeRow(long id, String worker, InstanceStatus status, @Nullable String step,
@@ -94,7 +97,14 @@ public final class Rows {
                 @Nullable Long parentId) {
             this(id, worker, status, step, stateJson, resultJson, error, delayMillis, attempt, leaseMillis,
                     awaitedSignals, awaitMillis, keyChange, newConcurrencyKey, consumedSignals, children, parentId,
-                    null, 0, RateChange.KEEP, null, 1, null);
+                    null, 0, RateChange.KEEP, null, 1, null, 0);
+        }
+
+        /** This outcome, guarded by the attempt its claim took: a stale run of an earlier claim cannot commit. */
+        public OutcomeRow claimedAt(int attempt) {
+            return new OutcomeRow(id, worker, status, step, stateJson, resultJson, error, delayMillis, this.attempt,
+                    leaseMillis, awaitedSignals, awaitMillis, keyChange, newConcurrencyKey, consumedSignals, children,
+                    parentId, newGate, gateShards, rateChange, rateLimit, rateWeight, ratePartition, attempt);
         }
 
         /** True when committing this needs more than the one UPDATE (a transaction with riders). */

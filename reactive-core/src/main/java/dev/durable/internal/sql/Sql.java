@@ -397,11 +397,12 @@ public final class Sql {
                   FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                               $7::text[], $8::bigint[], $9::int[], $10::bigint[], $11::text[], $12::bigint[],
                               $13::int[], $14::int[], $15::text[], $16::text[], $17::int[], $18::int[],
-                              $19::text[], $20::int[], $21::text[])
+                              $19::text[], $20::int[], $21::text[], $22::int[])
                        AS o(id, worker, status, step, state, result, error, delay_ms, attempt, lease_ms,
                             awaited, await_ms, children, key_change, new_key, new_gate, gate_shards,
-                            rate_change, rate_limit, rate_weight, rate_partition)
+                            rate_change, rate_limit, rate_weight, rate_partition, claimed_attempt)
                  WHERE i.id = o.id AND i.claimed_by = o.worker AND i.status = 'executing'
+                   AND i.attempt = o.claimed_attempt
                 RETURNING i.id, i.status, i.queue""");
         this.lockForCommit = render("""
                 SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE""");
