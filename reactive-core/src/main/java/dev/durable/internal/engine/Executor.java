@@ -277,7 +277,8 @@ public final class Executor {
     private OutcomeRow refusedOutcome(OutcomeRow refused, Throwable error) {
         return new OutcomeRow(refused.id(), refused.worker(), InstanceStatus.FAILED, null, null, null,
                 truncate("outcome " + refused.status().sqlName() + " refused by the database: " + error.getMessage()),
-                null, null, leaseMillis, null, null, KeyChange.KEEP, null, List.of(), List.of(), refused.parentId());
+                null, null, leaseMillis, null, null, KeyChange.KEEP, null, List.of(), List.of(), refused.parentId())
+                .claimedAt(refused.claimedAttempt());
     }
 
     private static OutcomeRow throughQueue(OutcomeRow inline) {
