@@ -231,7 +231,7 @@ public final class Executor {
                         case GATE -> throw new IllegalStateException("a gate change is never inline");
                     };
                     ClaimedRow continued = new ClaimedRow(row.id(), row.type(), row.typeVersion(), row.queue(),
-                            row.priority(), row.eligibleAt(), outcome.step(), state, 1, row.maxAttempts(), key,
+                            row.priority(), row.eligibleMicros(), outcome.step(), state, 1, row.maxAttempts(), key,
                             row.parentId(), List.of(), null, null);
                     following = new StepInput(continued,
                             input.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList(), List.of());

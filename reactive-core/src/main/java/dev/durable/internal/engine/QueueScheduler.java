@@ -316,7 +316,7 @@ public final class QueueScheduler {
             // The claim UPDATE returns rows in no set order: restore urgency order for the buffer.
             List<ClaimedRow> sorted = new ArrayList<>(rows);
             sorted.sort(Comparator.comparingInt(ClaimedRow::priority)
-                    .thenComparing(ClaimedRow::eligibleAt).thenComparingLong(ClaimedRow::id));
+                    .thenComparingLong(ClaimedRow::eligibleMicros).thenComparingLong(ClaimedRow::id));
             buffer.addAll(sorted);
             repick = pokedWhilePicking && rows.isEmpty();
             pokedWhilePicking = false;

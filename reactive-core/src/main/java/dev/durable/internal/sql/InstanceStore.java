@@ -384,7 +384,7 @@ public final class InstanceStore {
                 row.get("type_version", Integer.class),
                 row.get("queue", String.class),
                 row.get("priority", Integer.class),
-                row.get("eligible_at", Instant.class),
+                row.get("eligible_micros", Long.class),
                 row.get("step", String.class),
                 row.get("state", String.class),
                 row.get("attempt", Integer.class),

@@ -42,7 +42,7 @@ public final class Rows {
             int typeVersion,
             String queue,
             int priority,
-            Instant eligibleAt,
+            long eligibleMicros,
             String step,
             @Nullable String stateJson,
             int attempt,

@@ -17,10 +17,13 @@ public final class Sql {
 
     /**
      * Columns a scheduler needs to run a claimed row, with the row's inbox and children read in
-     * the same statement, only for rows flagged as ever having had any (never for plain jobs).
+     * the same statement, only for rows flagged as ever having had any (never for plain jobs). The
+     * eligible time travels as epoch microseconds: the driver decodes a timestamptz by parsing
+     * text, which cost a fifth of the engine's CPU on a busy queue.
      */
     static final String CLAIM_COLUMNS = """
-            i.id, i.type, i.type_version, i.queue, i.priority, i.eligible_at, i.step,
+            i.id, i.type, i.type_version, i.queue, i.priority,
+            (extract(epoch FROM i.eligible_at) * 1000000)::bigint AS eligible_micros, i.step,
             i.state::text AS state, i.attempt, i.max_attempts, i.concurrency_key, i.parent_id,
             i.awaited_signals,
             CASE WHEN i.has_signals THEN
