@@ -3,7 +3,6 @@ package dev.durable.internal.sql;
 import dev.durable.InstanceStatus;
 import dev.durable.Outcome.KeyChange;
 import dev.durable.Outcome.RateChange;
-import java.time.Instant;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
