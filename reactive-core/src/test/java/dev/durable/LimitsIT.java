@@ -132,14 +132,14 @@ class LimitsIT {
 
         List<Long> sorted = new ArrayList<>(starts);
         Collections.sort(sorted);
-        // Over any window of w seconds at most burst + rate × w starts (plus 100 ms of slack
-        // between a claim and its handler starting).
+        // Over any window of w seconds at most burst + rate × w starts, plus 250 ms of slack: a
+        // handler starts a little after its claim, and a busy machine can bunch a few starts.
         for (int i = 0; i < sorted.size(); i++) {
             for (int j = i; j < sorted.size(); j++) {
                 double window = (sorted.get(j) - sorted.get(i)) / 1e9;
                 int count = j - i + 1;
                 assertThat((double) count).as("starts %d..%d over %.3f s", i, j, window)
-                        .isLessThanOrEqualTo(5 + 20 * (window + 0.1));
+                        .isLessThanOrEqualTo(5 + 20 * (window + 0.25));
             }
         }
         double total = (sorted.get(sorted.size() - 1) - sorted.get(0)) / 1e9;
