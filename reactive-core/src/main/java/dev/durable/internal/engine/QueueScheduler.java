@@ -5,12 +5,16 @@ import dev.durable.internal.Errors;
 import dev.durable.internal.engine.Demand.Trigger;
 import dev.durable.internal.sql.InstanceStore;
 import dev.durable.internal.sql.Rows.ClaimedRow;
+import dev.durable.limit.LimitClaim;
+import dev.durable.limit.Limiter;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
@@ -41,6 +45,13 @@ public final class QueueScheduler {
 
     private static final Logger log = Loggers.getLogger(QueueScheduler.class);
     private static final int RECLAIM_LIMIT = 10_000;
+    /**
+     * How long a limit the limiter refused is skipped by this scheduler's picks, and how long its
+     * refused rows stay ineligible for every engine: long enough that a saturated limit is not
+     * re-picked in a hot loop, short enough that a freed slot is soon used.
+     */
+    static final long REFUSED_HOLD_MILLIS = 50;
+    private static final String SEP = String.valueOf((char) 31);
 
     private final QueueOptions options;
     private final InstanceStore store;
@@ -53,7 +64,15 @@ public final class QueueScheduler {
     private final Duration pokeWindow;
     private final int pickRetries;
     private final Telemetry telemetry;
+    private final Limiter limiter;
+    /** The limiter admits after the pick (not inside it): ask it, hold and renew slots, credit them. */
+    private final boolean admitsAfterPick;
     private final SchedulerStats stats = new SchedulerStats();
+    /** The gate slots held by admitted rows (buffered or running), by row id; renewed by the heartbeat. */
+    private final Map<Long, LimitClaim> slots = new ConcurrentHashMap<>();
+    /** Limits the limiter refused lately (gate/key/shard, rate/partition), to the nanoTime they are skipped until. */
+    private final Map<String, Long> refusedGates = new ConcurrentHashMap<>();
+    private final Map<String, Long> refusedRates = new ConcurrentHashMap<>();
 
     // Guarded by this.
     private final ArrayDeque<ClaimedRow> buffer = new ArrayDeque<>();
@@ -81,8 +100,10 @@ public final class QueueScheduler {
 
     public QueueScheduler(QueueOptions options, InstanceStore store, Executor executor, Flux<String> pokes,
             WorkerIdentity identity, Duration leaseTtl, Duration heartbeatInterval, Duration pokeWindow,
-            int pickRetries, Telemetry telemetry) {
+            int pickRetries, Telemetry telemetry, Limiter limiter) {
         this.options = options;
+        this.limiter = limiter;
+        this.admitsAfterPick = !limiter.admitsInPick();
         this.store = store;
         this.executor = executor;
         this.pokes = pokes;
@@ -276,11 +297,16 @@ public final class QueueScheduler {
     private void pick(int limit, Trigger trigger) {
         stats.picks.incrementAndGet();
         stats.picksBy(trigger).incrementAndGet();
-        Mono<Void> pick = store.pick(queue(), limit, worker, leaseMillis)
+        Flux<ClaimedRow> claimed = admitsAfterPick
+                ? store.pickUnadmitted(queue(), limit, worker, leaseMillis, stillRefused(refusedGates),
+                        stillRefused(refusedRates))
+                : store.pick(queue(), limit, worker, leaseMillis);
+        Mono<Void> pick = claimed
                 .collectList()
                 .retryWhen(Retry.max(pickRetries).filter(Errors::isExecutingKeyTaken)
                         .doBeforeRetry(retry -> stats.pickRetries.incrementAndGet()))
-                .flatMap(rows -> onPicked(rows, limit, trigger))
+                .flatMap(rows -> admitsAfterPick ? admit(rows) : Mono.just(new Admitted(rows, 0)))
+                .flatMap(admitted -> onPicked(admitted.rows(), admitted.refused(), limit, trigger))
                 .onErrorResume(error -> {
                     synchronized (this) {
                         picking = false;
@@ -296,13 +322,123 @@ public final class QueueScheduler {
         pick.subscribe(null, error -> log.error("queue {}: pick failed", queue(), error));
     }
 
-    private Mono<Void> onPicked(List<ClaimedRow> rows, int limit, Trigger trigger) {
+    /** The rows a pick keeps after admission, and how many the limiter refused. */
+    private record Admitted(List<ClaimedRow> rows, int refused) {
+    }
+
+    /**
+     * Asks the limiter about the claimed limited rows; the refused ones go back to the queue at once
+     * (attempt restored, ineligible for {@link #REFUSED_HOLD_MILLIS}) and their limits are skipped by
+     * this scheduler's picks meanwhile. An unreachable limiter admits nothing limited: unlimited rows
+     * still run, and limited ones wait in the queue, never lost.
+     */
+    private Mono<Admitted> admit(List<ClaimedRow> rows) {
+        List<ClaimedRow> limited = rows.stream().filter(ClaimedRow::limited)
+                .sorted(Comparator.comparingInt(ClaimedRow::priority).thenComparing(ClaimedRow::eligibleAt)
+                        .thenComparingLong(ClaimedRow::id))
+                .toList();
+        if (limited.isEmpty()) {
+            return Mono.just(new Admitted(rows, 0));
+        }
+        List<LimitClaim> claims = limited.stream().map(this::claimOf).toList();
+        return limiter.admit(claims)
+                .onErrorResume(error -> {
+                    log.debug("queue {}: limiter unavailable, {} limited rows go back: {}", queue(), claims.size(),
+                            error.toString());
+                    // Its answer may have been lost after it took slots: give back any it took.
+                    credit(claims);
+                    return Mono.just(Set.of());
+                })
+                .map(admitted -> {
+                    List<ClaimedRow> kept = new ArrayList<>(rows.size());
+                    List<ClaimedRow> refused = new ArrayList<>();
+                    long until = System.nanoTime() + REFUSED_HOLD_MILLIS * 1_000_000;
+                    for (int i = 0; i < limited.size(); i++) {
+                        ClaimedRow row = limited.get(i);
+                        LimitClaim claim = claims.get(i);
+                        if (admitted.contains(row.id())) {
+                            if (claim.holdsSlot()) {
+                                slots.put(row.id(), claim);
+                            }
+                        } else {
+                            refused.add(row);
+                            if (row.gateName() != null) {
+                                refusedGates.put(gateKey(claim), until);
+                            }
+                            if (row.rateLimit() != null) {
+                                refusedRates.put(claim.rateLimit() + SEP + claim.ratePartition(), until);
+                            }
+                        }
+                    }
+                    for (ClaimedRow row : rows) {
+                        if (!row.limited() || admitted.contains(row.id())) {
+                            kept.add(row);
+                        }
+                    }
+                    if (!refused.isEmpty()) {
+                        stats.throttled.addAndGet(refused.size());
+                        release(refused, REFUSED_HOLD_MILLIS)
+                                .subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
+                    }
+                    return new Admitted(kept, refused.size());
+                });
+    }
+
+    private LimitClaim claimOf(ClaimedRow row) {
+        return new LimitClaim(row.id(), worker + SEP + row.id() + SEP + row.attempt(), row.gateName(),
+                row.gateName() == null ? null : row.concurrencyKey(), row.gateShard(), row.rateLimit(),
+                row.ratePartition() == null ? "" : row.ratePartition(), row.rateWeight());
+    }
+
+    private static String gateKey(LimitClaim claim) {
+        return claim.gate() + SEP + claim.key() + SEP + claim.shard();
+    }
+
+    /** The limits still refused, as the pick's skip list; forgets the ones whose hold ended. */
+    private static String[] stillRefused(Map<String, Long> refused) {
+        if (refused.isEmpty()) {
+            return new String[0];
+        }
+        long now = System.nanoTime();
+        refused.values().removeIf(until -> until - now <= 0);
+        return refused.keySet().toArray(String[]::new);
+    }
+
+    /** Gives back gate slots, fire and forget: a slot not credited expires by itself. */
+    private void credit(List<LimitClaim> claims) {
+        List<LimitClaim> held = claims.stream().filter(LimitClaim::holdsSlot).toList();
+        if (held.isEmpty()) {
+            return;
+        }
+        for (LimitClaim claim : held) {
+            // A slot of ours came free: this scheduler may use it at once.
+            refusedGates.remove(gateKey(claim));
+        }
+        limiter.credit(held).subscribe(null,
+                error -> log.debug("queue {}: credit failed, the slots expire by themselves: {}", queue(), error.toString()));
+    }
+
+    /**
+     * An inline step is about to run on the claim: when it left its gate (a new or released key), the
+     * slot it held is given back; the heartbeat then renews only what the row still holds.
+     */
+    private void swapSlot(long id, ClaimedRow continued) {
+        LimitClaim held = slots.get(id);
+        if (held != null && (continued.gateName() == null || !Objects.equals(held.gate(), continued.gateName())
+                || !Objects.equals(held.key(), continued.concurrencyKey()))) {
+            // A gate change is never inline (it goes through the pick), so the new step holds no slot.
+            slots.remove(id);
+            credit(List.of(held));
+        }
+    }
+
+    private Mono<Void> onPicked(List<ClaimedRow> rows, int refused, int limit, Trigger trigger) {
         boolean repick;
         telemetry.picked(queue(), trigger, rows);
         synchronized (this) {
             picking = false;
             stats.picked.addAndGet(rows.size());
-            lastPickEmpty = rows.isEmpty();
+            lastPickEmpty = rows.isEmpty() && refused == 0;
             boolean idle = running.isEmpty() && buffer.isEmpty();
             if (closed) {
                 return release(rows);
@@ -321,15 +457,23 @@ public final class QueueScheduler {
             repick = pokedWhilePicking && rows.isEmpty();
             pokedWhilePicking = false;
         }
-        dispatch(rows.size() == limit ? Trigger.PICKED_FULL : repick ? Trigger.POKE : Trigger.PICKED);
+        // A pick that had rows refused looks again at once: the refused limits are skipped now, so
+        // unrelated rows behind them are reached.
+        dispatch(rows.size() + refused == limit ? Trigger.PICKED_FULL : repick ? Trigger.POKE : Trigger.PICKED);
         return Mono.empty();
     }
 
     private Mono<Void> run(ClaimedRow row) {
-        return executor.run(row, worker)
+        return executor.run(row, worker, continued -> swapSlot(row.id(), continued))
                 .doOnNext(result -> {
                     if (result == Executor.RunResult.STALE) {
                         stats.stale.incrementAndGet();
+                    }
+                    LimitClaim held = slots.remove(row.id());
+                    // An outcome that did not commit leaves the row executing until its lease expires:
+                    // its slot, no longer renewed, expires with it, so the gate never over-admits.
+                    if (held != null && result != Executor.RunResult.NOT_COMMITTED) {
+                        credit(List.of(held));
                     }
                 })
                 .onErrorResume(error -> {
@@ -366,7 +510,19 @@ public final class QueueScheduler {
             return Mono.empty();
         }
         stats.heartbeats.incrementAndGet();
-        return store.heartbeat(ids, worker, leaseMillis)
+        Mono<Void> renewSlots = !admitsAfterPick || slots.isEmpty() ? Mono.empty()
+                : limiter.renew(List.copyOf(slots.values()))
+                        .doOnNext(missing -> {
+                            if (missing > 0) {
+                                log.debug("queue {}: {} gate slots were lost and taken again", queue(), missing);
+                            }
+                        })
+                        .onErrorResume(error -> {
+                            log.debug("queue {}: slot renewal failed: {}", queue(), error.toString());
+                            return Mono.empty();
+                        })
+                        .then();
+        Mono<Void> beat = store.heartbeat(ids, worker, leaseMillis)
                 .doOnNext(renewed -> {
                     if (renewed < ids.size()) {
                         log.debug("queue {}: {} of {} held rows no longer owned", queue(), ids.size() - renewed, ids.size());
@@ -377,16 +533,33 @@ public final class QueueScheduler {
                     return Mono.empty();
                 })
                 .then();
+        return Mono.when(beat, renewSlots);
     }
 
     private Mono<Void> release(List<ClaimedRow> rows) {
+        return release(rows, 0);
+    }
+
+    /** Gives claimed, unstarted rows back (eligible after {@code delayMillis}), then their slots. */
+    private Mono<Void> release(List<ClaimedRow> rows, long delayMillis) {
         if (rows.isEmpty()) {
             return Mono.empty();
         }
         List<Long> ids = rows.stream().map(ClaimedRow::id).toList();
-        return store.release(ids, worker)
+        // No longer renewed from here: credited once the rows are back, else they expire with the leases.
+        List<LimitClaim> held = new ArrayList<>();
+        for (Long id : ids) {
+            LimitClaim claim = slots.remove(id);
+            if (claim != null) {
+                held.add(claim);
+            }
+        }
+        return store.release(ids, worker, delayMillis)
                 .count()
-                .doOnNext(released -> stats.released.addAndGet(released))
+                .doOnNext(released -> {
+                    stats.released.addAndGet(released);
+                    credit(held);
+                })
                 .onErrorResume(error -> {
                     log.warn("queue {}: release of {} buffered rows failed, the reaper returns them: {}",
                             queue(), ids.size(), error.toString());

@@ -159,6 +159,20 @@ public final class InstanceStore {
         });
     }
 
+    /**
+     * Claims up to {@code limit} rows of {@code queue}, limited rows of known names unadmitted,
+     * skipping the refused (gate, key, shard) and (rate limit, partition) given; see
+     * {@link Sql#pickLimitsUnadmitted}.
+     */
+    public Flux<ClaimedRow> pickUnadmitted(String queue, int limit, String worker, long leaseMillis,
+            String[] refusedGates, String[] refusedRates) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(sql.pickLimitsUnadmitted)
+                        .bind(0, queue).bind(1, limit).bind(2, worker).bind(3, leaseMillis)
+                        .bind(4, gateNames).bind(5, rateNames).bind(6, refusedGates).bind(7, refusedRates)
+                        .execute())
+                .concatMap(result -> result.map(InstanceStore::toClaimed)));
+    }
+
     /** Deletes up to {@code limit} settled instances older than the retention; emits how many. */
     public Mono<Long> collectGarbage(long retentionMillis, int limit) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(sql.collectGarbage)
@@ -185,8 +199,13 @@ public final class InstanceStore {
     }
 
     public Flux<Transition> release(Collection<Long> ids, String worker) {
+        return release(ids, worker, 0);
+    }
+
+    /** Gives claimed, unstarted rows back, eligible again after {@code delayMillis} (0: at once). */
+    public Flux<Transition> release(Collection<Long> ids, String worker, long delayMillis) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(sql.release)
-                        .bind(0, ids.toArray(Long[]::new)).bind(1, worker).execute())
+                        .bind(0, ids.toArray(Long[]::new)).bind(1, worker).bind(2, delayMillis).execute())
                 .concatMap(result -> result.map(row -> new Transition(row.get("id", Long.class),
                         row.get("queue", String.class), InstanceStatus.RUNNABLE))));
     }
@@ -393,7 +412,16 @@ public final class InstanceStore {
                 row.get("parent_id", Long.class),
                 Arrays.asList(awaited == null ? NO_STRINGS : awaited),
                 row.get("inbox", String.class),
-                row.get("children", String.class));
+                row.get("children", String.class),
+                row.get("gate_name", String.class),
+                orZero(row.get("gate_shard", Integer.class)),
+                row.get("rate_limit", String.class),
+                orZero(row.get("rate_weight", Integer.class)),
+                row.get("rate_partition", String.class));
+    }
+
+    private static int orZero(@Nullable Integer value) {
+        return value == null ? 0 : value;
     }
 
     static Instance toInstance(Readable row) {

@@ -51,7 +51,17 @@ public final class Rows {
             @Nullable Long parentId,
             List<String> awaitedSignals,
             @Nullable String inboxJson,
-            @Nullable String childrenJson) {
+            @Nullable String childrenJson,
+            @Nullable String gateName,
+            int gateShard,
+            @Nullable String rateLimit,
+            int rateWeight,
+            @Nullable String ratePartition) {
+
+        /** Whether a gate or a rate limit admits this row. */
+        public boolean limited() {
+            return gateName != null || rateLimit != null;
+        }
     }
 
     /**

@@ -22,7 +22,7 @@ public final class Sql {
     static final String CLAIM_COLUMNS = """
             i.id, i.type, i.type_version, i.queue, i.priority, i.eligible_at, i.step,
             i.state::text AS state, i.attempt, i.max_attempts, i.concurrency_key, i.parent_id,
-            i.awaited_signals,
+            i.awaited_signals, i.gate_name, i.gate_shard, i.rate_limit, i.rate_weight, i.rate_partition,
             CASE WHEN i.has_signals THEN
                 (SELECT json_agg(json_build_object('id', s.id, 'name', s.name, 'payload', s.payload::text,
                                                    'at', s.inserted_at) ORDER BY s.id)
@@ -69,6 +69,19 @@ public final class Sql {
     static final String PICK_WITHOUT_LIMITS = "WITH " + PICK_CANDIDATES.formatted(
             "AND c.gate_name IS NULL AND c.rate_limit IS NULL") + "\n" + PICK_CLAIM.formatted("one_per_key")
             + CLAIM_COLUMNS;
+
+    /**
+     * Limited rows of known names claimed without admission: the limiter admits them after the
+     * claim. Rows of a (gate, key, shard) or (rate limit, partition) the limiter refused a moment
+     * ago ($7, $8: name, chr(31), key [, chr(31), shard]) are skipped before the LIMIT, so a
+     * saturated limit does not fill every pick with rows that go straight back.
+     */
+    static final String PICK_LIMITS_UNADMITTED = "WITH " + PICK_CANDIDATES.formatted("""
+                   AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT (
+                        (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($7))))
+                   AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($6) AND NOT (
+                        (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($8))))""")
+            + "\n" + PICK_CLAIM.formatted("one_per_key") + CLAIM_COLUMNS;
 
     static final String PICK_WITH_LIMITS = """
             WITH gates AS (
@@ -195,12 +208,21 @@ public final class Sql {
      */
     public final String pickWithLimits;
 
+    /**
+     * The pick of an engine whose limiter admits after the claim (a lease-native one, such as
+     * Redis): as {@link #pick}, plus the rows of the gates ($5) and rate limits ($6) this engine
+     * knows, unadmitted, except those of limits the limiter refused a moment ago ($7, $8). The
+     * scheduler asks the limiter, then gives the refused rows back with {@link #release}.
+     */
+    public final String pickLimitsUnadmitted;
+
     /** Renews the leases of every row one worker holds, in one statement per tick. */
     public final String heartbeat;
 
     /**
-     * Gives claimed rows that never started back to runnable at once (graceful shutdown), undoing
-     * the attempt their claim took.
+     * Gives claimed rows that never started back to runnable at once (graceful shutdown, or rows
+     * the limiter did not admit), undoing the attempt their claim took. A positive $3 holds them
+     * back that many ms, so a refused row is not picked again in a hot loop while its limit is full.
      */
     public final String release;
 
@@ -320,6 +342,7 @@ public final class Sql {
                  WHERE r.id = $1""");
         this.pick = render(PICK_WITHOUT_LIMITS);
         this.pickWithLimits = render(PICK_WITH_LIMITS);
+        this.pickLimitsUnadmitted = render(PICK_LIMITS_UNADMITTED);
         this.heartbeat = render("""
                 UPDATE {instances}
                    SET lease_expires_at = now() + $3 * interval '1 millisecond'
@@ -328,7 +351,9 @@ public final class Sql {
                 UPDATE {instances}
                    SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'runnable' END,
                        claimed_by = NULL, lease_expires_at = NULL,
-                       attempt = greatest(attempt - 1, 0), updated_at = now()
+                       attempt = greatest(attempt - 1, 0), updated_at = now(),
+                       eligible_at = CASE WHEN $3 > 0 THEN greatest(eligible_at, now() + $3 * interval '1 millisecond')
+                                          ELSE eligible_at END
                  WHERE id = ANY($1) AND claimed_by = $2 AND status = 'executing'
                 RETURNING id, queue""");
         this.recoverExpired = render("""
