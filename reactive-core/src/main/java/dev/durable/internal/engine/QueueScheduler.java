@@ -4,6 +4,7 @@ import dev.durable.QueueOptions;
 import dev.durable.internal.Errors;
 import dev.durable.internal.engine.Demand.Trigger;
 import dev.durable.internal.sql.InstanceStore;
+import dev.durable.internal.sql.Rows;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.limit.LimitClaim;
 import dev.durable.limit.Limiter;
@@ -46,9 +47,8 @@ public final class QueueScheduler {
     private static final Logger log = Loggers.getLogger(QueueScheduler.class);
     private static final int RECLAIM_LIMIT = 10_000;
     /**
-     * How long a limit the limiter refused is skipped by this scheduler's picks, and how long its
-     * refused rows stay ineligible for every engine: long enough that a saturated limit is not
-     * re-picked in a hot loop, short enough that a freed slot is soon used.
+     * How long a limit the limiter refused is skipped by this scheduler's picks: long enough that a
+     * saturated limit is not asked about in a hot loop, short enough that a freed slot is soon used.
      */
     static final long REFUSED_HOLD_MILLIS = 50;
     private static final String SEP = String.valueOf((char) 31);
@@ -73,6 +73,7 @@ public final class QueueScheduler {
     /** Limits the limiter refused lately (gate/key/shard, rate/partition), to the nanoTime they are skipped until. */
     private final Map<String, Long> refusedGates = new ConcurrentHashMap<>();
     private final Map<String, Long> refusedRates = new ConcurrentHashMap<>();
+    private final AtomicLong claimSequence = new AtomicLong();
 
     // Guarded by this.
     private final ArrayDeque<ClaimedRow> buffer = new ArrayDeque<>();
@@ -297,15 +298,11 @@ public final class QueueScheduler {
     private void pick(int limit, Trigger trigger) {
         stats.picks.incrementAndGet();
         stats.picksBy(trigger).incrementAndGet();
-        Flux<ClaimedRow> claimed = admitsAfterPick
-                ? store.pickUnadmitted(queue(), limit, worker, leaseMillis, stillRefused(refusedGates),
-                        stillRefused(refusedRates))
-                : store.pick(queue(), limit, worker, leaseMillis);
+        Mono<Admitted> claimed = admitsAfterPick ? pickAdmitting(limit)
+                : store.pick(queue(), limit, worker, leaseMillis).collectList().map(rows -> new Admitted(rows, 0));
         Mono<Void> pick = claimed
-                .collectList()
                 .retryWhen(Retry.max(pickRetries).filter(Errors::isExecutingKeyTaken)
                         .doBeforeRetry(retry -> stats.pickRetries.incrementAndGet()))
-                .flatMap(rows -> admitsAfterPick ? admit(rows) : Mono.just(new Admitted(rows, 0)))
                 .flatMap(admitted -> onPicked(admitted.rows(), admitted.refused(), limit, trigger))
                 .onErrorResume(error -> {
                     synchronized (this) {
@@ -322,72 +319,89 @@ public final class QueueScheduler {
         pick.subscribe(null, error -> log.error("queue {}: pick failed", queue(), error));
     }
 
-    /** The rows a pick keeps after admission, and how many the limiter refused. */
+    /**
+     * The pick when the limiter is not in the database: in one transaction, locks the candidates,
+     * asks the limiter about the limited ones while holding the locks, and claims only what it
+     * admitted (with the unlimited rows). A refused row is never claimed, so it loses no attempt and
+     * the database never shows it executing; its limit is skipped by this scheduler's picks for
+     * {@link #REFUSED_HOLD_MILLIS}, so the next pick reaches unrelated rows behind it. An unreachable
+     * limiter admits nothing limited: unlimited rows still run, limited ones wait in the queue.
+     */
+    private Mono<Admitted> pickAdmitting(int limit) {
+        return Mono.defer(() -> {
+            Map<Long, LimitClaim> asked = new ConcurrentHashMap<>();
+            Set<Long> admittedIds = ConcurrentHashMap.newKeySet();
+            int[] refused = new int[1];
+            return store.pickAdmitting(queue(), limit, worker, leaseMillis, stillRefused(refusedGates),
+                            stillRefused(refusedRates), candidates -> {
+                                List<LimitClaim> claims = new ArrayList<>(candidates.size());
+                                for (Rows.Candidate candidate : candidates) {
+                                    LimitClaim claim = claimOf(candidate);
+                                    claims.add(claim);
+                                    asked.put(candidate.id(), claim);
+                                }
+                                return limiter.admit(claims)
+                                        .onErrorResume(error -> {
+                                            log.debug("queue {}: limiter unavailable, {} limited rows wait: {}",
+                                                    queue(), claims.size(), error.toString());
+                                            // Its answer may have been lost after it took slots: give back any.
+                                            credit(claims);
+                                            return Mono.just(Set.of());
+                                        })
+                                        .doOnNext(admitted -> {
+                                            admittedIds.addAll(admitted);
+                                            refused[0] = refuse(claims, admitted);
+                                        });
+                            })
+                    .collectList()
+                    .map(rows -> {
+                        for (ClaimedRow row : rows) {
+                            LimitClaim claim = asked.remove(row.id());
+                            if (claim != null && claim.holdsSlot()) {
+                                slots.put(row.id(), claim);
+                            }
+                        }
+                        // Admitted but not claimed (cannot happen under the lock, but a slot must never leak).
+                        credit(asked.values().stream().filter(claim -> admittedIds.contains(claim.id())).toList());
+                        return new Admitted(rows, refused[0]);
+                    })
+                    .doOnError(error -> {
+                        // The transaction rolled back after the limiter admitted: the slots go back.
+                        credit(asked.values().stream().filter(claim -> admittedIds.contains(claim.id())).toList());
+                    });
+        });
+    }
+
+    /** Notes the limits of refused claims, to be skipped for a while; returns how many were refused. */
+    private int refuse(List<LimitClaim> claims, Set<Long> admitted) {
+        long until = System.nanoTime() + REFUSED_HOLD_MILLIS * 1_000_000;
+        int refused = 0;
+        for (LimitClaim claim : claims) {
+            if (admitted.contains(claim.id())) {
+                continue;
+            }
+            refused++;
+            if (claim.gate() != null) {
+                refusedGates.put(gateKey(claim), until);
+            }
+            if (claim.rateLimit() != null) {
+                refusedRates.put(claim.rateLimit() + SEP + claim.ratePartition(), until);
+            }
+        }
+        stats.throttled.addAndGet(refused);
+        return refused;
+    }
+
+    /** The rows a pick claimed, and how many limited rows the limiter refused. */
     private record Admitted(List<ClaimedRow> rows, int refused) {
     }
 
-    /**
-     * Asks the limiter about the claimed limited rows; the refused ones go back to the queue at once
-     * (attempt restored, ineligible for {@link #REFUSED_HOLD_MILLIS}) and their limits are skipped by
-     * this scheduler's picks meanwhile. An unreachable limiter admits nothing limited: unlimited rows
-     * still run, and limited ones wait in the queue, never lost.
-     */
-    private Mono<Admitted> admit(List<ClaimedRow> rows) {
-        List<ClaimedRow> limited = rows.stream().filter(ClaimedRow::limited)
-                .sorted(Comparator.comparingInt(ClaimedRow::priority).thenComparing(ClaimedRow::eligibleAt)
-                        .thenComparingLong(ClaimedRow::id))
-                .toList();
-        if (limited.isEmpty()) {
-            return Mono.just(new Admitted(rows, 0));
-        }
-        List<LimitClaim> claims = limited.stream().map(this::claimOf).toList();
-        return limiter.admit(claims)
-                .onErrorResume(error -> {
-                    log.debug("queue {}: limiter unavailable, {} limited rows go back: {}", queue(), claims.size(),
-                            error.toString());
-                    // Its answer may have been lost after it took slots: give back any it took.
-                    credit(claims);
-                    return Mono.just(Set.of());
-                })
-                .map(admitted -> {
-                    List<ClaimedRow> kept = new ArrayList<>(rows.size());
-                    List<ClaimedRow> refused = new ArrayList<>();
-                    long until = System.nanoTime() + REFUSED_HOLD_MILLIS * 1_000_000;
-                    for (int i = 0; i < limited.size(); i++) {
-                        ClaimedRow row = limited.get(i);
-                        LimitClaim claim = claims.get(i);
-                        if (admitted.contains(row.id())) {
-                            if (claim.holdsSlot()) {
-                                slots.put(row.id(), claim);
-                            }
-                        } else {
-                            refused.add(row);
-                            if (row.gateName() != null) {
-                                refusedGates.put(gateKey(claim), until);
-                            }
-                            if (row.rateLimit() != null) {
-                                refusedRates.put(claim.rateLimit() + SEP + claim.ratePartition(), until);
-                            }
-                        }
-                    }
-                    for (ClaimedRow row : rows) {
-                        if (!row.limited() || admitted.contains(row.id())) {
-                            kept.add(row);
-                        }
-                    }
-                    if (!refused.isEmpty()) {
-                        stats.throttled.addAndGet(refused.size());
-                        release(refused, REFUSED_HOLD_MILLIS)
-                                .subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
-                    }
-                    return new Admitted(kept, refused.size());
-                });
-    }
-
-    private LimitClaim claimOf(ClaimedRow row) {
-        return new LimitClaim(row.id(), worker + SEP + row.id() + SEP + row.attempt(), row.gateName(),
-                row.gateName() == null ? null : row.concurrencyKey(), row.gateShard(), row.rateLimit(),
-                row.ratePartition() == null ? "" : row.ratePartition(), row.rateWeight());
+    /** A candidate's limits; the holder is unique per claim (worker, row, a per-scheduler sequence). */
+    private LimitClaim claimOf(Rows.Candidate candidate) {
+        return new LimitClaim(candidate.id(), worker + SEP + candidate.id() + SEP + claimSequence.incrementAndGet(),
+                candidate.gateName(), candidate.gateName() == null ? null : candidate.concurrencyKey(),
+                candidate.gateShard(), candidate.rateLimit(),
+                candidate.ratePartition() == null ? "" : candidate.ratePartition(), candidate.rateWeight());
     }
 
     private static String gateKey(LimitClaim claim) {
@@ -457,7 +471,7 @@ public final class QueueScheduler {
             repick = pokedWhilePicking && rows.isEmpty();
             pokedWhilePicking = false;
         }
-        // A pick that had rows refused looks again at once: the refused limits are skipped now, so
+        // A pick that had rows refused looks again at once: their limits are skipped now, so
         // unrelated rows behind them are reached.
         dispatch(rows.size() + refused == limit ? Trigger.PICKED_FULL : repick ? Trigger.POKE : Trigger.PICKED);
         return Mono.empty();
@@ -536,12 +550,8 @@ public final class QueueScheduler {
         return Mono.when(beat, renewSlots);
     }
 
+    /** Gives claimed, unstarted rows back, then their slots. */
     private Mono<Void> release(List<ClaimedRow> rows) {
-        return release(rows, 0);
-    }
-
-    /** Gives claimed, unstarted rows back (eligible after {@code delayMillis}), then their slots. */
-    private Mono<Void> release(List<ClaimedRow> rows, long delayMillis) {
         if (rows.isEmpty()) {
             return Mono.empty();
         }
@@ -554,7 +564,7 @@ public final class QueueScheduler {
                 held.add(claim);
             }
         }
-        return store.release(ids, worker, delayMillis)
+        return store.release(ids, worker)
                 .count()
                 .doOnNext(released -> {
                     stats.released.addAndGet(released);

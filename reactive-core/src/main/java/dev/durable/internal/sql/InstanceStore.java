@@ -160,17 +160,45 @@ public final class InstanceStore {
     }
 
     /**
-     * Claims up to {@code limit} rows of {@code queue}, limited rows of known names unadmitted,
-     * skipping the refused (gate, key, shard) and (rate limit, partition) given; see
-     * {@link Sql#pickLimitsUnadmitted}.
+     * The pick with admission outside the database, in one transaction: locks up to {@code limit}
+     * candidates of {@code queue} (skipping the refused limits given), asks {@code admit} about the
+     * limited ones (in urgency order) while holding the locks, and claims the admitted and unlimited
+     * ones. See {@link Sql#pickLockCandidates}.
      */
-    public Flux<ClaimedRow> pickUnadmitted(String queue, int limit, String worker, long leaseMillis,
-            String[] refusedGates, String[] refusedRates) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(sql.pickLimitsUnadmitted)
-                        .bind(0, queue).bind(1, limit).bind(2, worker).bind(3, leaseMillis)
-                        .bind(4, gateNames).bind(5, rateNames).bind(6, refusedGates).bind(7, refusedRates)
-                        .execute())
-                .concatMap(result -> result.map(InstanceStore::toClaimed)));
+    public Flux<ClaimedRow> pickAdmitting(String queue, int limit, String worker, long leaseMillis,
+            String[] refusedGates, String[] refusedRates,
+            java.util.function.Function<List<Rows.Candidate>, Mono<java.util.Set<Long>>> admit) {
+        return db.inTransaction(connection -> Flux.from(connection.createStatement(sql.pickLockCandidates)
+                        .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateNames)
+                        .bind(4, refusedGates).bind(5, refusedRates).execute())
+                .concatMap(result -> result.map(InstanceStore::toCandidate))
+                .collectList()
+                .flatMapMany(candidates -> {
+                    List<Rows.Candidate> limited = candidates.stream().filter(Rows.Candidate::limited)
+                            .sorted(java.util.Comparator.comparingInt(Rows.Candidate::priority)
+                                    .thenComparing(Rows.Candidate::eligibleAt).thenComparingLong(Rows.Candidate::id))
+                            .toList();
+                    Mono<java.util.Set<Long>> admitted = limited.isEmpty() ? Mono.just(java.util.Set.of())
+                            : admit.apply(limited);
+                    return admitted.flatMapMany(ok -> {
+                        Long[] ids = candidates.stream().filter(c -> !c.limited() || ok.contains(c.id()))
+                                .map(Rows.Candidate::id).toArray(Long[]::new);
+                        if (ids.length == 0) {
+                            return Flux.empty();
+                        }
+                        return Flux.from(connection.createStatement(sql.claimLocked)
+                                        .bind(0, ids).bind(1, worker).bind(2, leaseMillis).execute())
+                                .concatMap(result -> result.map(InstanceStore::toClaimed));
+                    });
+                }));
+    }
+
+    private static Rows.Candidate toCandidate(Readable row) {
+        return new Rows.Candidate(row.get("id", Long.class), row.get("priority", Integer.class),
+                row.get("eligible_at", Instant.class), row.get("gate_name", String.class),
+                row.get("concurrency_key", String.class), orZero(row.get("gate_shard", Integer.class)),
+                row.get("rate_limit", String.class), row.get("rate_partition", String.class),
+                orZero(row.get("rate_weight", Integer.class)));
     }
 
     /** Deletes up to {@code limit} settled instances older than the retention; emits how many. */
@@ -199,13 +227,8 @@ public final class InstanceStore {
     }
 
     public Flux<Transition> release(Collection<Long> ids, String worker) {
-        return release(ids, worker, 0);
-    }
-
-    /** Gives claimed, unstarted rows back, eligible again after {@code delayMillis} (0: at once). */
-    public Flux<Transition> release(Collection<Long> ids, String worker, long delayMillis) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(sql.release)
-                        .bind(0, ids.toArray(Long[]::new)).bind(1, worker).bind(2, delayMillis).execute())
+                        .bind(0, ids.toArray(Long[]::new)).bind(1, worker).execute())
                 .concatMap(result -> result.map(row -> new Transition(row.get("id", Long.class),
                         row.get("queue", String.class), InstanceStatus.RUNNABLE))));
     }

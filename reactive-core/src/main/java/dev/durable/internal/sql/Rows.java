@@ -64,6 +64,16 @@ public final class Rows {
         }
     }
 
+    /** A row a pick locked but has not claimed yet, with its limits, for the limiter to admit. */
+    public record Candidate(long id, int priority, Instant eligibleAt, @Nullable String gateName,
+            @Nullable String concurrencyKey, int gateShard, @Nullable String rateLimit,
+            @Nullable String ratePartition, int rateWeight) {
+
+        public boolean limited() {
+            return gateName != null || rateLimit != null;
+        }
+    }
+
     /**
      * An outcome to commit. Null {@code step}, {@code stateJson}, {@code error} and {@code attempt}
      * keep what the row has; a null {@code delayMillis} keeps its eligible time; {@code leaseMillis}

@@ -71,17 +71,22 @@ public final class Sql {
             + CLAIM_COLUMNS;
 
     /**
-     * Limited rows of known names claimed without admission: the limiter admits them after the
-     * claim. Rows of a (gate, key, shard) or (rate limit, partition) the limiter refused a moment
-     * ago ($7, $8: name, chr(31), key [, chr(31), shard]) are skipped before the LIMIT, so a
-     * saturated limit does not fill every pick with rows that go straight back.
+     * Locks the pick's candidates, limited rows of known names included, without claiming them: the
+     * limiter admits them first, then {@link #claimLocked} claims in the same transaction. Rows of a
+     * (gate, key, shard) or (rate limit, partition) the limiter refused a moment ago ($5, $6: name,
+     * chr(31), key [, chr(31), shard]) are skipped before the LIMIT, so a saturated limit does not
+     * fill every pick and crowd out unrelated rows. $3, $4: the gates and rate limits this engine knows.
      */
-    static final String PICK_LIMITS_UNADMITTED = "WITH " + PICK_CANDIDATES.formatted("""
-                   AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT (
-                        (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($7))))
-                   AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($6) AND NOT (
-                        (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($8))))""")
-            + "\n" + PICK_CLAIM.formatted("one_per_key") + CLAIM_COLUMNS;
+    static final String PICK_LOCK_CANDIDATES = "WITH " + PICK_CANDIDATES.formatted("""
+                   AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
+                        (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
+                   AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
+                        (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))""")
+            + """
+
+            SELECT id, priority, eligible_at, gate_name, concurrency_key, gate_shard, rate_limit, rate_partition,
+                   rate_weight
+              FROM one_per_key""";
 
     static final String PICK_WITH_LIMITS = """
             WITH gates AS (
@@ -209,20 +214,24 @@ public final class Sql {
     public final String pickWithLimits;
 
     /**
-     * The pick of an engine whose limiter admits after the claim (a lease-native one, such as
-     * Redis): as {@link #pick}, plus the rows of the gates ($5) and rate limits ($6) this engine
-     * knows, unadmitted, except those of limits the limiter refused a moment ago ($7, $8). The
-     * scheduler asks the limiter, then gives the refused rows back with {@link #release}.
+     * The first half of the pick of an engine whose limiter is not in the database (Redis): locks
+     * the candidates as {@link #pick} does, limited rows of known names included, and returns them
+     * unclaimed with their limits. The limiter is asked while the transaction holds the locks (other
+     * picks skip the rows), then {@link #claimLocked} claims the admitted and unlimited ones. A
+     * refused row is never claimed: its attempt, lease and status are untouched, and the database
+     * never shows more executing rows of a gate than the limiter admitted.
      */
-    public final String pickLimitsUnadmitted;
+    public final String pickLockCandidates;
+
+    /** The second half: claims the locked rows $1 for worker $2 with a lease of $3 ms. */
+    public final String claimLocked;
 
     /** Renews the leases of every row one worker holds, in one statement per tick. */
     public final String heartbeat;
 
     /**
-     * Gives claimed rows that never started back to runnable at once (graceful shutdown, or rows
-     * the limiter did not admit), undoing the attempt their claim took. A positive $3 holds them
-     * back that many ms, so a refused row is not picked again in a hot loop while its limit is full.
+     * Gives claimed rows that never started back to runnable at once (graceful shutdown), undoing
+     * the attempt their claim took.
      */
     public final String release;
 
@@ -342,7 +351,13 @@ public final class Sql {
                  WHERE r.id = $1""");
         this.pick = render(PICK_WITHOUT_LIMITS);
         this.pickWithLimits = render(PICK_WITH_LIMITS);
-        this.pickLimitsUnadmitted = render(PICK_LIMITS_UNADMITTED);
+        this.pickLockCandidates = render(PICK_LOCK_CANDIDATES);
+        this.claimLocked = render("""
+                UPDATE {instances} i
+                   SET status = 'executing', claimed_by = $2, attempt = i.attempt + 1,
+                       lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
+                 WHERE i.id = ANY($1) AND i.status = 'runnable'
+                RETURNING\s""" + CLAIM_COLUMNS);
         this.heartbeat = render("""
                 UPDATE {instances}
                    SET lease_expires_at = now() + $3 * interval '1 millisecond'
@@ -351,9 +366,7 @@ public final class Sql {
                 UPDATE {instances}
                    SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'runnable' END,
                        claimed_by = NULL, lease_expires_at = NULL,
-                       attempt = greatest(attempt - 1, 0), updated_at = now(),
-                       eligible_at = CASE WHEN $3 > 0 THEN greatest(eligible_at, now() + $3 * interval '1 millisecond')
-                                          ELSE eligible_at END
+                       attempt = greatest(attempt - 1, 0), updated_at = now()
                  WHERE id = ANY($1) AND claimed_by = $2 AND status = 'executing'
                 RETURNING id, queue""");
         this.recoverExpired = render("""
