@@ -147,7 +147,7 @@ public final class Executor {
                 // value it cannot store) would be refused again on every retry: fail the instance
                 // with the reason instead, rather than leaving it to the reaper attempt after attempt.
                 .onErrorResume(error -> outcome.status() != InstanceStatus.FAILED && Errors.isRefusedOutcome(error),
-                        refused -> committer.commit(refusedOutcome(outcome, refused)))
+                        refused -> committer.commit(refusedOutcome(outcome, refused).claimedAt(outcome.claimedAttempt())))
                 .doOnError(run::failedToCommit)
                 .flatMap(committed -> {
                     run.ended(outcome, committed.orElse(null));
