@@ -5,12 +5,12 @@ import dev.durable.limit.LimitClaim;
 import dev.durable.limit.Limiter;
 import dev.durable.limit.LimiterContext;
 import dev.durable.limit.LimiterUnavailableException;
+import dev.durable.redis.internal.LimiterEndpoint;
 import dev.durable.redis.internal.LimiterScripts;
 import dev.durable.redis.internal.OutageLog;
-import dev.durable.redis.internal.RedisConnector;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.reactive.RedisScriptingReactiveCommands;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -49,7 +49,7 @@ public final class RedisLimiter implements Limiter {
 
     private static final Logger log = Loggers.getLogger(RedisLimiter.class);
 
-    private final RedisConnector connector;
+    private final LimiterEndpoint endpoint;
     private final String keyPrefix;
     private final Duration timeout;
     private final long slotTtlMillis;
@@ -57,20 +57,21 @@ public final class RedisLimiter implements Limiter {
     private final Map<String, Limits.RateLimit> rateLimits;
     private final OutageLog outage = new OutageLog(log, "Durable limiter",
             "limited rows wait in their queues, unlimited ones keep running");
-    private final Mono<StatefulRedisConnection<String, String>> connection;
+    private final Mono<StatefulConnection<String, String>> connection;
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final java.util.concurrent.atomic.AtomicReference<StatefulRedisConnection<String, String>> connected =
+    private final java.util.concurrent.atomic.AtomicReference<StatefulConnection<String, String>> connected =
             new java.util.concurrent.atomic.AtomicReference<>();
 
-    RedisLimiter(RedisConnector connector, LimiterContext context, RedisLimiterOptions options) {
-        this.connector = connector;
+    RedisLimiter(LimiterEndpoint endpoint, LimiterContext context, RedisLimiterOptions options) {
+        this.endpoint = endpoint;
         this.keyPrefix = options.keyPrefix() + ":{" + context.schema();
         this.timeout = options.commandTimeout();
         this.slotTtlMillis = context.slotTtl().toMillis();
         this.gates = context.gates();
         this.rateLimits = context.rateLimits();
         // Connected on first use and kept (Lettuce reconnects it); a failed connect is tried again next time.
-        this.connection = connector.connect().doOnNext(connected::set).cache(made -> Duration.ofMillis(Long.MAX_VALUE),
+        this.connection = endpoint.connect().<StatefulConnection<String, String>>map(made -> made)
+                .doOnNext(connected::set).cache(made -> Duration.ofMillis(Long.MAX_VALUE),
                 error -> Duration.ZERO, () -> Duration.ZERO);
     }
 
@@ -218,10 +219,10 @@ public final class RedisLimiter implements Limiter {
         if (!closed.compareAndSet(false, true)) {
             return Mono.empty();
         }
-        StatefulRedisConnection<String, String> made = connected.get();
+        StatefulConnection<String, String> made = connected.get();
         Mono<Void> closeConnection = made == null ? Mono.empty()
                 : Mono.fromCompletionStage(made.closeAsync()).onErrorResume(error -> Mono.empty()).then();
-        return closeConnection.then(connector.close());
+        return closeConnection.then(endpoint.shutdown());
     }
 
     private Map<String, List<String>> holdersByGate(Collection<LimitClaim> claims) {
@@ -240,7 +241,7 @@ public final class RedisLimiter implements Limiter {
         String[] keys = {key};
         String[] values = args.toArray(String[]::new);
         return connection.flatMap(made -> {
-            RedisScriptingReactiveCommands<String, String> commands = made.reactive();
+            RedisScriptingReactiveCommands<String, String> commands = endpoint.commands().apply(made);
             return commands.<T>evalsha(sha1(script), type, keys, values)
                     .onErrorResume(RedisNoScriptException.class, missing -> commands.eval(script, type, keys, values))
                     .next();
@@ -253,7 +254,7 @@ public final class RedisLimiter implements Limiter {
                 .doOnSuccess(done -> outage.up())
                 .onErrorMap(error -> {
                     outage.down(error.toString());
-                    return new LimiterUnavailableException("Redis limiter at " + connector.where() + " unavailable: "
+                    return new LimiterUnavailableException("Redis limiter at " + endpoint.where() + " unavailable: "
                             + error, error);
                 });
     }
@@ -273,6 +274,6 @@ public final class RedisLimiter implements Limiter {
 
     @Override
     public String toString() {
-        return "RedisLimiter{" + connector.where() + ", prefix=" + keyPrefix + "}";
+        return "RedisLimiter{" + endpoint.where() + ", prefix=" + keyPrefix + "}";
     }
 }

@@ -3,7 +3,9 @@ package dev.durable.redis;
 import dev.durable.limit.Limiter;
 import dev.durable.limit.LimiterContext;
 import dev.durable.limit.LimiterFactory;
+import dev.durable.redis.internal.LimiterEndpoint;
 import dev.durable.redis.internal.RedisConnector;
+import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import java.util.function.Supplier;
@@ -35,7 +37,7 @@ public final class RedisLimiters {
         requireNonNull("uri", uri);
         requireNonNull("options", options);
         return factory("redis(" + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
-                () -> RedisConnector.owned(uri));
+                () -> LimiterEndpoint.standalone(RedisConnector.owned(uri)));
     }
 
     /**
@@ -47,16 +49,26 @@ public final class RedisLimiters {
         requireNonNull("uri", uri);
         requireNonNull("options", options);
         return factory("redis(client, " + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
-                () -> RedisConnector.shared(client, uri));
+                () -> LimiterEndpoint.standalone(RedisConnector.shared(client, uri)));
+    }
+
+    /**
+     * A Redis Cluster, through the caller's client (which stays the caller's to shut down). Every
+     * script touches one key, whose whole name is its hash tag, so each runs on one slot.
+     */
+    public static LimiterFactory redisCluster(RedisClusterClient client, RedisLimiterOptions options) {
+        requireNonNull("client", client);
+        requireNonNull("options", options);
+        return factory("redisCluster(" + options + ")", options, () -> LimiterEndpoint.cluster(client));
     }
 
     private static LimiterFactory factory(String description, RedisLimiterOptions options,
-            Supplier<RedisConnector> connector) {
+            Supplier<LimiterEndpoint> endpoint) {
         return new LimiterFactory() {
             @Override
             public Mono<Limiter> create(LimiterContext context) {
                 // Redis down at start does not fail the engine: it admits once Redis is back.
-                return Mono.fromSupplier(() -> new RedisLimiter(connector.get(), context, options))
+                return Mono.fromSupplier(() -> new RedisLimiter(endpoint.get(), context, options))
                         .flatMap(limiter -> limiter.warmUp().thenReturn(limiter));
             }
 

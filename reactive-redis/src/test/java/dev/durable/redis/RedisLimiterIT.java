@@ -8,6 +8,10 @@ import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.Limits;
 import dev.durable.QueueOptions;
+import dev.durable.InstanceStatus;
+import dev.durable.Outcome;
+import dev.durable.WorkflowDefinition;
+import reactor.core.publisher.Sinks;
 import dev.durable.limit.LimitClaim;
 import dev.durable.limit.Limiter;
 import dev.durable.limit.LimiterContext;
@@ -274,5 +278,54 @@ class RedisLimiterIT {
         Eventually.until("every job done", WAIT, () -> count(db, "queue = 'routage' AND status = 'done'") == 150);
         assertThat(runs).hasSize(150).allSatisfy((arg, n) -> assertThat(n.get()).as(arg).isEqualTo(1));
         assertThat(count(db, "queue = 'routage' AND status <> 'done'")).isZero();
+    }
+
+    @Test
+    void inlineStepsKeepTheirSlotThroughRenewalsAndGiveItBackWhenTheyLeaveTheGate() {
+        Sinks.Empty<Void> holdB = Sinks.empty();
+        Sinks.Empty<Void> holdC = Sinks.empty();
+        AtomicInteger inB = new AtomicInteger();
+        AtomicInteger inC = new AtomicInteger();
+        WorkflowDefinition<String> chain = WorkflowDefinition.builder("rchain", String.class).queue("rinline")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state() + "a").inline()))
+                .step("b", ctx -> Mono.defer(() -> {
+                    inB.incrementAndGet();
+                    return holdB.asMono().thenReturn(Outcome.next("c", ctx.state() + "b").inline().releaseConcurrencyKey());
+                }))
+                .step("c", ctx -> Mono.defer(() -> {
+                    inC.incrementAndGet();
+                    return holdC.asMono().thenReturn(Outcome.<String>done(ctx.state() + "c"));
+                }))
+                .build();
+        JobDefinition<String, String> gated = JobDefinition.of("rgated", String.class, (String s) -> Mono.just(s))
+                .queue("rinline");
+        DurableEngine engine = engines.build(engines.options("rinline").limiter(limiter()).gate("rone", 1)
+                .queue(QueueOptions.builder("rinline").pollInterval(Duration.ofMillis(50))
+                        .maxPollInterval(Duration.ofMillis(100)).build()), gated);
+        DurableEngine withChain = DurableEngine.builder(engines.options("rinline-chain").limiter(limiter())
+                .gate("rone", 1).queue(QueueOptions.builder("rinline").pollInterval(Duration.ofMillis(50)).build())
+                .build()).register(chain).register(gated).build();
+        try {
+            withChain.start().block(WAIT);
+            long id = withChain.insert(JobRequest.of("rchain", "").gate("rone", "g")).block(WAIT);
+            Eventually.until("in step b", WAIT, () -> inB.get() == 1);
+            // Started only now: it knows no rchain, so it must not pick the chain's row.
+            engine.start().block(WAIT);
+            long waiting = engine.insert(JobRequest.of("rgated", "w").gate("rone", "g")).block(WAIT);
+            // Longer than the 3 s slot TTL: only the heartbeat's renewals keep the inline step's slot.
+            Eventually.sleep(3500);
+            assertThat(engine.get(waiting).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
+            holdB.tryEmitEmpty();
+            Eventually.until("in step c", WAIT, () -> inC.get() == 1);
+            // Step c released its key, so it left the gate: the slot went back while c still runs.
+            engines.awaitStatus(engine, waiting, InstanceStatus.DONE, Duration.ofSeconds(10));
+            assertThat(withChain.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.EXECUTING);
+            holdC.tryEmitEmpty();
+            engines.awaitStatus(withChain, id, InstanceStatus.DONE, WAIT);
+        } finally {
+            holdB.tryEmitEmpty();
+            holdC.tryEmitEmpty();
+            withChain.close().block(WAIT);
+        }
     }
 }

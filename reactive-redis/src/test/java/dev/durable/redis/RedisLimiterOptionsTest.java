@@ -44,5 +44,7 @@ class RedisLimiterOptionsTest {
         assertThatThrownBy(() -> RedisLimiters.redis(RedisURI.create("redis://localhost:6379"), null))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("options");
         assertThat(RedisLimiters.redis("redis://localhost:6379").toString()).contains("localhost:6379");
+        assertThatThrownBy(() -> RedisLimiters.redisCluster(null, RedisLimiterOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("client");
     }
 }
