@@ -17,6 +17,8 @@ import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
 import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.Sql;
+import dev.durable.limit.Limiter;
+import dev.durable.limit.LimiterContext;
 import dev.durable.poke.PokeContext;
 import dev.durable.poke.PokeTransport;
 import io.r2dbc.pool.ConnectionPool;
@@ -72,6 +74,7 @@ public final class DurableEngine {
     private final List<QueueScheduler> schedulers = new ArrayList<>();
     private @Nullable PokeTransport pokeTransport;
     private @Nullable Maintenance maintenance;
+    private @Nullable Limiter limiter;
     private final RecurringRunner recurring;
     private @Nullable OutcomeCommitter committer;
     private @Nullable Mono<Void> starting;
@@ -135,10 +138,18 @@ public final class DurableEngine {
     private Mono<Void> doStart() {
         Mono<Integer> migrated = options.applyMigrations() ? migrator.migrate() : Mono.just(0);
         return migrated
+                .then(options.limiter().create(new LimiterContext(identity.origin(), connectionFactory,
+                        options.schema(), options.gates(), options.rateLimits(), options.leaseTtl())))
+                .doOnNext(made -> {
+                    synchronized (this) {
+                        limiter = made;
+                    }
+                })
                 .then(options.pokeTransport().create(new PokeContext(identity.origin(), connectionFactory,
                         options.schema())))
                 .flatMap(transport -> {
                     synchronized (this) {
+                        Limiter limits = java.util.Objects.requireNonNull(limiter, "limiter");
                         pokeTransport = transport;
                         committer = new OutcomeCommitter(store, options.commitBatchSize(),
                                 options.commitParallelism(), parent -> {
@@ -150,10 +161,10 @@ public final class DurableEngine {
                         for (QueueOptions queue : options.queues().values()) {
                             schedulers.add(new QueueScheduler(queue, store, executor, transport.pokes(), identity,
                                     options.leaseTtl(), options.heartbeatInterval(), options.pokeWindow(),
-                                    options.pickRetries(), telemetry));
+                                    options.pickRetries(), telemetry, limits));
                         }
                         if (options.runMaintenance()) {
-                            maintenance = new Maintenance(store, options.reaperInterval(), options.retention(),
+                            maintenance = new Maintenance(store, limits, options.reaperInterval(), options.retention(),
                                     options.reconcileInterval(), reaped -> {
                                 telemetry.recovered(reaped, false);
                                 afterTransition(reaped);
@@ -388,8 +399,10 @@ public final class DurableEngine {
         }
         Mono<Void> transport = Mono.defer(() -> pokeTransport == null ? Mono.empty() : pokeTransport.close());
         Mono<Void> pool = Mono.defer(() -> ownPool == null ? Mono.empty() : ownPool.disposeLater());
+        // After the schedulers: their last credits go out before the limiter closes.
+        Mono<Void> limits = Mono.defer(() -> limiter == null ? Mono.empty() : limiter.close());
         return Mono.whenDelayError(toClose.stream().map(QueueScheduler::close).toList())
-                .then(Mono.whenDelayError(transport))
+                .then(Mono.whenDelayError(transport, limits))
                 .then(pool)
                 .doOnSuccess(closed -> log.info("Durable engine {} closed", options.name()));
     }

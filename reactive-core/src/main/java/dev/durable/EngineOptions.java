@@ -1,5 +1,7 @@
 package dev.durable;
 
+import dev.durable.limit.LimiterFactory;
+import dev.durable.limit.PostgresLimiter;
 import dev.durable.poke.PokeTransportFactory;
 import dev.durable.poke.PokeTransports;
 import dev.durable.observation.RunObservationConvention;
@@ -66,6 +68,7 @@ public final class EngineOptions {
     private final Map<String, Limits.RateLimit> rateLimits;
     private final Duration retention;
     private final Duration reconcileInterval;
+    private final LimiterFactory limiter;
 
     private EngineOptions(Builder b) {
         this.connectionFactory = b.connectionFactory;
@@ -97,6 +100,7 @@ public final class EngineOptions {
         this.rateLimits = Map.copyOf(b.rateLimits);
         this.retention = b.retention;
         this.reconcileInterval = b.reconcileInterval;
+        this.limiter = b.limiter;
     }
 
     public static Builder builder() {
@@ -135,6 +139,7 @@ public final class EngineOptions {
         b.rateLimits.putAll(rateLimits);
         b.retention = retention;
         b.reconcileInterval = reconcileInterval;
+        b.limiter = limiter;
         return b;
     }
 
@@ -259,6 +264,11 @@ public final class EngineOptions {
         return reconcileInterval;
     }
 
+    /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
+    public LimiterFactory limiter() {
+        return limiter;
+    }
+
     @Override
     public String toString() {
         return "EngineOptions{" + (url != null ? "url=" + maskPassword(url) : "connectionFactory=" + connectionFactory)
@@ -270,7 +280,7 @@ public final class EngineOptions {
                 + ", commitParallelism=" + commitParallelism + ", pickRetries=" + pickRetries
                 + ", maxPayloadBytes=" + maxPayloadBytes + ", rejectUnknownTypes=" + rejectUnknownTypes
                 + ", applyMigrations=" + applyMigrations + ", recurringInterval=" + recurringInterval
-                + ", gates=" + gates.values() + ", rateLimits=" + rateLimits.values() + ", retention=" + retention + "}";
+                + ", gates=" + gates.values() + ", rateLimits=" + rateLimits.values() + ", retention=" + retention + ", limiter=" + limiter + "}";
     }
 
     /** The URL with any password replaced, for logs and toString. */
@@ -310,6 +320,7 @@ public final class EngineOptions {
         private final Map<String, Limits.RateLimit> rateLimits = new LinkedHashMap<>();
         private Duration retention = DEFAULT_RETENTION;
         private Duration reconcileInterval = DEFAULT_RECONCILE_INTERVAL;
+        private LimiterFactory limiter = PostgresLimiter.factory();
 
         private Builder() {
         }
@@ -523,6 +534,16 @@ public final class EngineOptions {
 
         public Builder reconcileInterval(Duration reconcileInterval) {
             this.reconcileInterval = Options.requirePositive("reconcileInterval", reconcileInterval);
+            return this;
+        }
+
+        /**
+         * Who admits rows of gates and rate limits, counts the slots they hold and heals the counts:
+         * {@link PostgresLimiter#factory()} by default (admission inside the pick statement), or a
+         * lease-native one such as reactive-redis's.
+         */
+        public Builder limiter(LimiterFactory limiter) {
+            this.limiter = Options.requireNonNull("limiter", limiter);
             return this;
         }
 

@@ -96,7 +96,17 @@ public final class Executor {
 
     /** Runs the row (and its inline successors) and commits; emits how that went, never an error. */
     public Mono<RunResult> run(ClaimedRow row, String worker) {
-        return Mono.defer(() -> runStep(new StepInput(row, inbox(row.inboxJson()), children(row.childrenJson())), worker))
+        return run(row, worker, continued -> { });
+    }
+
+    /**
+     * As {@link #run(ClaimedRow, String)}, telling {@code onInline} of each inline step about to
+     * run on the same claim once its transition committed (so the scheduler can swap the gate slot
+     * it holds when the step changed key).
+     */
+    public Mono<RunResult> run(ClaimedRow row, String worker, Consumer<ClaimedRow> onInline) {
+        return Mono.defer(() -> runStep(new StepInput(row, inbox(row.inboxJson()), children(row.childrenJson())), worker,
+                        onInline))
                 .onErrorResume(error -> {
                     log.warn("outcome of instance {} not committed ({}); its lease will expire and"
                             + " the reaper returns it", row.id(), error.toString());
@@ -104,7 +114,7 @@ public final class Executor {
                 });
     }
 
-    private Mono<RunResult> runStep(StepInput input, String worker) {
+    private Mono<RunResult> runStep(StepInput input, String worker, Consumer<ClaimedRow> onInline) {
         ClaimedRow row = input.row();
         Definition definition = definitions.get(row.type());
         Telemetry.Run run = telemetry.runStarted(row);
@@ -121,10 +131,11 @@ public final class Executor {
                 // Spans the handler makes become children of the run's observation.
                 .contextWrite(context -> context.put(OBSERVATION_KEY, run.observation()))
                 .flatMap(decided -> commit(new Decision(decided.outcome().claimedAt(row.attempt()), decided.inlineNext()),
-                        worker, run));
+                        worker, run, onInline));
     }
 
-    private Mono<RunResult> commit(Decision decision, String worker, Telemetry.Run run) {
+    private Mono<RunResult> commit(Decision decision, String worker, Telemetry.Run run,
+            Consumer<ClaimedRow> onInline) {
         OutcomeRow outcome = decision.outcome();
         return committer.commit(outcome)
                 // An inline next whose new concurrency key is executing elsewhere cannot keep its
@@ -146,7 +157,8 @@ public final class Executor {
                     Transition transition = committed.get();
                     onCommitted.accept(transition);
                     if (transition.status() == InstanceStatus.EXECUTING && decision.inlineNext() != null) {
-                        return runStep(decision.inlineNext(), worker);
+                        onInline.accept(decision.inlineNext().row());
+                        return runStep(decision.inlineNext(), worker, onInline);
                     }
                     return Mono.just(RunResult.COMMITTED);
                 });
@@ -229,9 +241,14 @@ public final class Executor {
                         case RELEASE -> null;
                         case GATE -> throw new IllegalStateException("a gate change is never inline");
                     };
+                    // A new key (SET or RELEASE) leaves the gate, as the commit does to the row.
+                    boolean keepsGate = outcome.keyChange() == KeyChange.KEEP;
+                    boolean keepsRate = outcome.rateChange() == Outcome.RateChange.KEEP;
                     ClaimedRow continued = new ClaimedRow(row.id(), row.type(), row.typeVersion(), row.queue(),
                             row.priority(), row.eligibleMicros(), outcome.step(), state, 1, row.maxAttempts(), key,
-                            row.parentId(), List.of(), null, null);
+                            row.parentId(), List.of(), null, null, keepsGate ? row.gateName() : null,
+                            keepsGate ? row.gateShard() : 0, keepsRate ? row.rateLimit() : null,
+                            keepsRate ? row.rateWeight() : 0, keepsRate ? row.ratePartition() : null);
                     following = new StepInput(continued,
                             input.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList(), List.of());
                 }

@@ -3,6 +3,7 @@ package dev.durable.internal.engine;
 import dev.durable.InstanceStatus;
 import dev.durable.internal.sql.InstanceStore;
 import dev.durable.internal.sql.Rows.Transition;
+import dev.durable.limit.Limiter;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -25,6 +26,7 @@ public final class Maintenance {
     private static final int REAP_BATCH = 1000;
 
     private final InstanceStore store;
+    private final Limiter limiter;
     private final Duration reaperInterval;
     private final Consumer<Transition> onRecovered;
     private final Consumer<Transition> onAwaitExpired;
@@ -36,8 +38,9 @@ public final class Maintenance {
     private Disposable reaper = reactor.core.Disposables.disposed();
     private Disposable reconciler = reactor.core.Disposables.disposed();
 
-    public Maintenance(InstanceStore store, Duration reaperInterval, Duration retention, Duration reconcileInterval,
-            Consumer<Transition> onRecovered, Consumer<Transition> onAwaitExpired) {
+    public Maintenance(InstanceStore store, Limiter limiter, Duration reaperInterval, Duration retention,
+            Duration reconcileInterval, Consumer<Transition> onRecovered, Consumer<Transition> onAwaitExpired) {
+        this.limiter = limiter;
         this.retentionMillis = retention.toMillis();
         this.reconcileInterval = reconcileInterval;
         this.store = store;
@@ -68,9 +71,9 @@ public final class Maintenance {
         return store.collectGarbage(retentionMillis, REAP_BATCH).doOnNext(collected::addAndGet);
     }
 
-    /** Recounts the gate counters from the executing rows; emits how many were off. */
+    /** Has the limiter heal its counters (PostgreSQL: recount from the executing rows); emits how many were off. */
     public Mono<Long> reconcileOnce() {
-        return store.reconcileGates().doOnNext(healed -> {
+        return limiter.reconcile().doOnNext(healed -> {
             if (healed > 0) {
                 log.warn("reconcile healed {} gate counters", healed);
             }

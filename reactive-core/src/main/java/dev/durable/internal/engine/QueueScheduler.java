@@ -4,13 +4,18 @@ import dev.durable.QueueOptions;
 import dev.durable.internal.Errors;
 import dev.durable.internal.engine.Demand.Trigger;
 import dev.durable.internal.sql.InstanceStore;
+import dev.durable.internal.sql.Rows;
 import dev.durable.internal.sql.Rows.ClaimedRow;
+import dev.durable.limit.LimitClaim;
+import dev.durable.limit.Limiter;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
@@ -41,6 +46,12 @@ public final class QueueScheduler {
 
     private static final Logger log = Loggers.getLogger(QueueScheduler.class);
     private static final int RECLAIM_LIMIT = 10_000;
+    /**
+     * How long a limit the limiter refused is skipped by this scheduler's picks: long enough that a
+     * saturated limit is not asked about in a hot loop, short enough that a freed slot is soon used.
+     */
+    static final long REFUSED_HOLD_MILLIS = 50;
+    private static final String SEP = String.valueOf((char) 31);
 
     private final QueueOptions options;
     private final InstanceStore store;
@@ -53,7 +64,16 @@ public final class QueueScheduler {
     private final Duration pokeWindow;
     private final int pickRetries;
     private final Telemetry telemetry;
+    private final Limiter limiter;
+    /** The limiter admits after the pick (not inside it): ask it, hold and renew slots, credit them. */
+    private final boolean admitsAfterPick;
     private final SchedulerStats stats = new SchedulerStats();
+    /** The gate slots held by admitted rows (buffered or running), by row id; renewed by the heartbeat. */
+    private final Map<Long, LimitClaim> slots = new ConcurrentHashMap<>();
+    /** Limits the limiter refused lately (gate/key/shard, rate/partition), to the nanoTime they are skipped until. */
+    private final Map<String, Long> refusedGates = new ConcurrentHashMap<>();
+    private final Map<String, Long> refusedRates = new ConcurrentHashMap<>();
+    private final AtomicLong claimSequence = new AtomicLong();
 
     // Guarded by this.
     private final ArrayDeque<ClaimedRow> buffer = new ArrayDeque<>();
@@ -81,8 +101,10 @@ public final class QueueScheduler {
 
     public QueueScheduler(QueueOptions options, InstanceStore store, Executor executor, Flux<String> pokes,
             WorkerIdentity identity, Duration leaseTtl, Duration heartbeatInterval, Duration pokeWindow,
-            int pickRetries, Telemetry telemetry) {
+            int pickRetries, Telemetry telemetry, Limiter limiter) {
         this.options = options;
+        this.limiter = limiter;
+        this.admitsAfterPick = !limiter.admitsInPick();
         this.store = store;
         this.executor = executor;
         this.pokes = pokes;
@@ -276,11 +298,12 @@ public final class QueueScheduler {
     private void pick(int limit, Trigger trigger) {
         stats.picks.incrementAndGet();
         stats.picksBy(trigger).incrementAndGet();
-        Mono<Void> pick = store.pick(queue(), limit, worker, leaseMillis)
-                .collectList()
+        Mono<Admitted> claimed = admitsAfterPick ? pickAdmitting(limit)
+                : store.pick(queue(), limit, worker, leaseMillis).collectList().map(rows -> new Admitted(rows, 0));
+        Mono<Void> pick = claimed
                 .retryWhen(Retry.max(pickRetries).filter(Errors::isExecutingKeyTaken)
                         .doBeforeRetry(retry -> stats.pickRetries.incrementAndGet()))
-                .flatMap(rows -> onPicked(rows, limit, trigger))
+                .flatMap(admitted -> onPicked(admitted.rows(), admitted.refused(), limit, trigger))
                 .onErrorResume(error -> {
                     synchronized (this) {
                         picking = false;
@@ -296,13 +319,140 @@ public final class QueueScheduler {
         pick.subscribe(null, error -> log.error("queue {}: pick failed", queue(), error));
     }
 
-    private Mono<Void> onPicked(List<ClaimedRow> rows, int limit, Trigger trigger) {
+    /**
+     * The pick when the limiter is not in the database: in one transaction, locks the candidates,
+     * asks the limiter about the limited ones while holding the locks, and claims only what it
+     * admitted (with the unlimited rows). A refused row is never claimed, so it loses no attempt and
+     * the database never shows it executing; its limit is skipped by this scheduler's picks for
+     * {@link #REFUSED_HOLD_MILLIS}, so the next pick reaches unrelated rows behind it. An unreachable
+     * limiter admits nothing limited: unlimited rows still run, limited ones wait in the queue.
+     */
+    private Mono<Admitted> pickAdmitting(int limit) {
+        return Mono.defer(() -> {
+            Map<Long, LimitClaim> asked = new ConcurrentHashMap<>();
+            Set<Long> admittedIds = ConcurrentHashMap.newKeySet();
+            int[] refused = new int[1];
+            return store.pickAdmitting(queue(), limit, worker, leaseMillis, stillRefused(refusedGates),
+                            stillRefused(refusedRates), candidates -> {
+                                List<LimitClaim> claims = new ArrayList<>(candidates.size());
+                                for (Rows.Candidate candidate : candidates) {
+                                    LimitClaim claim = claimOf(candidate);
+                                    claims.add(claim);
+                                    asked.put(candidate.id(), claim);
+                                }
+                                return limiter.admit(claims)
+                                        .onErrorResume(error -> {
+                                            log.debug("queue {}: limiter unavailable, {} limited rows wait: {}",
+                                                    queue(), claims.size(), error.toString());
+                                            // Its answer may have been lost after it took slots: give back any.
+                                            credit(claims);
+                                            return Mono.just(Set.of());
+                                        })
+                                        .doOnNext(admitted -> {
+                                            admittedIds.addAll(admitted);
+                                            refused[0] = refuse(claims, admitted);
+                                        });
+                            })
+                    .collectList()
+                    .map(rows -> {
+                        for (ClaimedRow row : rows) {
+                            LimitClaim claim = asked.remove(row.id());
+                            if (claim != null && claim.holdsSlot()) {
+                                slots.put(row.id(), claim);
+                            }
+                        }
+                        // Admitted but not claimed (cannot happen under the lock, but a slot must never leak).
+                        credit(asked.values().stream().filter(claim -> admittedIds.contains(claim.id())).toList());
+                        return new Admitted(rows, refused[0]);
+                    })
+                    .doOnError(error -> {
+                        // The transaction rolled back after the limiter admitted: the slots go back.
+                        credit(asked.values().stream().filter(claim -> admittedIds.contains(claim.id())).toList());
+                    });
+        });
+    }
+
+    /** Notes the limits of refused claims, to be skipped for a while; returns how many were refused. */
+    private int refuse(List<LimitClaim> claims, Set<Long> admitted) {
+        long until = System.nanoTime() + REFUSED_HOLD_MILLIS * 1_000_000;
+        int refused = 0;
+        for (LimitClaim claim : claims) {
+            if (admitted.contains(claim.id())) {
+                continue;
+            }
+            refused++;
+            if (claim.gate() != null) {
+                refusedGates.put(gateKey(claim), until);
+            }
+            if (claim.rateLimit() != null) {
+                refusedRates.put(claim.rateLimit() + SEP + claim.ratePartition(), until);
+            }
+        }
+        stats.throttled.addAndGet(refused);
+        return refused;
+    }
+
+    /** The rows a pick claimed, and how many limited rows the limiter refused. */
+    private record Admitted(List<ClaimedRow> rows, int refused) {
+    }
+
+    /** A candidate's limits; the holder is unique per claim (worker, row, a per-scheduler sequence). */
+    private LimitClaim claimOf(Rows.Candidate candidate) {
+        return new LimitClaim(candidate.id(), worker + SEP + candidate.id() + SEP + claimSequence.incrementAndGet(),
+                candidate.gateName(), candidate.gateName() == null ? null : candidate.concurrencyKey(),
+                candidate.gateShard(), candidate.rateLimit(),
+                candidate.ratePartition() == null ? "" : candidate.ratePartition(), candidate.rateWeight());
+    }
+
+    private static String gateKey(LimitClaim claim) {
+        return claim.gate() + SEP + claim.key() + SEP + claim.shard();
+    }
+
+    /** The limits still refused, as the pick's skip list; forgets the ones whose hold ended. */
+    private static String[] stillRefused(Map<String, Long> refused) {
+        if (refused.isEmpty()) {
+            return new String[0];
+        }
+        long now = System.nanoTime();
+        refused.values().removeIf(until -> until - now <= 0);
+        return refused.keySet().toArray(String[]::new);
+    }
+
+    /** Gives back gate slots, fire and forget: a slot not credited expires by itself. */
+    private void credit(List<LimitClaim> claims) {
+        List<LimitClaim> held = claims.stream().filter(LimitClaim::holdsSlot).toList();
+        if (held.isEmpty()) {
+            return;
+        }
+        for (LimitClaim claim : held) {
+            // A slot of ours came free: this scheduler may use it at once.
+            refusedGates.remove(gateKey(claim));
+        }
+        limiter.credit(held).subscribe(null,
+                error -> log.debug("queue {}: credit failed, the slots expire by themselves: {}", queue(), error.toString()));
+    }
+
+    /**
+     * An inline step is about to run on the claim: when it left its gate (a new or released key), the
+     * slot it held is given back; the heartbeat then renews only what the row still holds.
+     */
+    private void swapSlot(long id, ClaimedRow continued) {
+        LimitClaim held = slots.get(id);
+        if (held != null && (continued.gateName() == null || !Objects.equals(held.gate(), continued.gateName())
+                || !Objects.equals(held.key(), continued.concurrencyKey()))) {
+            // A gate change is never inline (it goes through the pick), so the new step holds no slot.
+            slots.remove(id);
+            credit(List.of(held));
+        }
+    }
+
+    private Mono<Void> onPicked(List<ClaimedRow> rows, int refused, int limit, Trigger trigger) {
         boolean repick;
         telemetry.picked(queue(), trigger, rows);
         synchronized (this) {
             picking = false;
             stats.picked.addAndGet(rows.size());
-            lastPickEmpty = rows.isEmpty();
+            lastPickEmpty = rows.isEmpty() && refused == 0;
             boolean idle = running.isEmpty() && buffer.isEmpty();
             if (closed) {
                 return release(rows);
@@ -321,15 +471,23 @@ public final class QueueScheduler {
             repick = pokedWhilePicking && rows.isEmpty();
             pokedWhilePicking = false;
         }
-        dispatch(rows.size() == limit ? Trigger.PICKED_FULL : repick ? Trigger.POKE : Trigger.PICKED);
+        // A pick that had rows refused looks again at once: their limits are skipped now, so
+        // unrelated rows behind them are reached.
+        dispatch(rows.size() + refused == limit ? Trigger.PICKED_FULL : repick ? Trigger.POKE : Trigger.PICKED);
         return Mono.empty();
     }
 
     private Mono<Void> run(ClaimedRow row) {
-        return executor.run(row, worker)
+        return executor.run(row, worker, continued -> swapSlot(row.id(), continued))
                 .doOnNext(result -> {
                     if (result == Executor.RunResult.STALE) {
                         stats.stale.incrementAndGet();
+                    }
+                    LimitClaim held = slots.remove(row.id());
+                    // An outcome that did not commit leaves the row executing until its lease expires:
+                    // its slot, no longer renewed, expires with it, so the gate never over-admits.
+                    if (held != null && result != Executor.RunResult.NOT_COMMITTED) {
+                        credit(List.of(held));
                     }
                 })
                 .onErrorResume(error -> {
@@ -366,7 +524,19 @@ public final class QueueScheduler {
             return Mono.empty();
         }
         stats.heartbeats.incrementAndGet();
-        return store.heartbeat(ids, worker, leaseMillis)
+        Mono<Void> renewSlots = !admitsAfterPick || slots.isEmpty() ? Mono.empty()
+                : limiter.renew(List.copyOf(slots.values()))
+                        .doOnNext(missing -> {
+                            if (missing > 0) {
+                                log.debug("queue {}: {} gate slots were lost and taken again", queue(), missing);
+                            }
+                        })
+                        .onErrorResume(error -> {
+                            log.debug("queue {}: slot renewal failed: {}", queue(), error.toString());
+                            return Mono.empty();
+                        })
+                        .then();
+        Mono<Void> beat = store.heartbeat(ids, worker, leaseMillis)
                 .doOnNext(renewed -> {
                     if (renewed < ids.size()) {
                         log.debug("queue {}: {} of {} held rows no longer owned", queue(), ids.size() - renewed, ids.size());
@@ -377,16 +547,29 @@ public final class QueueScheduler {
                     return Mono.empty();
                 })
                 .then();
+        return Mono.when(beat, renewSlots);
     }
 
+    /** Gives claimed, unstarted rows back, then their slots. */
     private Mono<Void> release(List<ClaimedRow> rows) {
         if (rows.isEmpty()) {
             return Mono.empty();
         }
         List<Long> ids = rows.stream().map(ClaimedRow::id).toList();
+        // No longer renewed from here: credited once the rows are back, else they expire with the leases.
+        List<LimitClaim> held = new ArrayList<>();
+        for (Long id : ids) {
+            LimitClaim claim = slots.remove(id);
+            if (claim != null) {
+                held.add(claim);
+            }
+        }
         return store.release(ids, worker)
                 .count()
-                .doOnNext(released -> stats.released.addAndGet(released))
+                .doOnNext(released -> {
+                    stats.released.addAndGet(released);
+                    credit(held);
+                })
                 .onErrorResume(error -> {
                     log.warn("queue {}: release of {} buffered rows failed, the reaper returns them: {}",
                             queue(), ids.size(), error.toString());

@@ -159,6 +159,48 @@ public final class InstanceStore {
         });
     }
 
+    /**
+     * The pick with admission outside the database, in one transaction: locks up to {@code limit}
+     * candidates of {@code queue} (skipping the refused limits given), asks {@code admit} about the
+     * limited ones (in urgency order) while holding the locks, and claims the admitted and unlimited
+     * ones. See {@link Sql#pickLockCandidates}.
+     */
+    public Flux<ClaimedRow> pickAdmitting(String queue, int limit, String worker, long leaseMillis,
+            String[] refusedGates, String[] refusedRates,
+            java.util.function.Function<List<Rows.Candidate>, Mono<java.util.Set<Long>>> admit) {
+        return db.inTransaction(connection -> Flux.from(connection.createStatement(sql.pickLockCandidates)
+                        .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateNames)
+                        .bind(4, refusedGates).bind(5, refusedRates).execute())
+                .concatMap(result -> result.map(InstanceStore::toCandidate))
+                .collectList()
+                .flatMapMany(candidates -> {
+                    List<Rows.Candidate> limited = candidates.stream().filter(Rows.Candidate::limited)
+                            .sorted(java.util.Comparator.comparingInt(Rows.Candidate::priority)
+                                    .thenComparingLong(Rows.Candidate::eligibleMicros).thenComparingLong(Rows.Candidate::id))
+                            .toList();
+                    Mono<java.util.Set<Long>> admitted = limited.isEmpty() ? Mono.just(java.util.Set.of())
+                            : admit.apply(limited);
+                    return admitted.flatMapMany(ok -> {
+                        Long[] ids = candidates.stream().filter(c -> !c.limited() || ok.contains(c.id()))
+                                .map(Rows.Candidate::id).toArray(Long[]::new);
+                        if (ids.length == 0) {
+                            return Flux.empty();
+                        }
+                        return Flux.from(connection.createStatement(sql.claimLocked)
+                                        .bind(0, ids).bind(1, worker).bind(2, leaseMillis).execute())
+                                .concatMap(result -> result.map(InstanceStore::toClaimed));
+                    });
+                }));
+    }
+
+    private static Rows.Candidate toCandidate(Readable row) {
+        return new Rows.Candidate(row.get("id", Long.class), row.get("priority", Integer.class),
+                row.get("eligible_micros", Long.class), row.get("gate_name", String.class),
+                row.get("concurrency_key", String.class), orZero(row.get("gate_shard", Integer.class)),
+                row.get("rate_limit", String.class), row.get("rate_partition", String.class),
+                orZero(row.get("rate_weight", Integer.class)));
+    }
+
     /** Deletes up to {@code limit} settled instances older than the retention; emits how many. */
     public Mono<Long> collectGarbage(long retentionMillis, int limit) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(sql.collectGarbage)
@@ -393,7 +435,16 @@ public final class InstanceStore {
                 row.get("parent_id", Long.class),
                 Arrays.asList(awaited == null ? NO_STRINGS : awaited),
                 row.get("inbox", String.class),
-                row.get("children", String.class));
+                row.get("children", String.class),
+                row.get("gate_name", String.class),
+                orZero(row.get("gate_shard", Integer.class)),
+                row.get("rate_limit", String.class),
+                orZero(row.get("rate_weight", Integer.class)),
+                row.get("rate_partition", String.class));
+    }
+
+    private static int orZero(@Nullable Integer value) {
+        return value == null ? 0 : value;
     }
 
     static Instance toInstance(Readable row) {

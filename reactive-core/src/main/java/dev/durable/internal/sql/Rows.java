@@ -50,7 +50,27 @@ public final class Rows {
             @Nullable Long parentId,
             List<String> awaitedSignals,
             @Nullable String inboxJson,
-            @Nullable String childrenJson) {
+            @Nullable String childrenJson,
+            @Nullable String gateName,
+            int gateShard,
+            @Nullable String rateLimit,
+            int rateWeight,
+            @Nullable String ratePartition) {
+
+        /** Whether a gate or a rate limit admits this row. */
+        public boolean limited() {
+            return gateName != null || rateLimit != null;
+        }
+    }
+
+    /** A row a pick locked but has not claimed yet, with its limits, for the limiter to admit. */
+    public record Candidate(long id, int priority, long eligibleMicros, @Nullable String gateName,
+            @Nullable String concurrencyKey, int gateShard, @Nullable String rateLimit,
+            @Nullable String ratePartition, int rateWeight) {
+
+        public boolean limited() {
+            return gateName != null || rateLimit != null;
+        }
     }
 
     /**

@@ -25,7 +25,7 @@ public final class Sql {
             i.id, i.type, i.type_version, i.queue, i.priority,
             (extract(epoch FROM i.eligible_at) * 1000000)::bigint AS eligible_micros, i.step,
             i.state::text AS state, i.attempt, i.max_attempts, i.concurrency_key, i.parent_id,
-            i.awaited_signals,
+            i.awaited_signals, i.gate_name, i.gate_shard, i.rate_limit, i.rate_weight, i.rate_partition,
             CASE WHEN i.has_signals THEN
                 (SELECT json_agg(json_build_object('id', s.id, 'name', s.name, 'payload', s.payload::text,
                                                    'at', s.inserted_at) ORDER BY s.id)
@@ -72,6 +72,24 @@ public final class Sql {
     static final String PICK_WITHOUT_LIMITS = "WITH " + PICK_CANDIDATES.formatted(
             "AND c.gate_name IS NULL AND c.rate_limit IS NULL") + "\n" + PICK_CLAIM.formatted("one_per_key")
             + CLAIM_COLUMNS;
+
+    /**
+     * Locks the pick's candidates, limited rows of known names included, without claiming them: the
+     * limiter admits them first, then {@link #claimLocked} claims in the same transaction. Rows of a
+     * (gate, key, shard) or (rate limit, partition) the limiter refused a moment ago ($5, $6: name,
+     * chr(31), key [, chr(31), shard]) are skipped before the LIMIT, so a saturated limit does not
+     * fill every pick and crowd out unrelated rows. $3, $4: the gates and rate limits this engine knows.
+     */
+    static final String PICK_LOCK_CANDIDATES = "WITH " + PICK_CANDIDATES.formatted("""
+                   AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
+                        (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
+                   AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
+                        (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))""")
+            + """
+
+            SELECT id, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
+                   concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight
+              FROM one_per_key""";
 
     static final String PICK_WITH_LIMITS = """
             WITH gates AS (
@@ -198,6 +216,19 @@ public final class Sql {
      */
     public final String pickWithLimits;
 
+    /**
+     * The first half of the pick of an engine whose limiter is not in the database (Redis): locks
+     * the candidates as {@link #pick} does, limited rows of known names included, and returns them
+     * unclaimed with their limits. The limiter is asked while the transaction holds the locks (other
+     * picks skip the rows), then {@link #claimLocked} claims the admitted and unlimited ones. A
+     * refused row is never claimed: its attempt, lease and status are untouched, and the database
+     * never shows more executing rows of a gate than the limiter admitted.
+     */
+    public final String pickLockCandidates;
+
+    /** The second half: claims the locked rows $1 for worker $2 with a lease of $3 ms. */
+    public final String claimLocked;
+
     /** Renews the leases of every row one worker holds, in one statement per tick. */
     public final String heartbeat;
 
@@ -323,6 +354,13 @@ public final class Sql {
                  WHERE r.id = $1""");
         this.pick = render(PICK_WITHOUT_LIMITS);
         this.pickWithLimits = render(PICK_WITH_LIMITS);
+        this.pickLockCandidates = render(PICK_LOCK_CANDIDATES);
+        this.claimLocked = render("""
+                UPDATE {instances} i
+                   SET status = 'executing', claimed_by = $2, attempt = i.attempt + 1,
+                       lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
+                 WHERE i.id = ANY($1) AND i.status = 'runnable'
+                RETURNING\s""" + CLAIM_COLUMNS);
         this.heartbeat = render("""
                 UPDATE {instances}
                    SET lease_expires_at = now() + $3 * interval '1 millisecond'

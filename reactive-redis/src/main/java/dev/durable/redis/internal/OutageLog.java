@@ -7,27 +7,27 @@ import reactor.util.Logger;
  * Logs an outage once when it starts and once when it ends, however many operations fail in
  * between: a poke or a heartbeat per message would flood the log exactly when it matters.
  */
-final class OutageLog {
+public final class OutageLog {
 
     private final Logger log;
     private final String what;
     private final String fallback;
     private final AtomicBoolean down = new AtomicBoolean();
 
-    OutageLog(Logger log, String what, String fallback) {
+    public OutageLog(Logger log, String what, String fallback) {
         this.log = log;
         this.what = what;
         this.fallback = fallback;
     }
 
-    void down(Object cause) {
+    public void down(Object cause) {
         if (down.compareAndSet(false, true)) {
             log.warn("{}: Redis unreachable ({}); {}", what, cause, fallback);
         }
     }
 
     /** Whether this ended an outage (so the caller can catch up on what it missed). */
-    boolean up() {
+    public boolean up() {
         if (down.compareAndSet(true, false)) {
             log.info("{}: Redis reachable again", what);
             return true;

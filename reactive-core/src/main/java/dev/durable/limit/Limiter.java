@@ -1,0 +1,58 @@
+package dev.durable.limit;
+
+import java.util.Collection;
+import java.util.List;
+import java.util.Set;
+import reactor.core.publisher.Mono;
+
+/**
+ * Admits claimed rows of named gates and rate limits, and counts the gate slots they hold.
+ *
+ * <p>The engine's contract with a limiter that does not {@linkplain #admitsInPick() admit inside
+ * the pick}: the pick claims limited rows of known names without admitting them, then asks
+ * {@link #admit} once per pick; rows not admitted go straight back to runnable (their attempt
+ * restored) and the admitted ones keep their gate slot while they run, inline steps included.
+ * Every heartbeat tick {@linkplain #renew renews} all slots the scheduler holds in one call; a slot
+ * is {@linkplain #credit credited} when its run's outcome commits out of executing, when the row is
+ * given back unrun, or when an inline step leaves its gate. A slot that is not renewed expires by
+ * itself within {@link LimiterContext#slotTtl()}, so a crashed holder frees it without help.
+ *
+ * <p>Errors: an unreachable limiter signals {@link LimiterUnavailableException}; the engine then
+ * admits nothing limited (and keeps running unlimited rows). No method may block.
+ */
+public interface Limiter {
+
+    /**
+     * True when admission happens inside the pick statement and credit in the database (the
+     * PostgreSQL limiter): the engine then never calls {@link #admit}, {@link #credit} or
+     * {@link #renew}.
+     */
+    default boolean admitsInPick() {
+        return false;
+    }
+
+    /**
+     * Admits what it can of {@code claims}, given in urgency order: a rate-limited claim when its
+     * bucket holds its weight (in order: a refused claim refuses the later ones of the same bucket),
+     * a gated claim when its (gate, key, shard) has a free slot, which it then holds. Emits the ids
+     * admitted.
+     */
+    Mono<Set<Long>> admit(List<LimitClaim> claims);
+
+    /** Gives back the slots these claims hold (claims without a gate are ignored). */
+    Mono<Void> credit(Collection<LimitClaim> claims);
+
+    /**
+     * Renews the slots these claims hold for another slot TTL; a slot lost meanwhile (expired, or
+     * the store restarted empty) is taken again. Emits how many were missing.
+     */
+    Mono<Long> renew(Collection<LimitClaim> claims);
+
+    /** Heals counters after crashes; emits how many were wrong. */
+    Mono<Long> reconcile();
+
+    /** Releases what the limiter holds (connections); idempotent. */
+    default Mono<Void> close() {
+        return Mono.empty();
+    }
+}

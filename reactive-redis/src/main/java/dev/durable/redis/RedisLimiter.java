@@ -1,0 +1,279 @@
+package dev.durable.redis;
+
+import dev.durable.Limits;
+import dev.durable.limit.LimitClaim;
+import dev.durable.limit.Limiter;
+import dev.durable.limit.LimiterContext;
+import dev.durable.limit.LimiterUnavailableException;
+import dev.durable.redis.internal.LimiterEndpoint;
+import dev.durable.redis.internal.LimiterScripts;
+import dev.durable.redis.internal.OutageLog;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.reactive.RedisScriptingReactiveCommands;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.util.Logger;
+import reactor.util.Loggers;
+
+/**
+ * A lease-native limiter on Redis, for engines that share one database: gates and token buckets as
+ * atomic Lua scripts ({@code LimiterScripts}), one key per gate counter (gate, key, shard) and per
+ * bucket (rate limit, partition).
+ *
+ * <p>A gate slot is a member of its counter's sorted set, scored by its expiry on Redis's clock. The
+ * engine renews the slots it holds on every heartbeat tick; a holder that crashed stops renewing and
+ * its slot is dropped by the next script that touches the counter once its TTL (the engine's lease
+ * TTL) has passed, the same moment the row's lease lets the reaper take it back. Buckets behave as
+ * the PostgreSQL ones: rate, burst, weight, partition, admitted in urgency order.
+ *
+ * <p>Losing Redis never loses or doubles work: while it is unreachable {@link #admit} signals
+ * {@link LimiterUnavailableException}, so limited rows go back to the queue and unlimited ones keep
+ * running; the outage is logged once, and once when it ends. Make one with {@link RedisLimiters}.
+ */
+public final class RedisLimiter implements Limiter {
+
+    private static final Logger log = Loggers.getLogger(RedisLimiter.class);
+
+    private final LimiterEndpoint endpoint;
+    private final String keyPrefix;
+    private final Duration timeout;
+    private final long slotTtlMillis;
+    private final Map<String, Limits.Gate> gates;
+    private final Map<String, Limits.RateLimit> rateLimits;
+    private final OutageLog outage = new OutageLog(log, "Durable limiter",
+            "limited rows wait in their queues, unlimited ones keep running");
+    private final Mono<StatefulConnection<String, String>> connection;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final java.util.concurrent.atomic.AtomicReference<StatefulConnection<String, String>> connected =
+            new java.util.concurrent.atomic.AtomicReference<>();
+
+    RedisLimiter(LimiterEndpoint endpoint, LimiterContext context, RedisLimiterOptions options) {
+        this.endpoint = endpoint;
+        this.keyPrefix = options.keyPrefix() + ":{" + context.schema();
+        this.timeout = options.commandTimeout();
+        this.slotTtlMillis = context.slotTtl().toMillis();
+        this.gates = context.gates();
+        this.rateLimits = context.rateLimits();
+        // Connected on first use and kept (Lettuce reconnects it); a failed connect is tried again next time.
+        this.connection = endpoint.connect().<StatefulConnection<String, String>>map(made -> made)
+                .doOnNext(connected::set).cache(made -> Duration.ofMillis(Long.MAX_VALUE),
+                error -> Duration.ZERO, () -> Duration.ZERO);
+    }
+
+    /**
+     * Connects now, so the first pick does not pay for the connection inside its command timeout;
+     * never fails (while Redis is down the engine starts anyway and admits once it is back).
+     */
+    Mono<Void> warmUp() {
+        return connection.timeout(Duration.ofSeconds(5)).then().onErrorResume(error -> {
+            outage.down(error.toString());
+            return Mono.empty();
+        });
+    }
+
+    /** The counter of one (gate, key, shard): its whole name is the hash tag. */
+    String gateKey(String gate, String key, int shard) {
+        return keyPrefix + ":gate:" + gate + ":" + shard + ":" + key + "}";
+    }
+
+    /** The bucket of one (rate limit, partition). */
+    String bucketKey(String rateLimit, String partition) {
+        return keyPrefix + ":rate:" + rateLimit + ":" + partition + "}";
+    }
+
+    @Override
+    public Mono<Set<Long>> admit(List<LimitClaim> claims) {
+        if (claims.isEmpty()) {
+            return Mono.just(Set.of());
+        }
+        return Mono.defer(() -> {
+            // Buckets first, as the PostgreSQL pick does; then gates, for the claims the buckets let through.
+            Map<String, List<LimitClaim>> byBucket = new LinkedHashMap<>();
+            for (LimitClaim claim : claims) {
+                if (claim.rateLimit() != null) {
+                    byBucket.computeIfAbsent(bucketKey(claim.rateLimit(), claim.ratePartition()), k -> new ArrayList<>())
+                            .add(claim);
+                }
+            }
+            Set<Long> refused = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            Mono<Void> buckets = Flux.fromIterable(byBucket.entrySet())
+                    .flatMap(bucket -> takeTokens(bucket.getKey(), bucket.getValue(), refused))
+                    .then();
+            return buckets.then(Mono.defer(() -> {
+                Map<String, List<LimitClaim>> byGate = new LinkedHashMap<>();
+                for (LimitClaim claim : claims) {
+                    if (claim.gate() != null && !refused.contains(claim.id())) {
+                        byGate.computeIfAbsent(gateKey(claim.gate(), claim.key(), claim.shard()), k -> new ArrayList<>())
+                                .add(claim);
+                    }
+                }
+                return Flux.fromIterable(byGate.entrySet())
+                        .flatMap(gate -> takeSlots(gate.getKey(), gate.getValue(), refused))
+                        .then();
+            })).then(Mono.fromSupplier(() -> {
+                Set<Long> admitted = new HashSet<>();
+                for (LimitClaim claim : claims) {
+                    if (!refused.contains(claim.id())) {
+                        admitted.add(claim.id());
+                    }
+                }
+                return admitted;
+            }));
+        }).transform(this::guarded);
+    }
+
+    private Mono<Void> takeTokens(String key, List<LimitClaim> claims, Set<Long> refused) {
+        Limits.RateLimit limit = rateLimits.get(claims.get(0).rateLimit());
+        if (limit == null) {
+            claims.forEach(claim -> refused.add(claim.id()));
+            return Mono.empty();
+        }
+        List<String> args = new ArrayList<>(claims.size() + 2);
+        args.add(Double.toString(limit.ratePerSecond()));
+        args.add(Integer.toString(limit.burst()));
+        claims.forEach(claim -> args.add(Integer.toString(claim.rateWeight())));
+        return this.<String>run(LimiterScripts.BUCKET_TAKE, ScriptOutputType.VALUE, key, args)
+                .doOnNext(flags -> markRefused(flags, claims, refused))
+                .then();
+    }
+
+    private Mono<Void> takeSlots(String key, List<LimitClaim> claims, Set<Long> refused) {
+        Limits.Gate gate = gates.get(claims.get(0).gate());
+        if (gate == null) {
+            claims.forEach(claim -> refused.add(claim.id()));
+            return Mono.empty();
+        }
+        int shard = claims.get(0).shard();
+        // Each shard holds an even share of the capacity, the first ones one more, as in PostgreSQL.
+        int capacity = gate.capacity() / gate.shards() + (shard < gate.capacity() % gate.shards() ? 1 : 0);
+        List<String> args = new ArrayList<>(claims.size() + 2);
+        args.add(Integer.toString(capacity));
+        args.add(Long.toString(slotTtlMillis));
+        claims.forEach(claim -> args.add(claim.holder()));
+        return this.<String>run(LimiterScripts.GATE_ACQUIRE, ScriptOutputType.VALUE, key, args)
+                .doOnNext(flags -> markRefused(flags, claims, refused))
+                .then();
+    }
+
+    private static void markRefused(String flags, List<LimitClaim> claims, Set<Long> refused) {
+        for (int i = 0; i < claims.size(); i++) {
+            if (i >= flags.length() || flags.charAt(i) != '1') {
+                refused.add(claims.get(i).id());
+            }
+        }
+    }
+
+    @Override
+    public Mono<Void> credit(Collection<LimitClaim> claims) {
+        Map<String, List<String>> byGate = holdersByGate(claims);
+        if (byGate.isEmpty()) {
+            return Mono.empty();
+        }
+        return Flux.fromIterable(byGate.entrySet())
+                .flatMap(gate -> this.<Long>run(LimiterScripts.GATE_RELEASE, ScriptOutputType.INTEGER, gate.getKey(),
+                        gate.getValue()))
+                .then()
+                .transform(this::guarded);
+    }
+
+    @Override
+    public Mono<Long> renew(Collection<LimitClaim> claims) {
+        Map<String, List<String>> byGate = holdersByGate(claims);
+        if (byGate.isEmpty()) {
+            return Mono.just(0L);
+        }
+        return Flux.fromIterable(byGate.entrySet())
+                .flatMap(gate -> {
+                    List<String> args = new ArrayList<>(gate.getValue().size() + 1);
+                    args.add(Long.toString(slotTtlMillis));
+                    args.addAll(gate.getValue());
+                    return this.<Long>run(LimiterScripts.GATE_RENEW, ScriptOutputType.INTEGER, gate.getKey(), args);
+                })
+                .reduce(0L, Long::sum)
+                .transform(this::guarded);
+    }
+
+    /** Nothing to heal: slots expire by themselves and buckets refill by time. */
+    @Override
+    public Mono<Long> reconcile() {
+        return Mono.just(0L);
+    }
+
+    @Override
+    public Mono<Void> close() {
+        if (!closed.compareAndSet(false, true)) {
+            return Mono.empty();
+        }
+        StatefulConnection<String, String> made = connected.get();
+        Mono<Void> closeConnection = made == null ? Mono.empty()
+                : Mono.fromCompletionStage(made.closeAsync()).onErrorResume(error -> Mono.empty()).then();
+        return closeConnection.then(endpoint.shutdown());
+    }
+
+    private Map<String, List<String>> holdersByGate(Collection<LimitClaim> claims) {
+        Map<String, List<String>> byGate = new LinkedHashMap<>();
+        for (LimitClaim claim : claims) {
+            if (claim.gate() != null) {
+                byGate.computeIfAbsent(gateKey(claim.gate(), claim.key(), claim.shard()), k -> new ArrayList<>())
+                        .add(claim.holder());
+            }
+        }
+        return byGate;
+    }
+
+    /** Runs a script by its digest, sending its text only when Redis does not have it (first use, restart). */
+    private <T> Mono<T> run(String script, ScriptOutputType type, String key, List<String> args) {
+        String[] keys = {key};
+        String[] values = args.toArray(String[]::new);
+        return connection.flatMap(made -> {
+            RedisScriptingReactiveCommands<String, String> commands = endpoint.commands().apply(made);
+            return commands.<T>evalsha(sha1(script), type, keys, values)
+                    .onErrorResume(RedisNoScriptException.class, missing -> commands.eval(script, type, keys, values))
+                    .next();
+        });
+    }
+
+    /** Bounds a call by the command timeout and turns any failure into an unavailable limiter, logged once per outage. */
+    private <T> Mono<T> guarded(Mono<T> call) {
+        return call.timeout(timeout)
+                .doOnSuccess(done -> outage.up())
+                .onErrorMap(error -> {
+                    outage.down(error.toString());
+                    return new LimiterUnavailableException("Redis limiter at " + endpoint.where() + " unavailable: "
+                            + error, error);
+                });
+    }
+
+    private static final Map<String, String> DIGESTS = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private static String sha1(String script) {
+        return DIGESTS.computeIfAbsent(script, text -> {
+            try {
+                return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-1")
+                        .digest(text.getBytes(StandardCharsets.UTF_8)));
+            } catch (NoSuchAlgorithmException e) {
+                throw new IllegalStateException("SHA-1 is missing from this JVM", e);
+            }
+        });
+    }
+
+    @Override
+    public String toString() {
+        return "RedisLimiter{" + endpoint.where() + ", prefix=" + keyPrefix + "}";
+    }
+}

@@ -1,0 +1,97 @@
+package dev.durable.redis;
+
+import dev.durable.limit.Limiter;
+import dev.durable.limit.LimiterContext;
+import dev.durable.limit.LimiterFactory;
+import dev.durable.redis.internal.LimiterEndpoint;
+import dev.durable.redis.internal.RedisConnector;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import java.util.function.Supplier;
+import reactor.core.publisher.Mono;
+
+/**
+ * Redis limiters, for engines that share a database and a Redis:
+ *
+ * <pre>{@code
+ * EngineOptions.builder()...gate("partner", 5).limiter(RedisLimiters.redis("redis://cache:6379"))
+ * }</pre>
+ *
+ * Every engine that runs rows of a gate or rate limit must use the same limiter (and the same
+ * limits): an engine on the PostgreSQL limiter and one on Redis would each admit up to the limit.
+ * See {@link RedisLimiter} for what happens to slots, buckets and work while Redis is away.
+ */
+public final class RedisLimiters {
+
+    private RedisLimiters() {
+    }
+
+    /** A client of the limiter's own per engine, for {@code uri} ({@code redis://host:port}). */
+    public static LimiterFactory redis(String uri) {
+        return redis(parse(uri), RedisLimiterOptions.defaults());
+    }
+
+    /** A client of the limiter's own per engine, shut down when the engine closes. */
+    public static LimiterFactory redis(RedisURI uri, RedisLimiterOptions options) {
+        requireNonNull("uri", uri);
+        requireNonNull("options", options);
+        return factory("redis(" + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
+                () -> LimiterEndpoint.standalone(RedisConnector.owned(uri)));
+    }
+
+    /**
+     * A connection to {@code uri} from the caller's client, which stays the caller's to shut down
+     * (after the engines that use it closed).
+     */
+    public static LimiterFactory redis(RedisClient client, RedisURI uri, RedisLimiterOptions options) {
+        requireNonNull("client", client);
+        requireNonNull("uri", uri);
+        requireNonNull("options", options);
+        return factory("redis(client, " + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
+                () -> LimiterEndpoint.standalone(RedisConnector.shared(client, uri)));
+    }
+
+    /**
+     * A Redis Cluster, through the caller's client (which stays the caller's to shut down). Every
+     * script touches one key, whose whole name is its hash tag, so each runs on one slot.
+     */
+    public static LimiterFactory redisCluster(RedisClusterClient client, RedisLimiterOptions options) {
+        requireNonNull("client", client);
+        requireNonNull("options", options);
+        return factory("redisCluster(" + options + ")", options, () -> LimiterEndpoint.cluster(client));
+    }
+
+    private static LimiterFactory factory(String description, RedisLimiterOptions options,
+            Supplier<LimiterEndpoint> endpoint) {
+        return new LimiterFactory() {
+            @Override
+            public Mono<Limiter> create(LimiterContext context) {
+                // Redis down at start does not fail the engine: it admits once Redis is back.
+                return Mono.fromSupplier(() -> new RedisLimiter(endpoint.get(), context, options))
+                        .flatMap(limiter -> limiter.warmUp().thenReturn(limiter));
+            }
+
+            @Override
+            public String toString() {
+                return description;
+            }
+        };
+    }
+
+    private static RedisURI parse(String uri) {
+        requireNonNull("uri", uri);
+        try {
+            return RedisURI.create(uri);
+        } catch (IllegalArgumentException e) {
+            // The URI may hold a password: the message leaves it out.
+            throw new IllegalArgumentException("uri must be a Redis URI (redis://host:port)", e);
+        }
+    }
+
+    private static void requireNonNull(String option, Object value) {
+        if (value == null) {
+            throw new IllegalArgumentException(option + " must not be null");
+        }
+    }
+}

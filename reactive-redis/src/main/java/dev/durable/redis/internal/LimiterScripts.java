@@ -1,0 +1,117 @@
+package dev.durable.redis.internal;
+
+/**
+ * Every Lua script of the Redis limiter, in one place. Each touches exactly one key (one gate
+ * counter or one bucket), so it is atomic on one Redis and on one Cluster slot alike. Times are
+ * Redis's own clock ({@code TIME}), never a node's, so nodes with skewed clocks agree.
+ */
+public final class LimiterScripts {
+
+    private LimiterScripts() {
+    }
+
+    /** Now on Redis's clock, in milliseconds. */
+    private static final String NOW = """
+            local t = redis.call('TIME')
+            local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            """;
+
+    /**
+     * Takes gate slots. KEYS[1]: the counter, a sorted set of holders scored by their slot's expiry.
+     * ARGV: capacity, slot TTL (ms), then the holders in urgency order. Expired slots are dropped
+     * first (a crashed holder's slot frees itself); a holder that already has a slot keeps it; the
+     * others get one while the counter has room. Returns one character per holder, '1' admitted,
+     * '0' refused. The key itself outlives its last slot by one TTL, so an idle gate leaves nothing.
+     */
+    public static final String GATE_ACQUIRE = NOW + """
+            local ttl = tonumber(ARGV[2])
+            redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+            local held = redis.call('ZCARD', KEYS[1])
+            local capacity = tonumber(ARGV[1])
+            local out = {}
+            for i = 3, #ARGV do
+                if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+                    redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+                    out[#out + 1] = '1'
+                elseif held < capacity then
+                    redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+                    held = held + 1
+                    out[#out + 1] = '1'
+                else
+                    out[#out + 1] = '0'
+                end
+            end
+            redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            return table.concat(out)
+            """;
+
+    /**
+     * Renews gate slots. KEYS[1]: the counter; ARGV: slot TTL (ms), then the holders. Expired slots
+     * are dropped first; each holder's slot is then set to expire one TTL from now, taken again if
+     * it was missing (Redis restarted empty, or the holder was late): a live holder re-asserts what
+     * it holds, and the gate admits no one new until it is under capacity again. Returns how many
+     * were missing.
+     */
+    public static final String GATE_RENEW = NOW + """
+            local ttl = tonumber(ARGV[1])
+            redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+            local missing = 0
+            for i = 2, #ARGV do
+                if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+                    missing = missing + 1
+                end
+                redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+            end
+            redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            return missing
+            """;
+
+    /** Gives gate slots back. KEYS[1]: the counter; ARGV: the holders. Returns how many it removed. */
+    public static final String GATE_RELEASE = """
+            local removed = 0
+            for i = 1, #ARGV do
+                removed = removed + redis.call('ZREM', KEYS[1], ARGV[i])
+            end
+            return removed
+            """;
+
+    /**
+     * Takes tokens from a bucket, with the PostgreSQL limiter's semantics. KEYS[1]: the bucket, a
+     * hash of tokens and the time they were counted at. ARGV: tokens a second, burst, then the
+     * weights of the claims in urgency order. A new bucket starts full; tokens flow in at the rate
+     * since the last count, capped at the burst, and the bucket's clock only moves forward. Claims
+     * are admitted in order while the tokens cover their weight; the first that does not fit
+     * refuses the rest (a light claim never jumps a heavy, more urgent one). Returns one character
+     * per claim, '1' admitted, '0' refused. A bucket left alone long enough to be full again expires.
+     */
+    public static final String BUCKET_TAKE = NOW + """
+            local rate = tonumber(ARGV[1])
+            local burst = tonumber(ARGV[2])
+            local saved = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+            local tokens = tonumber(saved[1])
+            local at = tonumber(saved[2])
+            if tokens == nil or at == nil then
+                tokens = burst
+                at = now
+            end
+            if now > at then
+                tokens = math.min(burst, tokens + rate * (now - at) / 1000)
+                at = now
+            end
+            local out = {}
+            local open = true
+            for i = 3, #ARGV do
+                local weight = tonumber(ARGV[i])
+                if open and weight <= tokens then
+                    tokens = tokens - weight
+                    out[#out + 1] = '1'
+                else
+                    open = false
+                    out[#out + 1] = '0'
+                end
+            end
+            redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', string.format('%d', at))
+            redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+            return table.concat(out)
+            """;
+}
