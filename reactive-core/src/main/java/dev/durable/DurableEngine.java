@@ -129,10 +129,45 @@ public final class DurableEngine {
 
     /** Applies the migrations (unless turned off), then starts the configured queues. Idempotent. */
     public synchronized Mono<Void> start() {
+        if (closing != null) {
+            return Mono.error(new DurableException("engine " + options.name() + " is closed: build a new one"));
+        }
         if (starting == null) {
-            starting = Mono.defer(this::doStart).cache();
+            // A failed start (the database down at boot, say) undoes what it began, so a later
+            // start() tries again from scratch instead of replaying the failure.
+            starting = Mono.defer(this::doStart)
+                    .onErrorResume(error -> undoStart().then(Mono.error(error)))
+                    .cache();
         }
         return starting;
+    }
+
+    private Mono<Void> undoStart() {
+        List<QueueScheduler> started;
+        PokeTransport transport;
+        Limiter madeLimiter;
+        synchronized (this) {
+            started = List.copyOf(schedulers);
+            schedulers.clear();
+            if (maintenance != null) {
+                maintenance.stop();
+                maintenance = null;
+            }
+            recurring.stop();
+            transport = pokeTransport;
+            pokeTransport = null;
+            madeLimiter = limiter;
+            limiter = null;
+            committer = null;
+            starting = null;
+        }
+        return Mono.whenDelayError(started.stream().map(QueueScheduler::close).toList())
+                .then(transport == null ? Mono.empty() : transport.close())
+                .then(madeLimiter == null ? Mono.empty() : madeLimiter.close())
+                .onErrorResume(error -> {
+                    log.warn("cleaning up after a failed start of engine {}: {}", options.name(), error.toString());
+                    return Mono.empty();
+                });
     }
 
     private Mono<Void> doStart() {

@@ -46,6 +46,29 @@ class RecoveryIT {
     }
 
     @Test
+    void aFailedStartCanBeTriedAgain() {
+        String schema = db.schema() + "_late";
+        // No migrations and no tables yet: the start fails (its reclaim finds no table).
+        DurableEngine engine = engines.build(engines.options("late").schema(schema).applyMigrations(false)
+                .queue(queue("late", 2, 0)), noop("late"));
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.start().block())
+                .isInstanceOf(DurableDatabaseException.class);
+        try {
+            // The tables arrive (Flyway, say), and the same engine starts and runs work.
+            DurableEngine migrator = engines.build(engines.options("migrator").schema(schema));
+            migrator.migrate().block();
+            engine.start().block();
+            long id = engine.insert(JobRequest.of("noop", "finally")).block();
+            assertThat(engines.awaitStatus(engine, id, InstanceStatus.DONE, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            engine.close().block();
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.start().block())
+                    .isInstanceOf(DurableException.class).hasMessageContaining("is closed");
+        } finally {
+            Sql.update(db, "DROP SCHEMA IF EXISTS \"" + schema + "\" CASCADE");
+        }
+    }
+
+    @Test
     void theReaperReturnsExpiredLeasesAndFailsThoseOutOfAttempts() {
         DurableEngine engine = engines.start(engines.options("reaper").queue(queue("reaped", 2, 0)), noop("reaped"));
         long again = engine.insert(JobRequest.of("noop", "again").runIn(Duration.ofHours(1))).block();

@@ -3,7 +3,7 @@ package dev.durable.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.durable.redis.support.Eventually;
+import dev.durable.support.Eventually;
 import dev.durable.redis.testing.RedisExtension;
 import dev.durable.redis.testing.TestRedisServer;
 import io.lettuce.core.RedisClient;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.poke.PokeContext;
 import dev.durable.poke.PokeTransportFactory;
-import dev.durable.redis.support.Eventually;
+import dev.durable.support.Eventually;
 import dev.durable.redis.testing.RedisExtension;
 import dev.durable.redis.testing.TestRedisServer;
 import io.r2dbc.spi.Connection;
