@@ -190,7 +190,7 @@ public final class DurableEngine {
                                 options.commitParallelism(), parent -> {
                                     telemetry.wokenParent(parent);
                                     afterTransition(parent);
-                                });
+                                }, this::afterTransition);
                         Executor executor = new Executor(definitions, mapper, options.codec(), committer,
                                 options.handlerScheduler(), options.leaseTtl(), this::afterTransition, telemetry);
                         for (QueueOptions queue : options.queues().values()) {
@@ -248,7 +248,8 @@ public final class DurableEngine {
         return Mono.fromCallable(() -> mapper.toRows(requests, null))
                 .flatMap(rows -> {
                     ClaimPlan plan = planClaims(rows);
-                    return store.insert(rows, plan.claimers(), options.leaseTtl().toMillis()).collectList()
+                    Mono<List<Long>> insert = store.insert(rows, plan.claimers(), options.leaseTtl().toMillis())
+                            .collectList()
                             .doOnError(error -> plan.cancel())
                             .map(inserted -> {
                                 plan.handOver(inserted);
@@ -257,6 +258,14 @@ public final class DurableEngine {
                                 pokeQueues(rows);
                                 return ids;
                             });
+                    if (plan.reservations().isEmpty()) {
+                        return insert;
+                    }
+                    // Rows inserted claimed must reach their scheduler whatever the caller does: a caller
+                    // that cancels (a timeout, a client gone) must not strand the reservation or the rows.
+                    Mono<List<Long>> detached = insert.cache();
+                    detached.subscribe(null, error -> log.debug("insert with claims failed: {}", error.toString()));
+                    return detached;
                 });
     }
 
@@ -424,6 +433,15 @@ public final class DurableEngine {
     }
 
     private Mono<Void> doClose() {
+        Mono<Void> inFlight;
+        synchronized (this) {
+            inFlight = starting == null ? Mono.empty() : starting;
+        }
+        // A start still under way finishes (or fails) first, so nothing it launches outlives the close.
+        return inFlight.onErrorResume(error -> Mono.empty()).then(Mono.defer(this::closeStarted));
+    }
+
+    private Mono<Void> closeStarted() {
         List<QueueScheduler> toClose;
         synchronized (this) {
             toClose = List.copyOf(schedulers);

@@ -7,6 +7,16 @@ public final class Limits {
     }
 
     /**
+     * Limiters key counters by name, then key or partition (Redis joins them with ':' inside a
+     * hash tag): a name with ':' or braces could make two limits share one counter.
+     */
+    private static void requireNoSeparator(String option, String name) {
+        if (name.indexOf(':') >= 0 || name.indexOf('{') >= 0 || name.indexOf('}') >= 0) {
+            throw new IllegalArgumentException(option + " must not contain ':', '{' or '}', was '" + name + "'");
+        }
+    }
+
+    /**
      * A named gate: at most {@code capacity} executing instances per key, counted on {@code shards}
      * counters (each holds an even share of the capacity, so a sharded gate spreads contention at
      * the price of admitting less than K when one shard is full and another is not).
@@ -15,6 +25,7 @@ public final class Limits {
 
         public Gate {
             Options.requireName("gate name", name);
+            requireNoSeparator("gate name", name);
             Options.requireAtLeast("capacity of gate " + name, capacity, 1);
             Options.requireAtLeast("shards of gate " + name, shards, 1);
             if (shards > capacity) {
@@ -32,6 +43,7 @@ public final class Limits {
 
         public RateLimit {
             Options.requireName("rate limit name", name);
+            requireNoSeparator("rate limit name", name);
             if (!(ratePerSecond > 0) || Double.isInfinite(ratePerSecond)) {
                 throw new IllegalArgumentException("rate of rate limit " + name + " must be positive, was "
                         + ratePerSecond);

@@ -188,8 +188,8 @@ public final class Outcome<S> {
         if (inline) {
             throw new IllegalArgumentException("a gate change goes through the queue: it cannot be inline");
         }
-        if (gate == null || gate.isBlank() || key == null) {
-            throw new IllegalArgumentException("gate must not be blank and key must not be null");
+        if (gate == null || gate.isBlank() || key == null || key.length() > 1024) {
+            throw new IllegalArgumentException("gate must not be blank and its key must be at most 1024 characters");
         }
         Outcome<S> copy = copy(KeyChange.GATE, key);
         copy.gate = gate;
@@ -204,6 +204,9 @@ public final class Outcome<S> {
         }
         if (rateLimit == null || rateLimit.isBlank() || weight < 1) {
             throw new IllegalArgumentException("rateLimit must not be blank and weight must be at least 1");
+        }
+        if (partition != null && (partition.isBlank() || partition.length() > 1024)) {
+            throw new IllegalArgumentException("partition must be 1 to 1024 characters and not blank, or null");
         }
         Outcome<S> copy = copy(keyChange, concurrencyKey);
         copy.gate = gate;

@@ -1,7 +1,7 @@
 package dev.durable;
 
 /** A job or workflow type that no definition is registered for. */
-public class UnknownTypeException extends DurableException {
+public class UnknownTypeException extends InvalidRequestException {
 
     private static final long serialVersionUID = 1L;
 

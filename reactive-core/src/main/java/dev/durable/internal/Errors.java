@@ -57,6 +57,11 @@ public final class Errors {
                 && (db.sqlState().startsWith("22") || db.sqlState().startsWith("23"));
     }
 
+    /** Two transactions waited on each other's locks; PostgreSQL aborted this one. */
+    public static boolean isDeadlock(Throwable error) {
+        return error instanceof DurableDatabaseException db && "40P01".equals(db.sqlState());
+    }
+
     /** Errors worth one more try: a lost or refused connection, a serialization failure. */
     public static boolean isTransient(Throwable error) {
         Throwable cause = error instanceof DurableDatabaseException ? error.getCause() : error;

@@ -94,15 +94,10 @@ public final class Executor {
         this.onCommitted = onCommitted;
     }
 
-    /** Runs the row (and its inline successors) and commits; emits how that went, never an error. */
-    public Mono<RunResult> run(ClaimedRow row, String worker) {
-        return run(row, worker, continued -> { });
-    }
-
     /**
-     * As {@link #run(ClaimedRow, String)}, telling {@code onInline} of each inline step about to
-     * run on the same claim once its transition committed (so the scheduler can swap the gate slot
-     * it holds when the step changed key).
+     * Runs the row (and its inline successors) and commits; emits how that went, never an error.
+     * {@code onInline} hears of each inline step about to run on the same claim once its transition
+     * committed (so the scheduler can swap the gate slot it holds when the step changed key).
      */
     public Mono<RunResult> run(ClaimedRow row, String worker, Consumer<ClaimedRow> onInline) {
         return Mono.defer(() -> runStep(new StepInput(row, inbox(row.inboxJson()), children(row.childrenJson())), worker,

@@ -39,14 +39,17 @@ public final class OutcomeCommitter {
 
     private final InstanceStore store;
     private final Consumer<Transition> onWokenParent;
+    private final Consumer<Transition> onSpawned;
     private final int batchSize;
     private final int parallelism;
     private final Queue<Pending> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger inFlight = new AtomicInteger();
 
-    public OutcomeCommitter(InstanceStore store, int batchSize, int parallelism, Consumer<Transition> onWokenParent) {
+    public OutcomeCommitter(InstanceStore store, int batchSize, int parallelism, Consumer<Transition> onWokenParent,
+            Consumer<Transition> onSpawned) {
         this.store = store;
         this.onWokenParent = onWokenParent;
+        this.onSpawned = onSpawned;
         this.batchSize = batchSize;
         this.parallelism = parallelism;
     }
@@ -60,11 +63,6 @@ public final class OutcomeCommitter {
             queue.add(new Pending(row, sink));
             drain();
         });
-    }
-
-    /** Outcomes waiting or being committed, for a graceful close. */
-    public boolean isIdle() {
-        return queue.isEmpty() && inFlight.get() == 0;
     }
 
     private void drain() {
@@ -131,6 +129,7 @@ public final class OutcomeCommitter {
             pending.sink().success(Optional.ofNullable(byId.get(pending.row().id())));
         }
         committed.wokenParents().forEach(onWokenParent);
+        committed.spawned().forEach(onSpawned);
     }
 
     private static void fail(List<Pending> batch, Throwable error) {

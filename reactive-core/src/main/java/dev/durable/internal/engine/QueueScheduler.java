@@ -87,6 +87,7 @@ public final class QueueScheduler {
     private boolean lastPickEmpty;
     private Duration currentPoll;
     private Mono<Void> currentPick = Mono.empty();
+    private Sinks.Empty<Void> pickDone = Sinks.empty();
     private @Nullable FluxSink<ClaimedRow> sink;
 
     /** Rows handed to a run and not yet finished, by id; read by the heartbeat. */
@@ -268,6 +269,10 @@ public final class QueueScheduler {
             pickSize = pickSize(trigger);
             if (pickSize > 0) {
                 picking = true;
+                // Set with the flag, so a close() from now on waits for this pick.
+                Sinks.Empty<Void> done = Sinks.empty();
+                pickDone = done;
+                currentPick = done.asMono();
             }
         }
         for (ClaimedRow row : toRun) {
@@ -296,26 +301,28 @@ public final class QueueScheduler {
     }
 
     private void pick(int limit, Trigger trigger) {
+        Sinks.Empty<Void> done;
+        synchronized (this) {
+            done = pickDone;
+        }
         stats.picks.incrementAndGet();
         stats.picksBy(trigger).incrementAndGet();
         Mono<Admitted> claimed = admitsAfterPick ? pickAdmitting(limit)
                 : store.pick(queue(), limit, worker, leaseMillis).collectList().map(rows -> new Admitted(rows, 0));
         Mono<Void> pick = claimed
-                .retryWhen(Retry.max(pickRetries).filter(Errors::isExecutingKeyTaken)
+                .retryWhen(Retry.max(pickRetries).filter(error -> Errors.isExecutingKeyTaken(error) || Errors.isDeadlock(error))
                         .doBeforeRetry(retry -> stats.pickRetries.incrementAndGet()))
                 .flatMap(admitted -> onPicked(admitted.rows(), admitted.refused(), limit, trigger))
                 .onErrorResume(error -> {
                     synchronized (this) {
                         picking = false;
+                        pokedWhilePicking = false;
                     }
                     stats.pickFailures.incrementAndGet();
                     log.warn("queue {}: pick failed, the poll will try again: {}", queue(), error.toString());
                     return Mono.empty();
                 })
-                .cache();
-        synchronized (this) {
-            currentPick = pick;
-        }
+                .doFinally(signal -> done.tryEmitEmpty());
         pick.subscribe(null, error -> log.error("queue {}: pick failed", queue(), error));
     }
 
@@ -457,6 +464,15 @@ public final class QueueScheduler {
             if (closed) {
                 return release(rows);
             }
+            // A row whose earlier run here is still going (its lease was lost, the reaper gave it
+            // back and this worker claimed it again) goes straight back: two runs of one row under
+            // one worker would share its bookkeeping, and the old run's commit now finds it
+            // runnable and is dropped as stale.
+            List<ClaimedRow> again = rows.stream().filter(row -> running.containsKey(row.id())).toList();
+            if (!again.isEmpty()) {
+                rows = rows.stream().filter(row -> !running.containsKey(row.id())).toList();
+                release(again).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
+            }
             if (!rows.isEmpty() || !idle) {
                 currentPoll = options.pollInterval();
             } else if (trigger == Trigger.POLL) {
@@ -500,7 +516,7 @@ public final class QueueScheduler {
     }
 
     private void finished(ClaimedRow row) {
-        running.remove(row.id());
+        running.remove(row.id(), row);
         stats.completed.incrementAndGet();
         boolean empty;
         synchronized (this) {

@@ -67,7 +67,13 @@ public final class RecurringRunner {
                     return insert.apply(dueRequest.apply(job, due))
                             .then()
                             .onErrorResume(DuplicateCorrelationKeyException.class, taken -> Mono.empty())
-                            .doOnSuccess(done -> ensured.put(job.name(), due));
+                            .doOnSuccess(done -> ensured.put(job.name(), due))
+                            // One broken schedule (say, of a type nobody registered) must not stop the others.
+                            .onErrorResume(error -> {
+                                log.warn("recurring job {} not inserted for {}: {}", job.name(),
+                                        Instant.ofEpochSecond(due), error.toString());
+                                return Mono.empty();
+                            });
                 }))
                 .then();
     }

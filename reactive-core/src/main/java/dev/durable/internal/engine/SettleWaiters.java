@@ -43,7 +43,11 @@ public final class SettleWaiters {
     public Mono<Instance> await(long id, Predicate<InstanceStatus> wanted, Supplier<Mono<Instance>> read) {
         return Mono.defer(() -> {
             Sinks.Many<InstanceStatus> changes = Sinks.many().multicast().directBestEffort();
-            waiting.computeIfAbsent(id, key -> new CopyOnWriteArrayList<>()).add(changes);
+            waiting.compute(id, (key, sinks) -> {
+                List<Sinks.Many<InstanceStatus>> list = sinks == null ? new CopyOnWriteArrayList<>() : sinks;
+                list.add(changes);
+                return list;
+            });
             Flux<Integer> timer = Flux.range(0, Integer.MAX_VALUE)
                     .concatMap(n -> Mono.delay(backoff(n)).thenReturn(n), 0);
             return Flux.merge(Flux.just(0), changes.asFlux().map(status -> 0), timer)

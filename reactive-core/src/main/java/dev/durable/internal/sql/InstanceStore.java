@@ -16,6 +16,7 @@ import java.time.Instant;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -257,13 +258,13 @@ public final class InstanceStore {
         if (!riders) {
             return db.withConnection(connection -> update(connection, outcomes))
                     .collectList()
-                    .map(transitions -> new Committed(transitions, List.of()));
+                    .map(transitions -> new Committed(transitions, List.of(), List.of()));
         }
         return db.inTransaction(connection -> commitWithRiders(connection, outcomes)).single();
     }
 
-    /** What a commit batch did: the committed rows, and the parents it woke. */
-    public record Committed(List<Transition> transitions, List<Transition> wokenParents) {
+    /** What a commit batch did: the committed rows, the parents it woke and the children it spawned. */
+    public record Committed(List<Transition> transitions, List<Transition> wokenParents, List<Transition> spawned) {
     }
 
     private Mono<Committed> commitWithRiders(Connection connection, List<OutcomeRow> outcomes) {
@@ -290,8 +291,10 @@ public final class InstanceStore {
                 .collectList()
                 .flatMap(transitions -> {
                     java.util.Set<Long> committed = new java.util.HashSet<>();
+                    Map<Long, InstanceStatus> committedStatus = new java.util.HashMap<>();
                     for (Transition transition : transitions) {
                         committed.add(transition.id());
+                        committedStatus.put(transition.id(), transition.status());
                     }
                     List<NewInstance> children = new java.util.ArrayList<>();
                     java.util.Set<Long> parents = new java.util.LinkedHashSet<>();
@@ -299,7 +302,10 @@ public final class InstanceStore {
                         if (!committed.contains(outcome.id())) {
                             continue;
                         }
-                        children.addAll(outcome.children());
+                        // A parent whose cancel was requested ended cancelled: its children are not born.
+                        if (committedStatus.get(outcome.id()) == InstanceStatus.AWAITING_CHILDREN) {
+                            children.addAll(outcome.children());
+                        }
                         if (outcome.parentId() != null && outcome.status().isTerminal()) {
                             parents.add(outcome.parentId());
                         }
@@ -311,13 +317,19 @@ public final class InstanceStore {
                                     .forEach(o -> parents.add(o.parentId()));
                         }
                     }
-                    Mono<Void> spawn = children.isEmpty() ? Mono.empty() : insert(connection, children).then();
+                    // The children's queues are poked once the batch commits, like any insert's.
+                    List<Transition> spawned = new java.util.ArrayList<>();
+                    Mono<Void> spawn = children.isEmpty() ? Mono.empty() : insert(connection, children)
+                            .index()
+                            .doOnNext(child -> spawned.add(new Transition(child.getT2(),
+                                    children.get(child.getT1().intValue()).queue(), InstanceStatus.RUNNABLE)))
+                            .then();
                     Mono<List<Transition>> woken = parents.isEmpty() ? Mono.just(List.of())
                             : Flux.from(connection.createStatement(sql.wokenParents)
                                             .bind(0, parents.toArray(Long[]::new)).execute())
                                     .concatMap(result -> result.map(InstanceStore::toTransition))
                                     .collectList();
-                    return spawn.then(woken).map(parentsWoken -> new Committed(transitions, parentsWoken));
+                    return spawn.then(woken).map(parentsWoken -> new Committed(transitions, parentsWoken, spawned));
                 });
     }
 

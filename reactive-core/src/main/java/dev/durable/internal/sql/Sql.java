@@ -177,8 +177,8 @@ public final class Sql {
     public final String selectInstance;
 
     /**
-     * A page of instances by optional queue and status, keyset-paginated on id (rides the
-     * queue/status index when both are given).
+     * A page of instances by optional queue and status, keyset-paginated on id. For dashboards and
+     * tests, not a hot path: with its optional filters the plan walks the primary key.
      */
     public final String listInstances;
 
