@@ -382,6 +382,28 @@ public final class DurableEngine {
     }
 
     /**
+     * Completes when none of this engine's queues has an instance due now or running (future runs,
+     * parked instances and other queues do not count), or with a {@link DurableTimeoutException}
+     * after {@code timeout}. Pokes the queues first, then reads the count every 20 ms. For tests
+     * and for draining work in a controlled shutdown.
+     */
+    public Mono<Void> awaitIdle(Duration timeout) {
+        List<String> queues = List.copyOf(options.queues().keySet());
+        if (queues.isEmpty()) {
+            return Mono.empty();
+        }
+        return Mono.fromRunnable(() -> queues.forEach(this::poke))
+                .then(Flux.interval(Duration.ZERO, Duration.ofMillis(20))
+                        .onBackpressureDrop()
+                        .concatMap(tick -> store.countBusy(queues), 0)
+                        .filter(busy -> busy == 0)
+                        .next()
+                        .then())
+                .timeout(timeout, Mono.error(() -> new DurableTimeoutException(
+                        "queues " + queues + " still had due or running work after " + timeout)));
+    }
+
+    /**
      * Completes with the instance once it has settled (done, failed or cancelled), or a
      * {@link DurableTimeoutException} after {@code timeout}. Transitions made by this engine
      * answer at once; others are noticed by a read every so often, backing off to one a second.

@@ -82,7 +82,7 @@ class ApiPropertiesIT {
                 assertThat(producer.codec().decode(row.stateJson(), Object.class))
                         .isEqualTo(producer.codec().decode(producer.codec().encode(request.args()), Object.class));
             }
-        } catch (InvalidRequestException | UnknownTypeException | DuplicateCorrelationKeyException expected) {
+        } catch (InvalidRequestException | DuplicateCorrelationKeyException expected) {
             assertThat(expected.getMessage()).isNotBlank();
         }
         assertConsistent();
@@ -95,7 +95,7 @@ class ApiPropertiesIT {
             assertThat(batch).hasSize(requests.size()).doesNotHaveDuplicates();
             inserted.addAndGet(batch.size());
             ids.addAll(batch);
-        } catch (InvalidRequestException | UnknownTypeException | DuplicateCorrelationKeyException expected) {
+        } catch (InvalidRequestException | DuplicateCorrelationKeyException expected) {
             assertThat(expected.getMessage()).isNotBlank();
         }
         assertConsistent();

@@ -31,7 +31,7 @@ public final class TestDatabase implements AutoCloseable {
         return schema;
     }
 
-    /** Engine options on this database and schema, with test-friendly short timings. */
+    /** Engine options on this database and schema (the engine defaults otherwise). */
     public EngineOptions.Builder engineOptions() {
         return EngineOptions.builder().url(url).schema(schema);
     }

@@ -412,6 +412,13 @@ public final class InstanceStore {
         }).next();
     }
 
+    /** How many instances of the queues are due now or running. */
+    public Mono<Long> countBusy(Collection<String> queues) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(sql.countBusy)
+                        .bind(0, queues.toArray(String[]::new)).execute())
+                .concatMap(result -> result.map(row -> row.get(0, Long.class)))).single();
+    }
+
     /** The database's clock. */
     public Mono<Instant> now() {
         return db.withConnection(connection -> Flux.from(connection.createStatement(sql.now).execute())

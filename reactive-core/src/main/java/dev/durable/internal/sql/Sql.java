@@ -301,11 +301,20 @@ public final class Sql {
     /** Locks the gate counters for {@link #reconcileGates}: picks wait, readers do not. */
     public final String lockGates;
 
+    /**
+     * Instances of the given queues that are due now or running: what awaitIdle waits to see go
+     * to zero. Rides the pick index for runnable rows and the lease index for executing ones.
+     */
+    public final String countBusy;
+
     /** The database clock: every time Durable reasons about comes from here. */
     public final String now = "SELECT now()";
 
     public Sql(String schema) {
         this.schema = schema;
+        this.countBusy = render("SELECT (SELECT count(*) FROM {instances} WHERE queue = ANY($1)"
+                + " AND status = 'runnable' AND eligible_at <= now())"
+                + " + (SELECT count(*) FROM {instances} WHERE status = 'executing' AND queue = ANY($1))");
         this.insertInstances = render("""
                 INSERT INTO {instances} AS i (type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
