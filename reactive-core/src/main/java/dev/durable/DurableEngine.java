@@ -130,7 +130,7 @@ public final class DurableEngine {
     /** Applies the migrations (unless turned off), then starts the configured queues. Idempotent. */
     public synchronized Mono<Void> start() {
         if (closing != null) {
-            return Mono.error(new DurableException("engine " + options.name() + " is closed: build a new one"));
+            return Mono.error(new EngineClosedException(options.name()));
         }
         if (starting == null) {
             // A failed start (the database down at boot, say) undoes what it began, so a later
@@ -245,7 +245,7 @@ public final class DurableEngine {
 
     /** Inserts many instances in one round trip; emits their ids in request order. */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
-        return Mono.fromCallable(() -> mapper.toRows(requests, null))
+        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
                 .flatMap(rows -> {
                     ClaimPlan plan = planClaims(rows);
                     Mono<List<Long>> insert = store.insert(rows, plan.claimers(), options.leaseTtl().toMillis())
@@ -279,7 +279,7 @@ public final class DurableEngine {
 
     /** Inserts many instances on the caller's connection, inside its open transaction. */
     public Mono<List<Long>> insertAll(Connection connection, List<JobRequest> requests) {
-        return Mono.fromCallable(() -> mapper.toRows(requests, null))
+        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
                 .flatMap(rows -> store.insert(connection, rows).collectList()
                         .flatMap(ids -> {
                             PokeTransport transport = pokeTransport;
@@ -294,7 +294,16 @@ public final class DurableEngine {
 
     /** The instance with that id, or empty. */
     public Mono<Instance> get(long id) {
-        return store.get(id);
+        return whenOpen().then(store.get(id));
+    }
+
+    /** Empty while the engine is open; an {@link EngineClosedException} once close() was called. */
+    private Mono<Void> whenOpen() {
+        return Mono.defer(() -> {
+            synchronized (this) {
+                return closing == null ? Mono.empty() : Mono.error(new EngineClosedException(options.name()));
+            }
+        });
     }
 
     /**
@@ -312,7 +321,7 @@ public final class DurableEngine {
                 return Flux.error(invalid);
             }
         }
-        return store.list(queue, status, afterId, limit);
+        return whenOpen().thenMany(store.list(queue, status, afterId, limit));
     }
 
     /**
@@ -328,7 +337,7 @@ public final class DurableEngine {
      * children...), each at once or at its next commit as above. Says what became of the instance.
      */
     public Mono<CancelResult> cancel(long id, boolean cascade) {
-        return store.cancel(id, cascade)
+        return whenOpen().then(store.cancel(id, cascade))
                 .doOnNext(row -> {
                     if (row.after() == InstanceStatus.CANCELLED) {
                         telemetry.cancelled(id, row.queue());
@@ -356,7 +365,7 @@ public final class DurableEngine {
 
     private Mono<SignalResult> deliver(@Nullable Long id, @Nullable String correlationKey, String name,
             @Nullable Object payload, @Nullable String dedupKey, String target) {
-        return Mono.fromCallable(() -> {
+        return whenOpen().then(Mono.fromCallable(() -> {
                     RequestMapper.checkName("signal name", name);
                     if (name.contains(",")) {
                         throw new InvalidRequestException("signal name must not contain ',', was '" + name + "'");
@@ -368,7 +377,7 @@ public final class DurableEngine {
                         RequestMapper.checkKey("dedupKey", dedupKey);
                     }
                     return Optional.ofNullable(payload == null ? null : mapper.encode("signal payload", payload));
-                })
+                }))
                 .flatMap(json -> store.deliverSignal(id, correlationKey, name, json.orElse(null), dedupKey))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException(target)))
                 .map(delivery -> {

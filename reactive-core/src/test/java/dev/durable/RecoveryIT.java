@@ -62,7 +62,11 @@ class RecoveryIT {
             assertThat(engines.awaitStatus(engine, id, InstanceStatus.DONE, WAIT).status()).isEqualTo(InstanceStatus.DONE);
             engine.close().block();
             org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.start().block())
-                    .isInstanceOf(DurableException.class).hasMessageContaining("is closed");
+                    .isInstanceOf(EngineClosedException.class).hasMessageContaining("is closed");
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.insert(JobRequest.of("noop", "late")).block())
+                    .isInstanceOf(EngineClosedException.class);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.get(id).block())
+                    .isInstanceOf(EngineClosedException.class);
         } finally {
             Sql.update(db, "DROP SCHEMA IF EXISTS \"" + schema + "\" CASCADE");
         }
