@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.durable.support.Engines;
 import dev.durable.support.Eventually;
+import dev.durable.support.ExecutingSampler;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
@@ -14,9 +15,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -37,31 +36,6 @@ class LimitsIT {
     void setUp(TestDatabase database) {
         db = database;
         engines.on(database);
-    }
-
-    /** Samples the executing rows of a gate key from the database, continuously, on its own thread. */
-    private static final class Sampler implements AutoCloseable {
-        private final AtomicBoolean running = new AtomicBoolean(true);
-        private final AtomicLong max = new AtomicLong();
-        private final AtomicLong samples = new AtomicLong();
-        private final Thread thread;
-
-        Sampler(TestDatabase db, String where) {
-            thread = new Thread(() -> {
-                while (running.get()) {
-                    long executing = Sql.count(db, "status = 'executing' AND " + where);
-                    max.accumulateAndGet(executing, Math::max);
-                    samples.incrementAndGet();
-                }
-            }, "gate-sampler");
-            thread.start();
-        }
-
-        @Override
-        public void close() throws InterruptedException {
-            running.set(false);
-            thread.join();
-        }
     }
 
     private static JobDefinition<String, String> tracked(String type, String queue, Map<String, AtomicInteger> active,
@@ -92,15 +66,15 @@ class LimitsIT {
             requests.add(i % 3 == 0 ? JobRequest.of("gated", "api").gate("api")
                     : JobRequest.of("gated", "tenant-" + (i % 3)).gate("tenant", "t" + (i % 3)));
         }
-        try (Sampler api = new Sampler(db, "gate_name = 'api'");
-                Sampler t1 = new Sampler(db, "gate_name = 'tenant' AND concurrency_key = 't1'")) {
+        try (ExecutingSampler api = new ExecutingSampler(db, "gate_name = 'api'");
+                ExecutingSampler t1 = new ExecutingSampler(db, "gate_name = 'tenant' AND concurrency_key = 't1'")) {
             nodes.get(2).insertAll(requests).block();
             Eventually.until("all gated jobs done", WAIT, () -> Sql.count(db, "queue = 'gates' AND status = 'done'") == 300);
             api.close();
             t1.close();
-            assertThat(api.samples.get()).isGreaterThan(10);
-            assertThat(api.max.get()).isBetween(1L, 3L);
-            assertThat(t1.max.get()).isBetween(1L, 4L);
+            assertThat(api.samples()).isGreaterThan(10);
+            assertThat(api.max()).isBetween(1L, 3L);
+            assertThat(t1.max()).isBetween(1L, 4L);
         }
         assertThat(maxActive.get("api").get()).isBetween(1, 3);
         assertThat(maxActive.get("tenant-1").get()).isBetween(1, 4);

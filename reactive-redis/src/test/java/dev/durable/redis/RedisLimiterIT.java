@@ -18,6 +18,7 @@ import dev.durable.limit.LimiterContext;
 import dev.durable.limit.LimiterFactory;
 import dev.durable.support.Engines;
 import dev.durable.support.Eventually;
+import dev.durable.support.ExecutingSampler;
 import dev.durable.redis.testing.RedisExtension;
 import dev.durable.redis.testing.TestRedisServer;
 import dev.durable.testing.PostgresExtension;
@@ -30,9 +31,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -70,30 +69,6 @@ class RedisLimiterIT {
                 Connection::close).block(WAIT);
     }
 
-    /** Samples the executing rows matching {@code where}, continuously, on its own thread. */
-    private static final class Sampler implements AutoCloseable {
-        private final AtomicBoolean running = new AtomicBoolean(true);
-        private final AtomicLong max = new AtomicLong();
-        private final AtomicLong samples = new AtomicLong();
-        private final Thread thread;
-
-        Sampler(TestDatabase db, String where) {
-            thread = new Thread(() -> {
-                while (running.get()) {
-                    max.accumulateAndGet(count(db, "status = 'executing' AND " + where), Math::max);
-                    samples.incrementAndGet();
-                }
-            }, "gate-sampler");
-            thread.start();
-        }
-
-        @Override
-        public void close() throws InterruptedException {
-            running.set(false);
-            thread.join();
-        }
-    }
-
     private static JobDefinition<String, String> tracked(String type, String queue, Map<String, AtomicInteger> active,
             Map<String, AtomicInteger> maxActive, Map<String, AtomicInteger> runs, Duration hold) {
         return JobDefinition.of(type, String.class, (String arg) -> Mono.defer(() -> {
@@ -125,15 +100,15 @@ class RedisLimiterIT {
             requests.add(i % 3 == 0 ? JobRequest.of("gated", "api#" + i).gate("rapi", "api")
                     : JobRequest.of("gated", "tenant-" + (i % 3) + "#" + i).gate("rtenant", "t" + (i % 3)));
         }
-        try (Sampler api = new Sampler(db, "gate_name = 'rapi'");
-                Sampler t1 = new Sampler(db, "gate_name = 'rtenant' AND concurrency_key = 't1'")) {
+        try (ExecutingSampler api = new ExecutingSampler(db, "gate_name = 'rapi'");
+                ExecutingSampler t1 = new ExecutingSampler(db, "gate_name = 'rtenant' AND concurrency_key = 't1'")) {
             nodes.get(2).insertAll(requests).block(WAIT);
             Eventually.until("all gated jobs done", WAIT, () -> count(db, "queue = 'rgates' AND status = 'done'") == 300);
             api.close();
             t1.close();
-            assertThat(api.samples.get()).isGreaterThan(10);
-            assertThat(api.max.get()).isBetween(1L, 3L);
-            assertThat(t1.max.get()).isBetween(1L, 4L);
+            assertThat(api.samples()).isGreaterThan(10);
+            assertThat(api.max()).isBetween(1L, 3L);
+            assertThat(t1.max()).isBetween(1L, 4L);
         }
         assertThat(maxActive.get("api").get()).isBetween(1, 3);
         assertThat(maxActive.get("tenant-1").get()).isBetween(1, 4);
