@@ -3,6 +3,7 @@ package dev.durable;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.poke.PokeTransports;
+import dev.durable.support.BlockingWatch;
 import dev.durable.support.Engines;
 import dev.durable.support.Eventually;
 import dev.durable.support.Sql;
@@ -11,14 +12,11 @@ import dev.durable.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import reactor.blockhound.BlockHound;
-import reactor.core.publisher.Hooks;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -30,31 +28,15 @@ import reactor.core.scheduler.Schedulers;
 @ExtendWith(PostgresExtension.class)
 class BlockHoundIT {
 
-    private static final List<String> blockingCalls = new CopyOnWriteArrayList<>();
-    private static final List<Throwable> dropped = new CopyOnWriteArrayList<>();
+    private static final List<String> blockingCalls = BlockingWatch.blockingCalls();
+    private static final List<Throwable> dropped = BlockingWatch.dropped();
 
     @RegisterExtension
     final Engines engines = new Engines();
 
     @BeforeAll
     static void install() {
-        BlockHound.builder()
-                .loadIntegrations()
-                // The test's logger writes to stderr synchronously; a production logger is the
-                // application's choice (asynchronous appenders), not the library's.
-                .allowBlockingCallsInside("org.slf4j.simple.SimpleLogger", "write")
-                .blockingMethodCallback(method -> blockingCalls.add(method.toString() + " on "
-                        + Thread.currentThread().getName() + "\n" + stack()))
-                .install();
-        Hooks.onErrorDropped(dropped::add);
-    }
-
-    private static String stack() {
-        StringBuilder out = new StringBuilder();
-        for (StackTraceElement element : new Throwable().getStackTrace()) {
-            out.append("  at ").append(element).append('\n');
-        }
-        return out.toString();
+        BlockingWatch.install();
     }
 
     @Test

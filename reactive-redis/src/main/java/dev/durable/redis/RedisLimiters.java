@@ -29,13 +29,13 @@ public final class RedisLimiters {
 
     /** A client of the limiter's own per engine, for {@code uri} ({@code redis://host:port}). */
     public static LimiterFactory redis(String uri) {
-        return redis(parse(uri), RedisLimiterOptions.defaults());
+        return redis(RedisConnector.parseUri(uri), RedisLimiterOptions.defaults());
     }
 
     /** A client of the limiter's own per engine, shut down when the engine closes. */
     public static LimiterFactory redis(RedisURI uri, RedisLimiterOptions options) {
-        requireNonNull("uri", uri);
-        requireNonNull("options", options);
+        RedisConnector.requireNonNull("uri", uri);
+        RedisConnector.requireNonNull("options", options);
         return factory("redis(" + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
                 () -> LimiterEndpoint.standalone(RedisConnector.owned(uri)));
     }
@@ -45,9 +45,9 @@ public final class RedisLimiters {
      * (after the engines that use it closed).
      */
     public static LimiterFactory redis(RedisClient client, RedisURI uri, RedisLimiterOptions options) {
-        requireNonNull("client", client);
-        requireNonNull("uri", uri);
-        requireNonNull("options", options);
+        RedisConnector.requireNonNull("client", client);
+        RedisConnector.requireNonNull("uri", uri);
+        RedisConnector.requireNonNull("options", options);
         return factory("redis(client, " + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
                 () -> LimiterEndpoint.standalone(RedisConnector.shared(client, uri)));
     }
@@ -57,8 +57,8 @@ public final class RedisLimiters {
      * script touches one key, whose whole name is its hash tag, so each runs on one slot.
      */
     public static LimiterFactory redisCluster(RedisClusterClient client, RedisLimiterOptions options) {
-        requireNonNull("client", client);
-        requireNonNull("options", options);
+        RedisConnector.requireNonNull("client", client);
+        RedisConnector.requireNonNull("options", options);
         return factory("redisCluster(" + options + ")", options, () -> LimiterEndpoint.cluster(client));
     }
 
@@ -77,21 +77,5 @@ public final class RedisLimiters {
                 return description;
             }
         };
-    }
-
-    private static RedisURI parse(String uri) {
-        requireNonNull("uri", uri);
-        try {
-            return RedisURI.create(uri);
-        } catch (IllegalArgumentException e) {
-            // The URI may hold a password: the message leaves it out.
-            throw new IllegalArgumentException("uri must be a Redis URI (redis://host:port)", e);
-        }
-    }
-
-    private static void requireNonNull(String option, Object value) {
-        if (value == null) {
-            throw new IllegalArgumentException(option + " must not be null");
-        }
     }
 }

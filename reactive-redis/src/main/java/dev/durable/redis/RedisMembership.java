@@ -31,17 +31,17 @@ public interface RedisMembership {
      * registration; after that, outages only delay heartbeats (logged once).
      */
     static Mono<RedisMembership> join(RedisURI uri, RedisMembershipOptions options) {
-        requireNonNull("uri", uri);
-        requireNonNull("options", options);
+        RedisConnector.requireNonNull("uri", uri);
+        RedisConnector.requireNonNull("options", options);
         return Mono.fromSupplier(() -> RedisConnector.owned(uri))
                 .flatMap(connector -> LettuceMembership.join(connector, options));
     }
 
     /** Registers this node with connections from the caller's client, which stays the caller's. */
     static Mono<RedisMembership> join(RedisClient client, RedisURI uri, RedisMembershipOptions options) {
-        requireNonNull("client", client);
-        requireNonNull("uri", uri);
-        requireNonNull("options", options);
+        RedisConnector.requireNonNull("client", client);
+        RedisConnector.requireNonNull("uri", uri);
+        RedisConnector.requireNonNull("options", options);
         return LettuceMembership.join(RedisConnector.shared(client, uri), options);
     }
 
@@ -59,9 +59,4 @@ public interface RedisMembership {
     /** Stops heartbeating and deregisters at once; idempotent. */
     Mono<Void> close();
 
-    private static void requireNonNull(String option, Object value) {
-        if (value == null) {
-            throw new IllegalArgumentException(option + " must not be null");
-        }
-    }
 }

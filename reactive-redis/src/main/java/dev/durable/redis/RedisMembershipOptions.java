@@ -1,5 +1,6 @@
 package dev.durable.redis;
 
+import dev.durable.redis.internal.RedisConnector;
 import java.time.Duration;
 
 /**
@@ -82,7 +83,7 @@ public final class RedisMembershipOptions {
 
         /** 1 to 128 characters without white space or braces (braces would break the key's hash tag). */
         public Builder group(String group) {
-            requireNonNull("group", group);
+            RedisConnector.requireNonNull("group", group);
             if (group.isEmpty() || group.length() > 128 || group.chars().anyMatch(c -> Character.isWhitespace(c)
                     || c == '{' || c == '}')) {
                 throw new IllegalArgumentException("group must be 1 to 128 characters without white space or braces,"
@@ -94,7 +95,7 @@ public final class RedisMembershipOptions {
 
         /** 1 to 256 characters, not blank. */
         public Builder nodeId(String nodeId) {
-            requireNonNull("nodeId", nodeId);
+            RedisConnector.requireNonNull("nodeId", nodeId);
             if (nodeId.isBlank() || nodeId.length() > 256) {
                 throw new IllegalArgumentException("nodeId must be 1 to 256 characters and not blank, was '"
                         + nodeId + "'");
@@ -127,14 +128,8 @@ public final class RedisMembershipOptions {
             return new RedisMembershipOptions(this);
         }
 
-        private static void requireNonNull(String option, Object value) {
-            if (value == null) {
-                throw new IllegalArgumentException(option + " must not be null");
-            }
-        }
-
         private static Duration requireAtLeastMillis(String option, Duration value, long millis) {
-            requireNonNull(option, value);
+            RedisConnector.requireNonNull(option, value);
             if (value.compareTo(Duration.ofMillis(millis)) < 0) {
                 throw new IllegalArgumentException(option + " must be at least " + millis + " ms, was " + value);
             }

@@ -30,7 +30,7 @@ public final class RedisPokeTransports {
 
     /** A client of the transport's own per engine, for {@code uri} ({@code redis://host:port}). */
     public static PokeTransportFactory redis(String uri) {
-        return redis(parse(uri), RedisPokeOptions.defaults());
+        return redis(RedisConnector.parseUri(uri), RedisPokeOptions.defaults());
     }
 
     /** A client of the transport's own per engine, shut down when the engine closes. */
@@ -40,8 +40,8 @@ public final class RedisPokeTransports {
 
     /** A client of the transport's own per engine, shut down when the engine closes. */
     public static PokeTransportFactory redis(RedisURI uri, RedisPokeOptions options) {
-        requireNonNull("uri", uri);
-        requireNonNull("options", options);
+        RedisConnector.requireNonNull("uri", uri);
+        RedisConnector.requireNonNull("options", options);
         return factory("redis(" + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
                 () -> RedisConnector.owned(uri));
     }
@@ -56,9 +56,9 @@ public final class RedisPokeTransports {
 
     /** Connections from the caller's client, with these options. */
     public static PokeTransportFactory redis(RedisClient client, RedisURI uri, RedisPokeOptions options) {
-        requireNonNull("client", client);
-        requireNonNull("uri", uri);
-        requireNonNull("options", options);
+        RedisConnector.requireNonNull("client", client);
+        RedisConnector.requireNonNull("uri", uri);
+        RedisConnector.requireNonNull("options", options);
         return factory("redis(client, " + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
                 () -> RedisConnector.shared(client, uri));
     }
@@ -78,21 +78,5 @@ public final class RedisPokeTransports {
                 return description;
             }
         };
-    }
-
-    private static RedisURI parse(String uri) {
-        requireNonNull("uri", uri);
-        try {
-            return RedisURI.create(uri);
-        } catch (IllegalArgumentException e) {
-            // The URI may hold a password: the message leaves it out.
-            throw new IllegalArgumentException("uri must be a Redis URI (redis://host:port)", e);
-        }
-    }
-
-    private static void requireNonNull(String option, Object value) {
-        if (value == null) {
-            throw new IllegalArgumentException(option + " must not be null");
-        }
     }
 }

@@ -7,6 +7,7 @@ import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.QueueOptions;
+import dev.durable.support.BlockingWatch;
 import dev.durable.support.Engines;
 import dev.durable.support.Eventually;
 import dev.durable.redis.testing.RedisExtension;
@@ -17,15 +18,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import reactor.blockhound.BlockHound;
 import reactor.core.Disposable;
-import reactor.core.publisher.Hooks;
 import reactor.core.publisher.Mono;
 
 /**
@@ -37,30 +35,15 @@ import reactor.core.publisher.Mono;
 class RedisBlockHoundIT {
 
     private static final Duration WAIT = Duration.ofSeconds(60);
-    private static final List<String> blockingCalls = new CopyOnWriteArrayList<>();
-    private static final List<Throwable> dropped = new CopyOnWriteArrayList<>();
+    private static final List<String> blockingCalls = BlockingWatch.blockingCalls();
+    private static final List<Throwable> dropped = BlockingWatch.dropped();
 
     @RegisterExtension
     final Engines engines = new Engines();
 
     @BeforeAll
     static void install() {
-        BlockHound.builder()
-                .loadIntegrations()
-                // The test's logger writes to stderr synchronously; production logging is the application's choice.
-                .allowBlockingCallsInside("org.slf4j.simple.SimpleLogger", "write")
-                .blockingMethodCallback(method -> blockingCalls.add(method + " on " + Thread.currentThread().getName()
-                        + "\n" + stack()))
-                .install();
-        Hooks.onErrorDropped(dropped::add);
-    }
-
-    private static String stack() {
-        StringBuilder out = new StringBuilder();
-        for (StackTraceElement element : new Throwable().getStackTrace()) {
-            out.append("  at ").append(element).append('\n');
-        }
-        return out.toString();
+        BlockingWatch.install();
     }
 
     @Test

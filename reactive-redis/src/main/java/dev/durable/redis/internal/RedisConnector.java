@@ -26,6 +26,23 @@ public final class RedisConnector {
         this.owned = owned;
     }
 
+    /** A Redis URI from text; a malformed one is refused without echoing it (it may hold a password). */
+    public static RedisURI parseUri(String uri) {
+        requireNonNull("uri", uri);
+        try {
+            return RedisURI.create(uri);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("uri must be a Redis URI (redis://host:port)", e);
+        }
+    }
+
+    /** The argument check of the Redis factories and options: the message names the option. */
+    public static void requireNonNull(String option, @org.jspecify.annotations.Nullable Object value) {
+        if (value == null) {
+            throw new IllegalArgumentException(option + " must not be null");
+        }
+    }
+
     /** Connections from the caller's client, which the caller shuts down. */
     public static RedisConnector shared(RedisClient client, RedisURI uri) {
         return new RedisConnector(client, uri, false);
