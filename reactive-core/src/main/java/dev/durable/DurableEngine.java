@@ -255,7 +255,7 @@ public final class DurableEngine {
                                 plan.handOver(inserted);
                                 List<Long> ids = inserted.stream().map(ClaimedRow::id).toList();
                                 telemetry.inserted(rows, ids);
-                                pokeQueues(rows);
+                                pokeQueues(plan.unclaimed(rows));
                                 return ids;
                             });
                     if (plan.reservations().isEmpty()) {
@@ -574,6 +574,17 @@ public final class DurableEngine {
 
         void cancel() {
             reservations.forEach(QueueScheduler::cancelReservation);
+        }
+
+        /** The rows no local scheduler took with the insert: only their queues need a poke. */
+        List<NewInstance> unclaimed(List<NewInstance> rows) {
+            List<NewInstance> left = new ArrayList<>(rows.size());
+            for (int i = 0; i < rows.size(); i++) {
+                if (claimers[i] == null) {
+                    left.add(rows.get(i));
+                }
+            }
+            return left;
         }
     }
 
