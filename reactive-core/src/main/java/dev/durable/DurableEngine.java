@@ -1,26 +1,20 @@
 package dev.durable;
 
+import dev.durable.internal.Cleanup;
 import dev.durable.internal.Db;
 import dev.durable.internal.RequestMapper;
-import dev.durable.internal.engine.RecurringRunner;
+import dev.durable.internal.engine.ClaimOnInsert;
+import dev.durable.internal.engine.EngineRuntime;
 import dev.durable.internal.engine.SettleWaiters;
 import dev.durable.internal.engine.Telemetry;
-import dev.durable.internal.engine.Executor;
-import dev.durable.internal.engine.Maintenance;
-import dev.durable.internal.engine.OutcomeCommitter;
-import dev.durable.internal.engine.QueueScheduler;
 import dev.durable.internal.engine.WorkerIdentity;
-import dev.durable.internal.sql.InstanceStore;
+import dev.durable.internal.sql.InstanceSql.Inserted;
+import dev.durable.internal.sql.InstanceSql.Insertion;
 import dev.durable.internal.sql.Migrator;
 import dev.durable.internal.sql.Rows.CancelRow;
-import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
 import dev.durable.internal.sql.Rows.Transition;
-import dev.durable.internal.sql.Sql;
-import dev.durable.limit.Limiter;
-import dev.durable.limit.LimiterContext;
-import dev.durable.poke.PokeContext;
-import dev.durable.poke.PokeTransport;
+import dev.durable.internal.sql.Statements;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.Connection;
@@ -28,13 +22,14 @@ import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Predicate;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -59,26 +54,42 @@ import reactor.util.Loggers;
 public final class DurableEngine {
 
     private static final Logger log = Loggers.getLogger(DurableEngine.class);
-    private static final String JOB_STEP = "run";
+
+    /**
+     * Where the engine is in its life, swapped as one value: the start in flight or done (null
+     * before the first start, and again after a failed one), the parts it made (null until a start
+     * succeeds), and the close once asked for.
+     */
+    private record Lifecycle(@Nullable Mono<Void> starting, @Nullable EngineRuntime runtime,
+            @Nullable Mono<Void> closing) {
+
+        static final Lifecycle NEW = new Lifecycle(null, null, null);
+
+        Lifecycle starting(@Nullable Mono<Void> start) {
+            return new Lifecycle(start, runtime, closing);
+        }
+
+        Lifecycle running(EngineRuntime started) {
+            return new Lifecycle(starting, started, closing);
+        }
+
+        Lifecycle closing(Mono<Void> close) {
+            return new Lifecycle(starting, runtime, close);
+        }
+    }
 
     private final EngineOptions options;
     private final Map<String, Definition> definitions;
+    private final List<RecurringJob> recurringJobs;
     private final @Nullable ConnectionPool ownPool;
     private final ConnectionFactory connectionFactory;
-    private final InstanceStore store;
+    private final Statements statements;
     private final Migrator migrator;
     private final WorkerIdentity identity;
     private final RequestMapper mapper;
     private final SettleWaiters waiters = new SettleWaiters();
     private final Telemetry telemetry;
-    private final List<QueueScheduler> schedulers = new ArrayList<>();
-    private @Nullable PokeTransport pokeTransport;
-    private @Nullable Maintenance maintenance;
-    private @Nullable Limiter limiter;
-    private final RecurringRunner recurring;
-    private @Nullable OutcomeCommitter committer;
-    private @Nullable Mono<Void> starting;
-    private @Nullable Mono<Void> closing;
+    private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
     private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs) {
         this.options = options;
@@ -104,15 +115,14 @@ public final class DurableEngine {
             this.connectionFactory = ownPool;
         }
         Db db = new Db(connectionFactory);
-        this.store = new InstanceStore(db, new Sql(options.schema()), options.gates().values(),
+        this.recurringJobs = recurringJobs;
+        this.statements = Statements.create(db, options.schema(), options.gates().values(),
                 options.rateLimits().values());
         this.migrator = new Migrator(db, options.schema());
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
         this.telemetry = new Telemetry(options.meterRegistry(), options.observationRegistry(),
                 options.runObservationConvention(), options.eventBufferSize());
-        this.recurring = new RecurringRunner(recurringJobs, options.recurringInterval(), store.now(), this::insert,
-                RecurringJob::due);
     }
 
     public static Builder builder(EngineOptions options) {
@@ -128,93 +138,42 @@ public final class DurableEngine {
     }
 
     /** Applies the migrations (unless turned off), then starts the configured queues. Idempotent. */
-    public synchronized Mono<Void> start() {
-        if (closing != null) {
-            return Mono.error(new EngineClosedException(options.name()));
-        }
-        if (starting == null) {
-            // A failed start (the database down at boot, say) undoes what it began, so a later
-            // start() tries again from scratch instead of replaying the failure.
-            starting = Mono.defer(this::doStart)
-                    .onErrorResume(error -> undoStart().then(Mono.error(error)))
-                    .cache();
-        }
-        return starting;
-    }
-
-    private Mono<Void> undoStart() {
-        List<QueueScheduler> started;
-        PokeTransport transport;
-        Limiter madeLimiter;
-        synchronized (this) {
-            started = List.copyOf(schedulers);
-            schedulers.clear();
-            if (maintenance != null) {
-                maintenance.stop();
-                maintenance = null;
+    public Mono<Void> start() {
+        for (;;) {
+            Lifecycle now = lifecycle.get();
+            if (now.closing() != null) {
+                return Mono.error(new EngineClosedException(options.name()));
             }
-            recurring.stop();
-            transport = pokeTransport;
-            pokeTransport = null;
-            madeLimiter = limiter;
-            limiter = null;
-            committer = null;
-            starting = null;
+            if (now.starting() != null) {
+                return now.starting();
+            }
+            // A failed start (the database down at boot, say) has undone what it began and is
+            // forgotten, so a later start() tries again from scratch instead of replaying the failure.
+            AtomicReference<Mono<Void>> self = new AtomicReference<>();
+            Mono<Void> starting = Mono.defer(this::doStart)
+                    .doOnError(error -> lifecycle.getAndUpdate(state -> state.starting() == self.get()
+                            ? state.starting(null) : state))
+                    .cache();
+            self.set(starting);
+            if (lifecycle.compareAndSet(now, now.starting(starting))) {
+                return starting;
+            }
         }
-        return Mono.whenDelayError(started.stream().map(QueueScheduler::close).toList())
-                .then(transport == null ? Mono.empty() : transport.close())
-                .then(madeLimiter == null ? Mono.empty() : madeLimiter.close())
-                .onErrorResume(error -> {
-                    log.warn("cleaning up after a failed start of engine {}: {}", options.name(), error.toString());
-                    return Mono.empty();
-                });
     }
 
     private Mono<Void> doStart() {
         Mono<Integer> migrated = options.applyMigrations() ? migrator.migrate() : Mono.just(0);
         return migrated
-                .then(options.limiter().create(new LimiterContext(identity.origin(), connectionFactory,
-                        options.schema(), options.gates(), options.rateLimits(), options.leaseTtl())))
-                .doOnNext(made -> {
-                    synchronized (this) {
-                        limiter = made;
-                    }
-                })
-                .then(options.pokeTransport().create(new PokeContext(identity.origin(), connectionFactory,
-                        options.schema())))
-                .flatMap(transport -> {
-                    synchronized (this) {
-                        Limiter limits = java.util.Objects.requireNonNull(limiter, "limiter");
-                        pokeTransport = transport;
-                        committer = new OutcomeCommitter(store, options.commitBatchSize(),
-                                options.commitParallelism(), parent -> {
-                                    telemetry.wokenParent(parent);
-                                    afterTransition(parent);
-                                }, this::afterTransition);
-                        Executor executor = new Executor(definitions, mapper, options.codec(), committer,
-                                options.handlerScheduler(), options.leaseTtl(), this::afterTransition, telemetry);
-                        for (QueueOptions queue : options.queues().values()) {
-                            schedulers.add(new QueueScheduler(queue, store, executor, transport.pokes(), identity,
-                                    options.leaseTtl(), options.heartbeatInterval(), options.pokeWindow(),
-                                    options.pickRetries(), telemetry, limits));
-                        }
-                        if (options.runMaintenance()) {
-                            maintenance = new Maintenance(store, limits, options.reaperInterval(), options.retention(),
-                                    options.reconcileInterval(), reaped -> {
-                                telemetry.recovered(reaped, false);
-                                afterTransition(reaped);
-                            }, expired -> {
-                                telemetry.recovered(expired, true);
-                                afterTransition(expired);
-                            });
-                            maintenance.start();
-                        }
-                    }
-                    return Flux.fromIterable(schedulers).concatMap(QueueScheduler::start)
-                            .then(Mono.<Void>fromRunnable(recurring::start));
-                })
+                .then(EngineRuntime.start(new EngineRuntime.Wiring(options, connectionFactory, definitions,
+                        recurringJobs, statements, identity, mapper, telemetry, this::insert, this::afterTransition)))
+                .doOnNext(runtime -> lifecycle.getAndUpdate(state -> state.running(runtime)))
+                .then()
                 .doOnSuccess(started -> log.info("Durable engine {} started: schema {}, queues {}",
                         options.name(), options.schema(), options.queues().keySet()));
+    }
+
+    private @Nullable EngineRuntime runtime() {
+        return lifecycle.get().runtime();
     }
 
     /**
@@ -230,9 +189,9 @@ public final class DurableEngine {
 
     /** Tells the schedulers of {@code queue} that work is there (after a transactional insert, say). */
     public void poke(String queue) {
-        PokeTransport transport = pokeTransport;
-        if (transport != null) {
-            transport.poke(queue);
+        EngineRuntime runtime = runtime();
+        if (runtime != null) {
+            runtime.poke(queue);
         }
     }
 
@@ -247,18 +206,21 @@ public final class DurableEngine {
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
                 .flatMap(rows -> {
-                    ClaimPlan plan = planClaims(rows);
-                    Mono<List<Long>> insert = store.insert(rows, plan.claimers(), options.leaseTtl().toMillis())
+                    Lifecycle now = lifecycle.get();
+                    ClaimOnInsert.Plan plan = now.runtime() == null || now.closing() != null
+                            ? ClaimOnInsert.none(rows) : now.runtime().claims().plan(rows);
+                    Mono<List<Long>> insert = statements.instances().insert(plan.insertions(),
+                                    options.leaseTtl().toMillis())
                             .collectList()
                             .doOnError(error -> plan.cancel())
                             .map(inserted -> {
                                 plan.handOver(inserted);
-                                List<Long> ids = inserted.stream().map(ClaimedRow::id).toList();
+                                List<Long> ids = inserted.stream().map(Inserted::id).toList();
                                 telemetry.inserted(rows, ids);
-                                pokeQueues(plan.unclaimed(rows));
+                                plan.queuesToPoke().forEach(this::poke);
                                 return ids;
                             });
-                    if (plan.reservations().isEmpty()) {
+                    if (!plan.claimsAny()) {
                         return insert;
                     }
                     // Rows inserted claimed must reach their scheduler whatever the caller does: a caller
@@ -280,30 +242,29 @@ public final class DurableEngine {
     /** Inserts many instances on the caller's connection, inside its open transaction. */
     public Mono<List<Long>> insertAll(Connection connection, List<JobRequest> requests) {
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
-                .flatMap(rows -> store.insert(connection, rows).collectList()
+                .flatMap(rows -> statements.instances().insert(connection, ClaimOnInsert.none(rows).insertions(), 0)
+                        .map(Inserted::id)
+                        .collectList()
                         .flatMap(ids -> {
-                            PokeTransport transport = pokeTransport;
-                            if (transport == null) {
+                            EngineRuntime runtime = runtime();
+                            if (runtime == null) {
                                 return Mono.just(ids);
                             }
                             return Flux.fromIterable(queuesOf(rows))
-                                    .concatMap(queue -> transport.pokeOnCommit(connection, queue))
+                                    .concatMap(queue -> runtime.transport().pokeOnCommit(connection, queue))
                                     .then(Mono.just(ids));
                         }));
     }
 
     /** The instance with that id, or empty. */
     public Mono<Instance> get(long id) {
-        return whenOpen().then(store.get(id));
+        return whenOpen().then(statements.instances().get(id));
     }
 
     /** Empty while the engine is open; an {@link EngineClosedException} once close() was called. */
     private Mono<Void> whenOpen() {
-        return Mono.defer(() -> {
-            synchronized (this) {
-                return closing == null ? Mono.empty() : Mono.error(new EngineClosedException(options.name()));
-            }
-        });
+        return Mono.defer(() -> lifecycle.get().closing() == null ? Mono.empty()
+                : Mono.error(new EngineClosedException(options.name())));
     }
 
     /**
@@ -321,7 +282,7 @@ public final class DurableEngine {
                 return Flux.error(invalid);
             }
         }
-        return whenOpen().thenMany(store.list(queue, status, afterId, limit));
+        return whenOpen().thenMany(statements.instances().list(queue, status, afterId, limit));
     }
 
     /**
@@ -337,7 +298,7 @@ public final class DurableEngine {
      * children...), each at once or at its next commit as above. Says what became of the instance.
      */
     public Mono<CancelResult> cancel(long id, boolean cascade) {
-        return whenOpen().then(store.cancel(id, cascade))
+        return whenOpen().then(statements.instances().cancel(id, cascade))
                 .doOnNext(row -> {
                     if (row.after() == InstanceStatus.CANCELLED) {
                         telemetry.cancelled(id, row.queue());
@@ -378,7 +339,7 @@ public final class DurableEngine {
                     }
                     return Optional.ofNullable(payload == null ? null : mapper.encode("signal payload", payload));
                 }))
-                .flatMap(json -> store.deliverSignal(id, correlationKey, name, json.orElse(null), dedupKey))
+                .flatMap(json -> statements.signals().deliver(id, correlationKey, name, json.orElse(null), dedupKey))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException(target)))
                 .map(delivery -> {
                     telemetry.signalled(delivery.id(), delivery.queue(), delivery.woken());
@@ -404,7 +365,7 @@ public final class DurableEngine {
         return Mono.fromRunnable(() -> queues.forEach(this::poke))
                 .then(Flux.interval(Duration.ZERO, Duration.ofMillis(20))
                         .onBackpressureDrop()
-                        .concatMap(tick -> store.countBusy(queues), 0)
+                        .concatMap(tick -> statements.instances().countBusy(queues), 0)
                         .filter(busy -> busy == 0)
                         .next()
                         .then())
@@ -426,7 +387,7 @@ public final class DurableEngine {
         return awaitStatus(id, timeout, status -> status.isTerminal() || status.isParked());
     }
 
-    private Mono<Instance> awaitStatus(long id, Duration timeout, java.util.function.Predicate<InstanceStatus> wanted) {
+    private Mono<Instance> awaitStatus(long id, Duration timeout, Predicate<InstanceStatus> wanted) {
         return waiters.await(id, wanted, () -> get(id))
                 .timeout(timeout, Mono.error(() -> new DurableTimeoutException(id, timeout)))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id)));
@@ -453,41 +414,33 @@ public final class DurableEngine {
 
     /**
      * Stops gracefully: every scheduler stops claiming, gives back its buffered rows and waits up to
-     * its drain timeout for running steps; then maintenance, the poke transport and the engine's own
-     * pool close. Errors are gathered, not short-circuited. Idempotent.
+     * its drain timeout for running steps; then maintenance, the poke transport, the limiter and the
+     * engine's own pool close. A start still under way finishes (or fails) first, so nothing it
+     * launches outlives the close. Errors are gathered, not short-circuited. Idempotent.
      */
-    public synchronized Mono<Void> close() {
-        if (closing == null) {
-            closing = Mono.defer(this::doClose).cache();
+    public Mono<Void> close() {
+        for (;;) {
+            Lifecycle now = lifecycle.get();
+            if (now.closing() != null) {
+                return now.closing();
+            }
+            Mono<Void> closing = Mono.defer(this::doClose).cache();
+            if (lifecycle.compareAndSet(now, now.closing(closing))) {
+                return closing;
+            }
         }
-        return closing;
     }
 
     private Mono<Void> doClose() {
-        Mono<Void> inFlight;
-        synchronized (this) {
-            inFlight = starting == null ? Mono.empty() : starting;
-        }
-        // A start still under way finishes (or fails) first, so nothing it launches outlives the close.
-        return inFlight.onErrorResume(error -> Mono.empty()).then(Mono.defer(this::closeStarted));
-    }
-
-    private Mono<Void> closeStarted() {
-        List<QueueScheduler> toClose;
-        synchronized (this) {
-            toClose = List.copyOf(schedulers);
-            if (maintenance != null) {
-                maintenance.stop();
-            }
-            recurring.stop();
-        }
-        Mono<Void> transport = Mono.defer(() -> pokeTransport == null ? Mono.empty() : pokeTransport.close());
+        Mono<Void> inFlight = lifecycle.get().starting();
+        Mono<Void> started = inFlight == null ? Mono.empty() : inFlight.onErrorResume(error -> Mono.empty());
+        Mono<Void> runtime = Mono.defer(() -> {
+            EngineRuntime made = runtime();
+            return made == null ? Mono.empty() : made.close();
+        });
         Mono<Void> pool = Mono.defer(() -> ownPool == null ? Mono.empty() : ownPool.disposeLater());
-        // After the schedulers: their last credits go out before the limiter closes.
-        Mono<Void> limits = Mono.defer(() -> limiter == null ? Mono.empty() : limiter.close());
-        return Mono.whenDelayError(toClose.stream().map(QueueScheduler::close).toList())
-                .then(Mono.whenDelayError(transport, limits))
-                .then(pool)
+        return started
+                .then(Cleanup.inOrder(runtime, pool))
                 .doOnSuccess(closed -> log.info("Durable engine {} closed", options.name()));
     }
 
@@ -506,92 +459,27 @@ public final class DurableEngine {
         return telemetry.eventsDropped();
     }
 
-    /** The queue schedulers, for tests and metrics. */
-    public List<QueueScheduler> schedulers() {
-        return List.copyOf(schedulers);
+    /**
+     * What each of this engine's queue schedulers is doing and has done, in the order the queues
+     * were configured; empty until the engine has started.
+     */
+    public List<QueueStats> queueStats() {
+        EngineRuntime runtime = runtime();
+        return runtime == null ? List.of() : runtime.queueStats();
     }
 
-    /** The reaper, when this engine runs maintenance. */
-    public Optional<Maintenance> maintenance() {
-        return Optional.ofNullable(maintenance);
+    /** What the scheduler of {@code queue} on this engine is doing; empty when it runs no such queue. */
+    public Optional<QueueStats> queueStats(String queue) {
+        return queueStats().stream().filter(stats -> stats.queue().equals(queue)).findFirst();
     }
 
     /**
-     * Which rows to insert already claimed by an idle local scheduler of their queue (see
-     * {@link QueueScheduler#reserve}): rows due now with no concurrency key, gate or rate limit,
-     * up to what each idle scheduler reserves.
+     * This engine's maintenance tasks, to run one pass now or read what they did; empty until the
+     * engine has started.
      */
-    private ClaimPlan planClaims(List<NewInstance> rows) {
-        String[] claimers = new String[rows.size()];
-        Map<QueueScheduler, Integer> reservations = new java.util.HashMap<>();
-        List<QueueScheduler> local;
-        synchronized (this) {
-            local = closing == null ? List.copyOf(schedulers) : List.of();
-        }
-        for (QueueScheduler scheduler : local) {
-            int eligible = 0;
-            for (NewInstance row : rows) {
-                if (claimable(row, scheduler.queue())) {
-                    eligible++;
-                }
-            }
-            int slots = eligible == 0 ? 0 : scheduler.reserve(eligible);
-            if (slots == 0) {
-                continue;
-            }
-            reservations.put(scheduler, slots);
-            int left = slots;
-            for (int i = 0; i < rows.size() && left > 0; i++) {
-                if (claimable(rows.get(i), scheduler.queue())) {
-                    claimers[i] = scheduler.worker();
-                    left--;
-                }
-            }
-        }
-        return new ClaimPlan(claimers, reservations);
-    }
-
-    private static boolean claimable(NewInstance row, String queue) {
-        return row.queue().equals(queue) && row.runAt() == null && row.delayMillis() == 0
-                && row.concurrencyKey() == null && row.gate() == null && row.rateLimit() == null;
-    }
-
-    /** The claims of one insert, and the reservations behind them. */
-    private record ClaimPlan(String[] claimers, Map<QueueScheduler, Integer> reservations) {
-
-        void handOver(List<ClaimedRow> inserted) {
-            for (Map.Entry<QueueScheduler, Integer> reservation : reservations.entrySet()) {
-                String worker = reservation.getKey().worker();
-                List<ClaimedRow> claimed = new ArrayList<>();
-                for (int i = 0; i < inserted.size(); i++) {
-                    if (worker.equals(claimers[i])) {
-                        claimed.add(inserted.get(i));
-                    }
-                }
-                reservation.getKey().claimedOnInsert(reservation.getValue(), claimed);
-            }
-        }
-
-        void cancel() {
-            reservations.forEach(QueueScheduler::cancelReservation);
-        }
-
-        /** The rows no local scheduler took with the insert: only their queues need a poke. */
-        List<NewInstance> unclaimed(List<NewInstance> rows) {
-            List<NewInstance> left = new ArrayList<>(rows.size());
-            for (int i = 0; i < rows.size(); i++) {
-                if (claimers[i] == null) {
-                    left.add(rows.get(i));
-                }
-            }
-            return left;
-        }
-    }
-
-    private void pokeQueues(List<NewInstance> rows) {
-        for (String queue : queuesOf(rows)) {
-            poke(queue);
-        }
+    public Optional<Maintenance> maintenance() {
+        EngineRuntime runtime = runtime();
+        return runtime == null ? Optional.empty() : Optional.of(runtime.maintenance());
     }
 
     private static Set<String> queuesOf(List<NewInstance> rows) {

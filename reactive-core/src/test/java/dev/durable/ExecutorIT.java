@@ -155,7 +155,7 @@ class ExecutorIT {
                 + " + interval '1 second' WHERE id = $1", id);
         job.open();
         Eventually.until("stale outcome reported", WAIT,
-                () -> engine.schedulers().get(0).stats().stale.get() == 1);
+                () -> engine.queueStats().get(0).stale() == 1);
         Instance stolen = engine.get(id).block();
         assertThat(stolen.status()).isEqualTo(InstanceStatus.EXECUTING);
         assertThat(stolen.claimedBy()).isEqualTo("thief");

@@ -162,12 +162,12 @@ class LimitsIT {
         Sql.update(db, "UPDATE {schema}.durable_instances SET parent_id = $1 WHERE id = $2", parent, ids.get(1));
         Sql.update(db, "UPDATE {schema}.durable_instances SET updated_at = now() - interval '2 hours' WHERE id IN ($1, $2)",
                 ids.get(0), ids.get(1));
-        assertThat(engine.maintenance().orElseThrow().collectGarbageOnce().block()).isEqualTo(1);
+        assertThat(engine.maintenance().orElseThrow().collectGarbage().block()).isEqualTo(1);
         assertThat(engine.get(ids.get(0)).blockOptional()).isEmpty();
         assertThat(engine.get(ids.get(1)).blockOptional()).isPresent();
 
         Sql.update(db, "INSERT INTO {schema}.durable_gate_slots (gate, key, shard, capacity, held) VALUES ('g', '', 0, 2, 2)");
-        assertThat(engine.maintenance().orElseThrow().reconcileOnce().block()).isEqualTo(1);
+        assertThat(engine.maintenance().orElseThrow().reconcileLimits().block()).isEqualTo(1);
         assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_gate_slots", row -> row.get(0, Long.class)))
                 .containsExactly(0L);
     }

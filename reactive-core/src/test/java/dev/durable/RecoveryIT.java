@@ -87,7 +87,7 @@ class RecoveryIT {
         assertThat(done.lastError()).isEqualTo("lease of dead-worker expired on attempt 1 of 20");
         Instance failed = engines.awaitStatus(engine, spent, InstanceStatus.FAILED, WAIT);
         assertThat(failed.lastError()).isEqualTo("lease of dead-worker expired on attempt 1 of 1");
-        assertThat(engine.maintenance().orElseThrow().reaped()).isGreaterThanOrEqualTo(2);
+        assertThat(engine.maintenance().orElseThrow().stats().reaped()).isGreaterThanOrEqualTo(2);
     }
 
     @Test
@@ -101,7 +101,7 @@ class RecoveryIT {
         first.insertAll(List.of(JobRequest.of("gated", "a"), JobRequest.of("gated", "b"), JobRequest.of("gated", "c")))
                 .block();
         Eventually.until("three running", WAIT, () -> job.started.get() == 3);
-        String deadWorker = first.schedulers().get(0).worker();
+        String deadWorker = first.queueStats().get(0).worker();
         first.close().block(); // drain timeout 0: the runs are abandoned with their rows claimed
         assertThat(Sql.count(db, "queue = 'reclaim' AND status = 'executing'")).isEqualTo(3);
         // The dead incarnation stopped beating two heartbeats ago.
@@ -120,7 +120,7 @@ class RecoveryIT {
         DurableEngine restarted = engines.start(engines.options("node").leaseTtl(Duration.ofSeconds(60))
                 .heartbeatInterval(Duration.ofSeconds(1)).runMaintenance(false)
                 .queue(QueueOptions.builder("reclaim").concurrency(3).build()), second.definition("gated", "reclaim"));
-        assertThat(restarted.schedulers().get(0).stats().reclaimed.get()).isEqualTo(3);
+        assertThat(restarted.queueStats().get(0).reclaimed()).isEqualTo(3);
         Eventually.until("reclaimed rows done", WAIT, () -> Sql.count(db, "queue = 'reclaim' AND status = 'done'") == 3);
         Instance untouched = producer.get(live).block();
         assertThat(untouched.status()).isEqualTo(InstanceStatus.EXECUTING);
@@ -146,7 +146,7 @@ class RecoveryIT {
         closed.join();
         assertThat(Sql.count(db, "queue = 'drain' AND status = 'done'")).isEqualTo(1);
         assertThat(Sql.count(db, "queue = 'drain' AND status = 'runnable'")).isEqualTo(4);
-        assertThat(engine.schedulers().get(0).stats().released.get()).isEqualTo(4);
+        assertThat(engine.queueStats().get(0).released()).isEqualTo(4);
         assertThat(ids).hasSize(5);
     }
 
@@ -161,7 +161,7 @@ class RecoveryIT {
         long started = System.nanoTime();
         engine.close().block();
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(10));
-        assertThat(engine.schedulers().get(0).stats().drainTimedOut.get()).isEqualTo(1);
+        assertThat(engine.queueStats().get(0).drainAbandoned()).isEqualTo(1);
 
         // Another node's reaper returns it once the lease runs out; its second attempt also hangs.
         DurableEngine other = engines.start(engines.options("other").queue(

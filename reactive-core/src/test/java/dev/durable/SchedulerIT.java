@@ -2,7 +2,6 @@ package dev.durable;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.durable.internal.engine.QueueScheduler;
 import dev.durable.poke.PokeTransports;
 import dev.durable.support.CountingConnectionFactory;
 import dev.durable.support.Engines;
@@ -16,6 +15,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.function.Supplier;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -81,6 +81,11 @@ class SchedulerIT {
         return requests;
     }
 
+    private static int held(DurableEngine engine) {
+        QueueStats stats = engine.queueStats().get(0);
+        return stats.running() + stats.buffered();
+    }
+
     private long executing(String queue) {
         return Sql.count(db, "status = 'executing' AND queue = '" + queue + "'");
     }
@@ -97,7 +102,7 @@ class SchedulerIT {
         Eventually.until("five rows claimed", WAIT, () -> executing("ceiling") == 5);
         Eventually.sleep(600); // several polls later, still no more than the ceiling
         assertThat(executing("ceiling")).isEqualTo(5);
-        assertThat(engine.schedulers().get(0).held()).isEqualTo(5);
+        assertThat(held(engine)).isEqualTo(5);
         assertThat(job.maxRunning.get()).isEqualTo(2);
 
         job.open();
@@ -111,10 +116,10 @@ class SchedulerIT {
                 .queue(QueueOptions.builder("refill").concurrency(1).prefetch(9)
                         .pollInterval(Duration.ofSeconds(30)).maxPollInterval(Duration.ofSeconds(30)).build()),
                 noop("refill"));
-        QueueScheduler scheduler = engine.schedulers().get(0);
-        Eventually.until("first pick done", WAIT, () -> scheduler.stats().picks.get() >= 1 && scheduler.held() == 0);
+        Supplier<QueueStats> scheduler = () -> engine.queueStats().get(0);
+        Eventually.until("first pick done", WAIT, () -> scheduler.get().picks() >= 1 && (scheduler.get().running() + scheduler.get().buffered()) == 0);
         Eventually.sleep(50);
-        long picksBefore = scheduler.stats().picks.get();
+        long picksBefore = scheduler.get().picks();
 
         engine.insertAll(jobs("noop", 10)).block();
         Eventually.until("all ten done", WAIT, () -> Sql.count(db, "queue = 'refill' AND status = 'done'") == 10);
@@ -123,8 +128,8 @@ class SchedulerIT {
         // One pick (the poke) brought all ten; runs two to ten came from the buffer. Two more
         // picks found nothing: when the last buffered row started and when it finished. One
         // round trip per row would be ten.
-        assertThat(scheduler.stats().picks.get() - picksBefore).isLessThanOrEqualTo(3);
-        assertThat(scheduler.stats().picked.get()).isEqualTo(10);
+        assertThat(scheduler.get().picks() - picksBefore).isLessThanOrEqualTo(3);
+        assertThat(scheduler.get().picked()).isEqualTo(10);
     }
 
     @Test
@@ -133,16 +138,16 @@ class SchedulerIT {
                 .queue(QueueOptions.builder("adaptive").pollInterval(Duration.ofMillis(50))
                         .maxPollInterval(Duration.ofMillis(400)).build()),
                 noop("adaptive"));
-        QueueScheduler scheduler = worker.schedulers().get(0);
+        Supplier<QueueStats> scheduler = () -> worker.queueStats().get(0);
         Eventually.until("poll interval backs off to its ceiling", WAIT,
-                () -> scheduler.currentPoll().equals(Duration.ofMillis(400)));
+                () -> scheduler.get().pollInterval().equals(Duration.ofMillis(400)));
 
         // Another engine inserts: with the local transport no poke reaches the worker, the poll does.
         DurableEngine producer = engines.start(engines.options("producer"), noop("adaptive"));
         long id = producer.insert(JobRequest.of("noop", "x")).block();
         engines.awaitStatus(producer, id, InstanceStatus.DONE, WAIT);
         Eventually.until("poll interval snapped back", WAIT,
-                () -> scheduler.currentPoll().compareTo(Duration.ofMillis(400)) < 0);
+                () -> scheduler.get().pollInterval().compareTo(Duration.ofMillis(400)) < 0);
     }
 
     @Test
@@ -151,20 +156,20 @@ class SchedulerIT {
                 .queue(QueueOptions.builder("poked").pollInterval(Duration.ofSeconds(30))
                         .maxPollInterval(Duration.ofSeconds(30)).build()),
                 noop("poked"));
-        QueueScheduler scheduler = engine.schedulers().get(0);
-        Eventually.until("first pick done", WAIT, () -> scheduler.stats().picks.get() >= 1);
+        Supplier<QueueStats> scheduler = () -> engine.queueStats().get(0);
+        Eventually.until("first pick done", WAIT, () -> scheduler.get().picks() >= 1);
         Eventually.sleep(50);
 
         // The poll is 30 s away: only the poke can start this job.
         long id = engine.insert(JobRequest.of("noop", "now")).block();
         engines.awaitStatus(engine, id, InstanceStatus.DONE, Duration.ofSeconds(10));
 
-        long pokesBefore = scheduler.stats().pokes.get();
+        long pokesBefore = scheduler.get().pokesHandled();
         for (int i = 0; i < 100; i++) {
             engine.insert(JobRequest.of("noop", "burst-" + i)).block();
         }
         Eventually.until("burst done", WAIT, () -> Sql.count(db, "queue = 'poked' AND status = 'done'") == 101);
-        long handled = scheduler.stats().pokes.get() - pokesBefore;
+        long handled = scheduler.get().pokesHandled() - pokesBefore;
         assertThat(handled).as("pokes handled after coalescing, of 100 sent").isLessThan(100);
     }
 
@@ -174,21 +179,21 @@ class SchedulerIT {
                 .queue(QueueOptions.builder("claimed").concurrency(2).prefetch(2).pollInterval(Duration.ofSeconds(30))
                         .maxPollInterval(Duration.ofSeconds(30)).build()),
                 noop("claimed"));
-        QueueScheduler scheduler = engine.schedulers().get(0);
-        Eventually.until("first pick found nothing", WAIT, () -> scheduler.stats().picks.get() >= 1 && scheduler.held() == 0);
+        Supplier<QueueStats> scheduler = () -> engine.queueStats().get(0);
+        Eventually.until("first pick found nothing", WAIT, () -> scheduler.get().picks() >= 1 && (scheduler.get().running() + scheduler.get().buffered()) == 0);
         Eventually.sleep(50);
-        long picksBefore = scheduler.stats().picks.get();
+        long picksBefore = scheduler.get().picks();
 
         long id = engine.insert(JobRequest.of("noop", "now")).block();
         engines.awaitStatus(engine, id, InstanceStatus.DONE, Duration.ofSeconds(10));
-        assertThat(scheduler.stats().picksBy(dev.durable.internal.engine.Demand.Trigger.INSERT).get()).isEqualTo(1);
+        assertThat(scheduler.get().picks(PickTrigger.INSERT)).isEqualTo(1);
         // No pick brought it; the one pick since is the refill that found the queue empty after it.
-        assertThat(scheduler.stats().picks.get() - picksBefore).isLessThanOrEqualTo(1);
+        assertThat(scheduler.get().picks() - picksBefore).isLessThanOrEqualTo(1);
         // Six rows: the idle scheduler takes its ceiling (four) with the insert, picks the other two.
         List<Long> ids = engine.insertAll(jobs("noop", 6)).block();
         Eventually.until("all done", WAIT, () -> Sql.count(db, "queue = 'claimed' AND status = 'done'") == 7);
         assertThat(Sql.count(db, "queue = 'claimed' AND attempt = 1")).isEqualTo(7);
-        assertThat(scheduler.stats().picked.get()).isEqualTo(7);
+        assertThat(scheduler.get().picked()).isEqualTo(7);
         assertThat(ids).hasSize(6);
         // A row due later, or with a concurrency key, is never claimed at insert.
         long later = engine.insert(JobRequest.of("noop", "later").runIn(Duration.ofHours(1))).block();
@@ -202,14 +207,14 @@ class SchedulerIT {
                 .queue(QueueOptions.builder("busy").concurrency(1).pollInterval(Duration.ofSeconds(30))
                         .maxPollInterval(Duration.ofSeconds(30)).build()),
                 job.definition("gated", "busy"));
-        QueueScheduler scheduler = engine.schedulers().get(0);
+        Supplier<QueueStats> scheduler = () -> engine.queueStats().get(0);
         engine.insert(JobRequest.of("gated", "first")).block();
         Eventually.until("first running", WAIT, () -> job.started.get() == 1);
         for (int i = 0; i < 5; i++) {
             engine.insert(JobRequest.of("gated", "more-" + i)).block();
             Eventually.sleep(30);
         }
-        assertThat(scheduler.stats().pokesDropped.get()).isPositive();
+        assertThat(scheduler.get().pokesDropped()).isPositive();
         job.open();
         Eventually.until("all done", WAIT, () -> Sql.count(db, "queue = 'busy' AND status = 'done'") == 6);
     }
@@ -223,7 +228,7 @@ class SchedulerIT {
                 noop("notify"));
         DurableEngine producer = engines.start(engines.options("sender")
                 .pokeTransport(PokeTransports.postgresNotify()), noop("notify"));
-        Eventually.until("worker idle", WAIT, () -> worker.schedulers().get(0).stats().picks.get() >= 1);
+        Eventually.until("worker idle", WAIT, () -> worker.queueStats().get(0).picks() >= 1);
         Eventually.sleep(100);
 
         long id = producer.insert(JobRequest.of("noop", "remote")).block();
@@ -250,7 +255,7 @@ class SchedulerIT {
         engine.insertAll(jobs("narrow-job", 6)).block();
         engine.insertAll(jobs("wide-job", 6)).block();
         Eventually.until("both queues running", WAIT, () -> narrow.started.get() == 1 && wide.started.get() == 4);
-        assertThat(engine.schedulers()).extracting(QueueScheduler::queue).containsExactlyInAnyOrder("narrow", "wide");
+        assertThat(engine.queueStats()).extracting(QueueStats::queue).containsExactlyInAnyOrder("narrow", "wide");
         narrow.open();
         wide.open();
         Eventually.until("all done", WAIT, () -> Sql.count(db, "status = 'done' AND queue IN ('narrow', 'wide')") == 12);
@@ -323,12 +328,12 @@ class SchedulerIT {
                     job.definition("gated", "beat"));
             engine.insertAll(jobs("gated", 5)).block();
             Eventually.until("five held", WAIT, () -> executing("beat") == 5);
-            QueueScheduler scheduler = engine.schedulers().get(0);
-            long ticksBefore = scheduler.stats().heartbeats.get();
+            Supplier<QueueStats> scheduler = () -> engine.queueStats().get(0);
+            long ticksBefore = scheduler.get().heartbeats();
             long statementsBefore = counting.count(sql -> sql.contains("SET lease_expires_at"));
 
             Eventually.sleep(4000); // longer than the 3 s lease: only the heartbeat keeps the rows
-            long ticks = scheduler.stats().heartbeats.get() - ticksBefore;
+            long ticks = scheduler.get().heartbeats() - ticksBefore;
             long statements = counting.count(sql -> sql.contains("SET lease_expires_at")) - statementsBefore;
             assertThat(ticks).isGreaterThanOrEqualTo(5);
             assertThat(statements).isEqualTo(ticks);

@@ -232,7 +232,7 @@ class WorkflowIT {
         Instance done = engine.awaitSettled(id, WAIT).block();
         assertThat(done.resultJson()).isEqualTo("\"abc\"");
         assertThat(done.concurrencyKey()).isNull();
-        assertThat(engine.schedulers().get(0).stats().picked.get()).isLessThanOrEqualTo(3); // chain, free, blocked
+        assertThat(engine.queueStats().get(0).picked()).isLessThanOrEqualTo(3); // chain, free, blocked
         engines.awaitStatus(engine, blocked, InstanceStatus.DONE, WAIT);
     }
 

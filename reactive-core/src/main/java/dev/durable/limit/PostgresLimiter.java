@@ -1,8 +1,8 @@
 package dev.durable.limit;
 
 import dev.durable.internal.Db;
-import dev.durable.internal.sql.InstanceStore;
-import dev.durable.internal.sql.Sql;
+import dev.durable.internal.sql.LimiterSql;
+import dev.durable.internal.sql.Tables;
 import java.util.Collection;
 import java.util.List;
 import java.util.Set;
@@ -12,7 +12,7 @@ import reactor.core.publisher.Mono;
 /**
  * The default limiter: counters in PostgreSQL, next to the rows they count.
  *
- * <p>Admission is done by the pick statement itself ({@code Sql.pickWithLimits}): a row is only
+ * <p>Admission is done by the pick statement itself ({@code PickSql.pickWithLimits}): a row is only
  * ever claimed once its bucket and its gate counter admitted it, in the same transaction, so
  * {@link #admit} has nothing left to refuse and admits every claim it is given. Credit is done by
  * the {@code durable_gate_release} trigger the moment a gated row leaves executing (outcome,
@@ -22,10 +22,10 @@ import reactor.core.publisher.Mono;
  */
 public final class PostgresLimiter implements Limiter {
 
-    private final InstanceStore store;
+    private final LimiterSql sql;
 
-    private PostgresLimiter(InstanceStore store) {
-        this.store = store;
+    private PostgresLimiter(LimiterSql sql) {
+        this.sql = sql;
     }
 
     /** The factory an engine uses by default. */
@@ -33,9 +33,8 @@ public final class PostgresLimiter implements Limiter {
         return new LimiterFactory() {
             @Override
             public Mono<Limiter> create(LimiterContext context) {
-                return Mono.fromSupplier(() -> new PostgresLimiter(new InstanceStore(
-                        new Db(context.connectionFactory()), new Sql(context.schema()),
-                        context.gates().values(), context.rateLimits().values())));
+                return Mono.fromSupplier(() -> new PostgresLimiter(new LimiterSql(
+                        new Db(context.connectionFactory()), new Tables(context.schema()))));
             }
 
             @Override
@@ -70,7 +69,7 @@ public final class PostgresLimiter implements Limiter {
 
     @Override
     public Mono<Long> reconcile() {
-        return store.reconcileGates();
+        return sql.reconcileGates();
     }
 
     @Override

@@ -4,9 +4,9 @@ import dev.durable.Definition;
 import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
 import dev.durable.JobRequest;
+import dev.durable.QueueStats;
 import dev.durable.NoTargetException;
 import dev.durable.QueueOptions;
-import dev.durable.internal.engine.QueueScheduler;
 import dev.durable.testing.TestPostgres;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
@@ -154,7 +154,7 @@ public final class Chaos {
     }
 
     static void registerWorkers(ConnectionFactory factory, String schema, String label, DurableEngine engine) {
-        for (QueueScheduler scheduler : engine.schedulers()) {
+        for (QueueStats scheduler : engine.queueStats()) {
             execute(factory, "INSERT INTO \"" + schema + "\".chaos_workers (label, worker) VALUES ($1, $2)"
                     + " ON CONFLICT DO NOTHING", label, scheduler.worker());
         }

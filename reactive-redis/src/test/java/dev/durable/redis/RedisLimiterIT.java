@@ -116,7 +116,7 @@ class RedisLimiterIT {
         assertThat(maxActive.get("tenant-2").get()).isBetween(1, 4);
         assertThat(runs).hasSize(300).allSatisfy((arg, n) -> assertThat(n.get()).as(arg).isEqualTo(1));
         // Every engine asked Redis, and refused rows were never claimed.
-        long throttled = nodes.stream().mapToLong(node -> node.schedulers().get(0).stats().throttled.get()).sum();
+        long throttled = nodes.stream().mapToLong(node -> node.queueStats().get(0).throttled()).sum();
         assertThat(throttled).isPositive();
         assertThat(count(db, "queue = 'rgates' AND attempt <> 1")).isZero();
     }

@@ -3,13 +3,13 @@ package dev.durable.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.durable.QueueStats;
 import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
 import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.QueueOptions;
-import dev.durable.internal.engine.QueueScheduler;
 import dev.durable.poke.PokeTransportFactory;
 import dev.durable.support.Engines;
 import dev.durable.support.Eventually;
@@ -18,6 +18,7 @@ import dev.durable.redis.testing.TestRedisServer;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
+import java.util.function.Supplier;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -73,8 +74,8 @@ class RedisPokeEngineIT {
     }
 
     private static void awaitIdle(DurableEngine worker) {
-        QueueScheduler scheduler = worker.schedulers().get(0);
-        Eventually.until("the worker's first (empty) pick", WAIT, () -> scheduler.stats().picks.get() >= 1);
+        Supplier<QueueStats> scheduler = () -> worker.queueStats().get(0);
+        Eventually.until("the worker's first (empty) pick", WAIT, () -> scheduler.get().picks() >= 1);
         Eventually.sleep(100);
     }
 
@@ -98,7 +99,7 @@ class RedisPokeEngineIT {
             assertThat(latency).as("insert to done, with a 30 s poll").isLessThan(Duration.ofSeconds(5));
         }
 
-        assertThat(worker.schedulers().get(0).stats().pokes.get()).isGreaterThanOrEqualTo(3);
+        assertThat(worker.queueStats().get(0).pokesHandled()).isGreaterThanOrEqualTo(3);
         RedisPokeTransport sent = producerTransport.get();
         RedisPokeTransport heard = workerTransport.get();
         // Redis may deliver a message before the publisher has its reply: wait until all settle.
@@ -136,14 +137,14 @@ class RedisPokeEngineIT {
         assertThat(job.runs.values()).as("runs per job").allSatisfy(runs -> assertThat(runs.get()).isEqualTo(1));
 
         // Pokes flow again: a new job is picked on a poke, not on the 30 s poll.
-        long pokesBefore = worker.schedulers().get(0).stats().pokes.get();
+        long pokesBefore = worker.queueStats().get(0).pokesHandled();
         long receivedBefore = workerTransport.get().stats().received();
         long started = System.nanoTime();
         long id = producer.insert(JobRequest.of("count", "after-restart")).block(WAIT);
         engines.awaitStatus(producer, id, InstanceStatus.DONE, Duration.ofSeconds(20));
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(10));
         assertThat(workerTransport.get().stats().received()).isGreaterThan(receivedBefore);
-        assertThat(worker.schedulers().get(0).stats().pokes.get()).isGreaterThan(pokesBefore);
+        assertThat(worker.queueStats().get(0).pokesHandled()).isGreaterThan(pokesBefore);
         assertThat(job.runs.get("after-restart").get()).isEqualTo(1);
     }
 

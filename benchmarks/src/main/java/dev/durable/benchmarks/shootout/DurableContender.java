@@ -105,15 +105,11 @@ final class DurableContender implements Contender {
     public void stop() {
         if (engine != null) {
             // What the scheduler did over the whole run (warm-up and latency phases included).
-            engine.schedulers().forEach(scheduler -> {
-                var stats = scheduler.stats();
-                Shootout.log("durable: queue %s: %d picks claimed %d rows (%.1f per pick), %d pokes (%d dropped),"
-                                + " %d heartbeats, %d pick retries, %d pick failures, %d stale", scheduler.queue(),
-                        stats.picks.get(), stats.picked.get(),
-                        stats.picked.get() / (double) Math.max(1, stats.picks.get()), stats.pokes.get(),
-                        stats.pokesDropped.get(), stats.heartbeats.get(), stats.pickRetries.get(),
-                        stats.pickFailures.get(), stats.stale.get());
-            });
+            engine.queueStats().forEach(stats -> Shootout.log("durable: queue %s: %d picks claimed %d rows"
+                            + " (%.1f per pick), %d pokes (%d dropped), %d heartbeats, %d pick retries, %d pick failures,"
+                            + " %d stale", stats.queue(), stats.picks(), stats.picked(),
+                    stats.picked() / (double) Math.max(1, stats.picks()), stats.pokesHandled(), stats.pokesDropped(),
+                    stats.heartbeats(), stats.pickRetries(), stats.pickFailures(), stats.stale()));
             engine.close().block(Duration.ofMinutes(1));
         }
     }

@@ -4,8 +4,8 @@ import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
 import dev.durable.JobDefinition;
 import dev.durable.internal.Db;
-import dev.durable.internal.sql.InstanceStore;
-import dev.durable.internal.sql.Sql;
+import dev.durable.internal.sql.Statements;
+import dev.durable.internal.sql.Tables;
 import dev.durable.testing.TestDatabase;
 import dev.durable.testing.TestPostgres;
 import io.r2dbc.pool.ConnectionPool;
@@ -19,7 +19,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * A fresh schema with Durable's tables for one benchmark trial, the engine's own store over a
+ * A fresh schema with Durable's tables for one benchmark trial, the engine's own statements over a
  * small pool, and one connection for set-up SQL. Embedded PostgreSQL unless DURABLE_PG_URL is set.
  */
 final class BenchDatabase implements AutoCloseable {
@@ -31,8 +31,8 @@ final class BenchDatabase implements AutoCloseable {
 
     final TestDatabase database;
     final DurableEngine engine;
-    final Sql sql;
-    final InstanceStore store;
+    final Tables tables;
+    final Statements statements;
     final ConnectionPool pool;
     private final Connection admin;
 
@@ -44,15 +44,15 @@ final class BenchDatabase implements AutoCloseable {
                 .register(JobDefinition.of("noop", Long.class, (Long seq) -> Mono.<Void>empty()).queue(QUEUE))
                 .build();
         engine.migrate().block(WAIT);
-        this.sql = new Sql(database.schema());
+        this.tables = new Tables(database.schema());
         this.pool = new ConnectionPool(ConnectionPoolConfiguration.builder(ConnectionFactories.get(database.url()))
                 .maxSize(4).build());
-        this.store = new InstanceStore(new Db(pool), sql, java.util.List.of(), java.util.List.of());
+        this.statements = Statements.create(new Db(pool), database.schema(), java.util.List.of(), java.util.List.of());
         this.admin = Mono.from(ConnectionFactories.get(database.url()).create()).block(WAIT);
     }
 
     String instances() {
-        return sql.table("durable_instances");
+        return tables.table("durable_instances");
     }
 
     /**

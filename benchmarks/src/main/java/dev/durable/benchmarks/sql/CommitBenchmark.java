@@ -1,8 +1,7 @@
 package dev.durable.benchmarks.sql;
 
-import dev.durable.InstanceStatus;
-import dev.durable.Outcome;
-import dev.durable.internal.sql.Rows.OutcomeRow;
+import dev.durable.internal.sql.OutcomeRow;
+import dev.durable.internal.sql.Rows.ClaimedRow;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -21,7 +20,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Outcome group commit: one {@code InstanceStore.commitOutcomes} statement for a batch of
+ * Outcome group commit: one {@code OutcomeSql.commit} statement for a batch of
  * {@code batch} done outcomes, each guarded by ownership. Divide the time by the batch for the
  * cost per outcome, which is what grouping buys. Before each invocation the rows are put back to
  * executing and the table vacuumed (not measured).
@@ -49,9 +48,9 @@ public class CommitBenchmark {
         ids = all.toArray(Long[]::new);
         outcomes = new ArrayList<>(batch);
         for (Long id : all) {
-            outcomes.add(new OutcomeRow(id, BenchDatabase.WORKER, InstanceStatus.DONE, null, null, "true", null,
-                    null, null, BenchDatabase.LEASE_MILLIS, null, null, Outcome.KeyChange.KEEP, null, List.of(),
-                    List.of(), null));
+            ClaimedRow claim = new ClaimedRow(id, BenchDatabase.WORKER, "noop", 1, BenchDatabase.QUEUE, 0, 0, "run",
+                    null, 0, 20, null, null, List.of(), List.of(), List.of(), null, 0, null, 0, null);
+            outcomes.add(OutcomeRow.done(claim, "true", List.of()));
         }
     }
 
@@ -69,7 +68,8 @@ public class CommitBenchmark {
 
     @Benchmark
     public Long commit() {
-        return (long) db.store.commitOutcomes(outcomes).block().transitions().size();
+        return db.statements.db().withConnection(connection -> db.statements.outcomes().commit(connection, outcomes))
+                .count().block();
     }
 
     @TearDown(Level.Trial)

@@ -17,7 +17,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * One heartbeat tick ({@code InstanceStore.heartbeat}, one statement) against the number of rows
+ * One heartbeat tick ({@code LeaseSql.heartbeat}, one statement) against the number of rows
  * a worker holds (running + buffered): always one round trip, its cost growing with the rows it
  * renews. The table is vacuumed before each beat (not measured).
  */
@@ -54,7 +54,7 @@ public class HeartbeatBenchmark {
 
     @Benchmark
     public Long heartbeat() {
-        return db.store.heartbeat(ids, BenchDatabase.WORKER, BenchDatabase.LEASE_MILLIS).block();
+        return db.statements.leases().heartbeat(ids, BenchDatabase.WORKER, BenchDatabase.LEASE_MILLIS).block();
     }
 
     @TearDown(Level.Trial)

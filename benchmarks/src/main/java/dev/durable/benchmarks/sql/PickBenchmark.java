@@ -19,7 +19,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The pick statement ({@code Sql.pick}) against a backlog of runnable rows: its cost should not
+ * The pick statement ({@code PickSql.pick}) against a backlog of runnable rows: its cost should not
  * grow with the backlog (target: 1M within 2x of 10k). Each pick runs in a transaction that is
  * rolled back, so the backlog stays the same size through the run; a VACUUM between iterations
  * clears the dead row versions the rolled-back claims leave.
@@ -56,10 +56,8 @@ public class PickBenchmark {
     @Benchmark
     public Long pick() {
         return Mono.from(connection.beginTransaction())
-                .thenMany(Flux.from(connection.createStatement(db.sql.pick)
-                                .bind(0, BenchDatabase.QUEUE).bind(1, limit).bind(2, BenchDatabase.WORKER)
-                                .bind(3, BenchDatabase.LEASE_MILLIS).execute())
-                        .concatMap(result -> result.map(row -> row.get("id", Long.class))))
+                .thenMany(db.statements.picks().pick(connection, BenchDatabase.QUEUE, limit, BenchDatabase.WORKER,
+                        BenchDatabase.LEASE_MILLIS))
                 .count()
                 .flatMap(n -> Mono.from(connection.rollbackTransaction()).thenReturn(n))
                 .block();

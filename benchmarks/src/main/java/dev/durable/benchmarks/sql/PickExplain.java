@@ -23,7 +23,7 @@ public final class PickExplain {
             int backlog = Integer.parseInt(size);
             try (BenchDatabase db = new BenchDatabase("explain_" + backlog)) {
                 db.fill(backlog, false);
-                String pick = db.sql.pick.replace("$1", "'" + BenchDatabase.QUEUE + "'").replace("$2", "100")
+                String pick = db.statements.picks().pickText().replace("$1", "'" + BenchDatabase.QUEUE + "'").replace("$2", "100")
                         .replace("$3", "'" + BenchDatabase.WORKER + "'")
                         .replace("$4", Long.toString(BenchDatabase.LEASE_MILLIS));
                 System.out.println("== pick of 100 over " + backlog + " runnable rows");

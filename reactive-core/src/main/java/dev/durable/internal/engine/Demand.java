@@ -1,5 +1,8 @@
 package dev.durable.internal.engine;
 
+import dev.durable.PickTrigger;
+import org.jspecify.annotations.Nullable;
+
 /**
  * The pick decision of a queue scheduler, as a pure function so it can be tested on its own.
  *
@@ -8,13 +11,13 @@ package dev.durable.internal.engine;
  * {@code minDemand}, so picks come fat, except when the scheduler is fully idle, so a small
  * backlog never starves. What else applies depends on why the scheduler is deciding.
  */
-public final class Demand {
+final class Demand {
 
     private Demand() {
     }
 
     /** Why the scheduler is deciding whether to pick. */
-    public enum Trigger {
+    enum Trigger {
         /** The poll timer fired: pick if demand reaches min demand, or when idle. */
         POLL,
         /** A poke: only a fully idle scheduler acts; a busy one refills on its own. */
@@ -26,7 +29,19 @@ public final class Demand {
         /** A pick came back short: hand out what it brought, pick nothing. */
         PICKED,
         /** Rows this scheduler claimed as they were inserted: hand them out, pick nothing. */
-        INSERT
+        INSERT;
+
+        /** The public reason a pick made for this trigger is counted under; null when it never picks. */
+        @Nullable PickTrigger counted() {
+            return switch (this) {
+                case POLL -> PickTrigger.POLL;
+                case POKE -> PickTrigger.POKE;
+                case DEMAND -> PickTrigger.DEMAND;
+                case PICKED_FULL -> PickTrigger.PICKED_FULL;
+                case INSERT -> PickTrigger.INSERT;
+                case PICKED -> null;
+            };
+        }
     }
 
     /**

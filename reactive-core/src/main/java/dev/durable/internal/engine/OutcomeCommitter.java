@@ -1,8 +1,7 @@
 package dev.durable.internal.engine;
 
 import dev.durable.internal.Errors;
-import dev.durable.internal.sql.InstanceStore;
-import dev.durable.internal.sql.Rows.OutcomeRow;
+import dev.durable.internal.sql.OutcomeRow;
 import dev.durable.internal.sql.Rows.Transition;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,16 +27,16 @@ import reactor.util.retry.Retry;
  * batches are in flight queue up and go together in the next one, up to {@code batchSize}. So the
  * batch grows with load and a batch never waits longer than one commit ahead of it. A batch of
  * plain outcomes is one statement; one with riders (parks, consumed signals, children, settled
- * children) is one transaction of a fixed set of statements ({@code InstanceStore.commitOutcomes}).
+ * children) is one transaction of a fixed set of statements ({@link OutcomeCommit}).
  */
-public final class OutcomeCommitter {
+final class OutcomeCommitter {
 
     private static final Logger log = Loggers.getLogger(OutcomeCommitter.class);
 
     private record Pending(OutcomeRow row, MonoSink<Optional<Transition>> sink) {
     }
 
-    private final InstanceStore store;
+    private final OutcomeCommit outcomeCommit;
     private final Consumer<Transition> onWokenParent;
     private final Consumer<Transition> onSpawned;
     private final int batchSize;
@@ -45,9 +44,9 @@ public final class OutcomeCommitter {
     private final Queue<Pending> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger inFlight = new AtomicInteger();
 
-    public OutcomeCommitter(InstanceStore store, int batchSize, int parallelism, Consumer<Transition> onWokenParent,
+    OutcomeCommitter(OutcomeCommit outcomeCommit, int batchSize, int parallelism, Consumer<Transition> onWokenParent,
             Consumer<Transition> onSpawned) {
-        this.store = store;
+        this.outcomeCommit = outcomeCommit;
         this.onWokenParent = onWokenParent;
         this.onSpawned = onSpawned;
         this.batchSize = batchSize;
@@ -58,7 +57,7 @@ public final class OutcomeCommitter {
      * Commits one outcome with the batch it lands in. Emits the row's transition, or empty when the
      * outcome was stale (the worker no longer owned the row).
      */
-    public Mono<Optional<Transition>> commit(OutcomeRow row) {
+    Mono<Optional<Transition>> commit(OutcomeRow row) {
         return Mono.create(sink -> {
             queue.add(new Pending(row, sink));
             drain();
@@ -101,7 +100,7 @@ public final class OutcomeCommitter {
         for (Pending pending : batch) {
             rows.add(pending.row());
         }
-        return store.commitOutcomes(rows)
+        return outcomeCommit.commit(rows)
                 // A lost connection may hide a commit that went through: a retry then finds the
                 // rows no longer claimed and reports them stale, which is the truth.
                 .retryWhen(Retry.backoff(3, Duration.ofMillis(50)).filter(Errors::isTransient))
@@ -120,7 +119,7 @@ public final class OutcomeCommitter {
                 });
     }
 
-    private void complete(List<Pending> batch, InstanceStore.Committed committed) {
+    private void complete(List<Pending> batch, OutcomeCommit.Committed committed) {
         Map<Long, Transition> byId = new HashMap<>();
         for (Transition transition : committed.transitions()) {
             byId.put(transition.id(), transition);

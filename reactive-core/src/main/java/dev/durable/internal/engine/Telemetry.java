@@ -3,10 +3,12 @@ package dev.durable.internal.engine;
 import dev.durable.InstanceStatus;
 import dev.durable.JobEvent;
 import dev.durable.JobEvent.Kind;
+import dev.durable.PickTrigger;
+import dev.durable.internal.SerializedEmitter;
 import dev.durable.internal.engine.Demand.Trigger;
+import dev.durable.internal.sql.OutcomeRow;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
-import dev.durable.internal.sql.Rows.OutcomeRow;
 import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.observation.DefaultRunObservationConvention;
 import dev.durable.observation.DurableObservation;
@@ -39,6 +41,8 @@ import reactor.core.publisher.Sinks;
 public final class Telemetry {
 
     private final Sinks.Many<JobEvent> events = Sinks.many().multicast().directBestEffort();
+    /** Emitters are many threads; events go out one at a time, with no lock held while subscribers run. */
+    private final SerializedEmitter<JobEvent> emitter = new SerializedEmitter<>(events);
     private final int eventBuffer;
     private final AtomicLong eventsDropped = new AtomicLong();
     private final MeterRegistry meters;
@@ -77,10 +81,7 @@ public final class Telemetry {
 
     private void emit(Kind kind, long id, @Nullable String type, String queue, @Nullable String step, int attempt,
             @Nullable Duration duration, @Nullable String error) {
-        JobEvent event = new JobEvent(kind, id, type, queue, step, attempt, Instant.now(), duration, error);
-        synchronized (events) { // emitters are many threads; the sink takes one at a time
-            events.tryEmitNext(event); // best effort: FAIL_ZERO_SUBSCRIBER and the like just drop it
-        }
+        emitter.emit(new JobEvent(kind, id, type, queue, step, attempt, Instant.now(), duration, error));
     }
 
     public void inserted(List<NewInstance> rows, List<Long> ids) {
@@ -230,33 +231,33 @@ public final class Telemetry {
 
     // ---- Schedulers --------------------------------------------------------------------------
 
-    /** Saturation gauges and counters of one scheduler, read from its own stats. */
-    public void register(QueueScheduler scheduler, int concurrency, int prefetch) {
+    /** Saturation gauges and counters of one scheduler, read from its own counters. */
+    void register(QueueScheduler scheduler, int concurrency, int prefetch) {
         String queue = scheduler.queue();
-        QueueScheduler.SchedulerStats stats = scheduler.stats();
+        SchedulerCounters counters = scheduler.counters();
         Gauge.builder("durable.scheduler.running", scheduler, QueueScheduler::running).tag("queue", queue).register(meters);
         Gauge.builder("durable.scheduler.buffered", scheduler, QueueScheduler::buffered).tag("queue", queue).register(meters);
         Gauge.builder("durable.scheduler.concurrency", () -> concurrency).tag("queue", queue).register(meters);
         Gauge.builder("durable.scheduler.prefetch", () -> prefetch).tag("queue", queue).register(meters);
-        for (Trigger trigger : Trigger.values()) {
-            if (trigger == Trigger.PICKED) {
-                continue;
-            }
-            FunctionCounter.builder("durable.picks", stats.picksBy(trigger), AtomicLong::get)
+        for (PickTrigger trigger : PickTrigger.values()) {
+            FunctionCounter.builder("durable.picks", counters.picksBy(trigger), AtomicLong::get)
                     .tag("queue", queue).tag("trigger", trigger.name().toLowerCase(java.util.Locale.ROOT))
                     .register(meters);
         }
-        FunctionCounter.builder("durable.picked", stats.picked, AtomicLong::get).tag("queue", queue).register(meters);
-        FunctionCounter.builder("durable.pokes", stats.pokes, AtomicLong::get).tag("queue", queue)
+        counter("durable.picked", counters.picked, queue, null);
+        FunctionCounter.builder("durable.pokes", counters.pokesHandled, AtomicLong::get).tag("queue", queue)
                 .tag("result", "handled").register(meters);
-        FunctionCounter.builder("durable.pokes", stats.pokesDropped, AtomicLong::get).tag("queue", queue)
+        FunctionCounter.builder("durable.pokes", counters.pokesDropped, AtomicLong::get).tag("queue", queue)
                 .tag("result", "dropped").register(meters);
-        FunctionCounter.builder("durable.reclaimed", stats.reclaimed, AtomicLong::get).tag("queue", queue).register(meters);
-        FunctionCounter.builder("durable.drained", stats.released, AtomicLong::get).tag("queue", queue)
-                .description("buffered rows given back at shutdown").register(meters);
-        FunctionCounter.builder("durable.drain.abandoned", stats.drainTimedOut, AtomicLong::get).tag("queue", queue)
-                .description("runs still going at the drain timeout").register(meters);
-        FunctionCounter.builder("durable.stale", stats.stale, AtomicLong::get).tag("queue", queue).register(meters);
-        FunctionCounter.builder("durable.throttled", stats.throttled, AtomicLong::get).tag("queue", queue).register(meters);
+        counter("durable.reclaimed", counters.reclaimed, queue, null);
+        counter("durable.drained", counters.released, queue, "buffered rows given back at shutdown");
+        counter("durable.drain.abandoned", counters.drainAbandoned, queue, "runs still going at the drain timeout");
+        counter("durable.stale", counters.stale, queue, null);
+        counter("durable.throttled", counters.throttled, queue, null);
+    }
+
+    private void counter(String name, AtomicLong value, String queue, @Nullable String description) {
+        FunctionCounter.builder(name, value, AtomicLong::get).tag("queue", queue).description(description)
+                .register(meters);
     }
 }

@@ -1,5 +1,6 @@
 package dev.durable.internal.poke;
 
+import dev.durable.internal.SerializedEmitter;
 import dev.durable.poke.PokeTransport;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -9,14 +10,12 @@ import reactor.core.publisher.Sinks;
 public final class LocalPokeTransport implements PokeTransport {
 
     private final Sinks.Many<String> sink = Sinks.many().multicast().directBestEffort();
+    /** Pokes come from many threads; a subscriber with no demand drops one, which is fine: pokes are hints. */
+    private final SerializedEmitter<String> emitter = new SerializedEmitter<>(sink);
 
     @Override
     public void poke(String queue) {
-        // Pokes come from many threads; the sink wants one emitter at a time. A subscriber with no
-        // demand drops the poke, which is fine: pokes are best effort.
-        synchronized (sink) {
-            sink.tryEmitNext(queue);
-        }
+        emitter.emit(queue);
     }
 
     @Override
@@ -26,11 +25,7 @@ public final class LocalPokeTransport implements PokeTransport {
 
     @Override
     public Mono<Void> close() {
-        return Mono.fromRunnable(() -> {
-            synchronized (sink) {
-                sink.tryEmitComplete();
-            }
-        });
+        return Mono.fromRunnable(emitter::complete);
     }
 
     @Override

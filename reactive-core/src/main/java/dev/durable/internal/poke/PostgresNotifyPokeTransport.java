@@ -1,12 +1,12 @@
 package dev.durable.internal.poke;
 
+import dev.durable.internal.sql.NotifySql;
 import dev.durable.poke.PokeContext;
 import dev.durable.poke.PokeTransport;
 import io.r2dbc.postgresql.api.Notification;
 import io.r2dbc.postgresql.api.PostgresqlConnection;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
-import io.r2dbc.spi.Result;
 import io.r2dbc.spi.Wrapped;
 import java.time.Duration;
 import java.util.Map;
@@ -37,7 +37,7 @@ public final class PostgresNotifyPokeTransport implements PokeTransport {
     private final LocalPokeTransport local = new LocalPokeTransport();
     private final ConnectionFactory factory;
     private final String origin;
-    private final String channel;
+    private final NotifySql sql;
     private final Duration coalesceWindow;
     private final Map<String, Boolean> pendingSends = new ConcurrentHashMap<>();
     private final AtomicReference<@Nullable PostgresqlConnection> connection = new AtomicReference<>();
@@ -48,8 +48,7 @@ public final class PostgresNotifyPokeTransport implements PokeTransport {
     private PostgresNotifyPokeTransport(PokeContext context, Duration coalesceWindow) {
         this.factory = unwrap(context.connectionFactory());
         this.origin = context.origin();
-        String name = "durable_poke_" + context.schema();
-        this.channel = name.length() > 63 ? name.substring(0, 63) : name;
+        this.sql = new NotifySql(context.schema());
         this.coalesceWindow = coalesceWindow;
     }
 
@@ -101,22 +100,18 @@ public final class PostgresNotifyPokeTransport implements PokeTransport {
     }
 
     private Mono<Void> send(Connection via, String from, String queue) {
-        return Flux.from(via.createStatement("SELECT pg_notify($1, $2)")
-                        .bind(0, channel).bind(1, from + "|" + queue).execute())
-                .flatMap(Result::getRowsUpdated)
-                .then();
+        return sql.notify(via, from + "|" + queue);
     }
 
     /** Opens the dedicated connection and issues LISTEN; the notifications flow from then on. */
     private Mono<Void> listenOnce() {
         return Mono.from(factory.create())
                 .map(created -> unwrapConnection(created))
-                .flatMap(created -> Flux.from(created.createStatement("LISTEN \"" + channel + "\"").execute())
-                        .flatMap(Result::getRowsUpdated)
+                .flatMap(created -> sql.listen(created)
                         .then(Mono.fromRunnable(() -> {
                             connection.set(created);
                             if (outageLogged.getAndSet(false)) {
-                                log.info("poke channel {} listening again", channel);
+                                log.info("poke channel {} listening again", sql.channel());
                             }
                         })));
     }
@@ -134,7 +129,7 @@ public final class PostgresNotifyPokeTransport implements PokeTransport {
                     connection.set(null);
                     if (!closed.get() && outageLogged.compareAndSet(false, true)) {
                         log.warn("poke channel {} lost ({}); falling back to polling while reconnecting",
-                                channel, error.toString());
+                                sql.channel(), error.toString());
                     }
                     return listenOnce().then(Mono.error(error));
                 })
@@ -185,6 +180,6 @@ public final class PostgresNotifyPokeTransport implements PokeTransport {
 
     @Override
     public String toString() {
-        return "PostgresNotifyPokeTransport{channel=" + channel + "}";
+        return "PostgresNotifyPokeTransport{channel=" + sql.channel() + "}";
     }
 }

@@ -40,18 +40,40 @@ public final class Migrator {
         }
     }
 
+    /**
+     * Serialises migrations of one schema across engines: a transaction-scoped advisory lock keyed
+     * by the schema, released when the migration's transaction ends. Locks: the advisory lock only.
+     */
+    private static final String LOCK = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
+
     private final Db db;
     private final String schema;
-    private final String quotedSchema;
-    private final String versionTable;
+    /** Creates the schema on first use. Locks: none beyond the catalog's. */
+    private final String createSchema;
+    /** The table recording applied versions, created on first use. */
+    private final String createVersionTable;
+    /** The version recorded, 0 when none. Index: the table's primary key (a handful of rows). */
+    private final String currentVersion;
+    private final String recordVersion;
+    private final String forgetVersion;
+    /** The script's unqualified names land in our schema for the rest of the transaction. */
+    private final String setSearchPath;
     /** The scripts by resource name, read once here so no reactive thread reads the jar. */
     private final java.util.Map<String, String> scripts = new java.util.HashMap<>();
 
     public Migrator(Db db, String schema) {
         this.db = db;
         this.schema = schema;
-        this.quotedSchema = '"' + schema + '"';
-        this.versionTable = quotedSchema + ".durable_schema_version";
+        String quotedSchema = '"' + schema + '"';
+        String versionTable = quotedSchema + ".durable_schema_version";
+        this.createSchema = "CREATE SCHEMA IF NOT EXISTS " + quotedSchema;
+        this.createVersionTable = "CREATE TABLE IF NOT EXISTS " + versionTable
+                + " (version integer PRIMARY KEY, description text NOT NULL,"
+                + " applied_at timestamptz NOT NULL DEFAULT now())";
+        this.currentVersion = "SELECT coalesce(max(version), 0) FROM " + versionTable;
+        this.recordVersion = "INSERT INTO " + versionTable + " (version, description) VALUES ($1, $2)";
+        this.forgetVersion = "DELETE FROM " + versionTable + " WHERE version = $1";
+        this.setSearchPath = "SET LOCAL search_path TO " + quotedSchema;
         for (Migration migration : MIGRATIONS) {
             scripts.put(migration.upResource(), readResource(migration.upResource()));
             scripts.put(migration.downResource(), readResource(migration.downResource()));
@@ -70,9 +92,8 @@ public final class Migrator {
                 .flatMap(current -> Flux.fromIterable(MIGRATIONS)
                         .filter(migration -> migration.version() > current)
                         .concatMap(migration -> apply(connection, migration, migration.upResource())
-                                .then(Db.execute(connection, "INSERT INTO " + versionTable
-                                        + " (version, description) VALUES ($1, $2)",
-                                        migration.version(), migration.description()))
+                                .then(Db.execute(connection, recordVersion, migration.version(),
+                                        migration.description()))
                                 .doOnSuccess(done -> log.info("applied Durable migration V{} to schema {}",
                                         migration.version(), schema))
                                 .thenReturn(migration.version()))
@@ -91,8 +112,7 @@ public final class Migrator {
                         .filter(migration -> migration.version() > target && migration.version() <= current)
                         .sort((a, b) -> Integer.compare(b.version(), a.version()))
                         .concatMap(migration -> apply(connection, migration, migration.downResource())
-                                .then(Db.execute(connection, "DELETE FROM " + versionTable
-                                        + " WHERE version = $1", migration.version())))
+                                .then(Db.execute(connection, forgetVersion, migration.version())))
                         .then(Mono.just(Math.min(current, target)))))
                 .single();
     }
@@ -104,16 +124,13 @@ public final class Migrator {
     }
 
     private Mono<Void> lockAndPrepare(io.r2dbc.spi.Connection connection) {
-        return Db.execute(connection, "SELECT pg_advisory_xact_lock($1, hashtext($2))", LOCK_CLASS, schema)
-                .then(Db.execute(connection, "CREATE SCHEMA IF NOT EXISTS " + quotedSchema))
-                .then(Db.execute(connection, "CREATE TABLE IF NOT EXISTS " + versionTable
-                        + " (version integer PRIMARY KEY, description text NOT NULL,"
-                        + " applied_at timestamptz NOT NULL DEFAULT now())"));
+        return Db.execute(connection, LOCK, LOCK_CLASS, schema)
+                .then(Db.execute(connection, createSchema))
+                .then(Db.execute(connection, createVersionTable));
     }
 
     private Mono<Integer> currentVersion(io.r2dbc.spi.Connection connection) {
-        return Flux.from(connection.createStatement("SELECT coalesce(max(version), 0) FROM " + versionTable)
-                        .execute())
+        return Flux.from(connection.createStatement(currentVersion).execute())
                 .flatMap(result -> result.map((row, meta) -> row.get(0, Integer.class)))
                 .single();
     }
@@ -121,7 +138,7 @@ public final class Migrator {
     private Mono<Void> apply(io.r2dbc.spi.Connection connection, Migration migration, String resource) {
         // SET LOCAL lasts to the end of this transaction: the script's unqualified names land in
         // our schema, as they would under Flyway's default schema.
-        return Db.execute(connection, "SET LOCAL search_path TO " + quotedSchema)
+        return Db.execute(connection, setSearchPath)
                 .then(Db.executeScript(connection, scripts.get(resource)))
                 .onErrorMap(error -> !(error instanceof DurableException),
                         error -> new DurableException("migration V" + migration.version() + " ("

@@ -1,12 +1,13 @@
 package dev.durable.internal.sql;
 
+import dev.durable.Child;
 import dev.durable.InstanceStatus;
-import dev.durable.Outcome.KeyChange;
-import dev.durable.Outcome.RateChange;
+import dev.durable.Signal;
+import io.r2dbc.spi.Readable;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
-/** The shapes of rows that go into and come out of {@link InstanceStore}'s statements. */
+/** The shapes of rows that go into and come out of Durable's statements. */
 public final class Rows {
 
     private Rows() {
@@ -32,11 +33,21 @@ public final class Rows {
             @Nullable String rateLimit,
             int rateWeight,
             @Nullable String ratePartition) {
+
+        /** Whether a gate or a rate limit admits this row. */
+        public boolean limited() {
+            return gate != null || rateLimit != null;
+        }
     }
 
-    /** A row a pick claimed, with what its run needs. */
+    /**
+     * A row claimed by {@code worker} (by a pick, or by the insert that created it), with what its
+     * run needs. {@code attempt} is the attempt the claim took: every outcome of the run is guarded
+     * by it and by the worker.
+     */
     public record ClaimedRow(
             long id,
+            String worker,
             String type,
             int typeVersion,
             String queue,
@@ -49,17 +60,32 @@ public final class Rows {
             @Nullable String concurrencyKey,
             @Nullable Long parentId,
             List<String> awaitedSignals,
-            @Nullable String inboxJson,
-            @Nullable String childrenJson,
+            List<Signal> inbox,
+            List<Child> children,
             @Nullable String gateName,
             int gateShard,
             @Nullable String rateLimit,
             int rateWeight,
             @Nullable String ratePartition) {
 
-        /** Whether a gate or a rate limit admits this row. */
-        public boolean limited() {
-            return gateName != null || rateLimit != null;
+        public ClaimedRow {
+            awaitedSignals = List.copyOf(awaitedSignals);
+            inbox = List.copyOf(inbox);
+            children = List.copyOf(children);
+        }
+
+        /**
+         * The same claim going on inline with {@code step}: what the commit of an inline {@code next}
+         * left on the row (attempt 1 of the new step, the key it now holds, its gate and rate limit
+         * kept or left), and the inbox less the signals that commit consumed.
+         */
+        public ClaimedRow continuedAs(String step, @Nullable String stateJson, @Nullable String concurrencyKey,
+                boolean keepsGate, boolean keepsRateLimit, List<Signal> inbox) {
+            return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
+                    1, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(),
+                    keepsGate ? gateName : null, keepsGate ? gateShard : 0,
+                    keepsRateLimit ? rateLimit : null, keepsRateLimit ? rateWeight : 0,
+                    keepsRateLimit ? ratePartition : null);
         }
     }
 
@@ -73,68 +99,14 @@ public final class Rows {
         }
     }
 
-    /**
-     * An outcome to commit. Null {@code step}, {@code stateJson}, {@code error} and {@code attempt}
-     * keep what the row has; a null {@code delayMillis} keeps its eligible time; {@code leaseMillis}
-     * renews the lease of an outcome that stays executing (inline). The riders: signals the step
-     * consumed, children to insert, and the parent to poke if this settles its last child.
-     * {@code claimedAttempt} is the attempt the run's claim took: the commit is guarded by it, with
-     * the worker, so a run of an earlier claim of the same worker cannot commit under a newer one.
-     */
-    public record OutcomeRow(
-            long id,
-            String worker,
-            InstanceStatus status,
-            @Nullable String step,
-            @Nullable String stateJson,
-            @Nullable String resultJson,
-            @Nullable String error,
-            @Nullable Long delayMillis,
-            @Nullable Integer attempt,
-            long leaseMillis,
-            @Nullable String awaitedSignals,
-            @Nullable Long awaitMillis,
-            KeyChange keyChange,
-            @Nullable String newConcurrencyKey,
-            List<Long> consumedSignals,
-            List<NewInstance> children,
-            @Nullable Long parentId,
-            @Nullable String newGate,
-            int gateShards,
-            RateChange rateChange,
-            @Nullable String rateLimit,
-            int rateWeight,
-            @Nullable String ratePartition,
-            int claimedAttempt) {
-
-        /** An outcome that changes neither gate nor rate limit. */
-        public OutcomeRow(long id, String worker, InstanceStatus status, @Nullable String step,
-                @Nullable String stateJson, @Nullable String resultJson, @Nullable String error,
-                @Nullable Long delayMillis, @Nullable Integer attempt, long leaseMillis,
-                @Nullable String awaitedSignals, @Nullable Long awaitMillis, KeyChange keyChange,
-                @Nullable String newConcurrencyKey, List<Long> consumedSignals, List<NewInstance> children,
-                @Nullable Long parentId) {
-            this(id, worker, status, step, stateJson, resultJson, error, delayMillis, attempt, leaseMillis,
-                    awaitedSignals, awaitMillis, keyChange, newConcurrencyKey, consumedSignals, children, parentId,
-                    null, 0, RateChange.KEEP, null, 1, null, 0);
-        }
-
-        /** This outcome, guarded by the attempt its claim took: a stale run of an earlier claim cannot commit. */
-        public OutcomeRow claimedAt(int attempt) {
-            return new OutcomeRow(id, worker, status, step, stateJson, resultJson, error, delayMillis, this.attempt,
-                    leaseMillis, awaitedSignals, awaitMillis, keyChange, newConcurrencyKey, consumedSignals, children,
-                    parentId, newGate, gateShards, rateChange, rateLimit, rateWeight, ratePartition, attempt);
-        }
-
-        /** True when committing this needs more than the one UPDATE (a transaction with riders). */
-        public boolean hasRiders() {
-            return status == InstanceStatus.AWAITING_SIGNAL || !consumedSignals.isEmpty() || !children.isEmpty()
-                    || (parentId != null && status.isTerminal());
-        }
-    }
-
     /** A row whose status a statement changed, with its queue (to poke it) and new status. */
     public record Transition(long id, String queue, InstanceStatus status) {
+
+        /** From a statement returning {@code id, queue, status}. */
+        static Transition read(Readable row) {
+            return new Transition(row.get("id", Long.class), row.get("queue", String.class),
+                    InstanceStatus.fromSql(row.get("status", String.class)));
+        }
     }
 
     /** What a signal delivery found: the target (null when none is live) and what it did. */

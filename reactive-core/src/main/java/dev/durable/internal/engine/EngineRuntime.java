@@ -1,0 +1,185 @@
+package dev.durable.internal.engine;
+
+import dev.durable.Definition;
+import dev.durable.EngineOptions;
+import dev.durable.JobRequest;
+import dev.durable.QueueOptions;
+import dev.durable.QueueStats;
+import dev.durable.RecurringJob;
+import dev.durable.internal.Cleanup;
+import dev.durable.internal.RequestMapper;
+import dev.durable.internal.sql.Rows.Transition;
+import dev.durable.internal.sql.Statements;
+import dev.durable.limit.Limiter;
+import dev.durable.limit.LimiterContext;
+import dev.durable.poke.PokeContext;
+import dev.durable.poke.PokeTransport;
+import io.r2dbc.spi.ConnectionFactory;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.util.Logger;
+import reactor.util.Loggers;
+
+/**
+ * The parts of an engine that exist while it runs, made by {@link #start} and taken apart by
+ * {@link #close}: the limiter, the poke transport, one scheduler per queue with its pick,
+ * admission, heartbeat and leases, the executor and its group committer, maintenance and the
+ * recurring jobs. Immutable once made; the engine swaps it in and out atomically.
+ */
+public final class EngineRuntime {
+
+    private static final Logger log = Loggers.getLogger(EngineRuntime.class);
+
+    /**
+     * What the runtime is made from: the engine's configuration and its long-lived parts.
+     * {@code insert} is the engine's own insert (recurring jobs use it); {@code onTransition}
+     * hears of every status change made here (the engine pokes and wakes waiters).
+     */
+    public record Wiring(EngineOptions options, ConnectionFactory connectionFactory, Map<String, Definition> definitions,
+            List<RecurringJob> recurringJobs, Statements statements, WorkerIdentity identity, RequestMapper mapper,
+            Telemetry telemetry, Function<JobRequest, Mono<Long>> insert, Consumer<Transition> onTransition) {
+    }
+
+    private final Limiter limiter;
+    private final PokeTransport transport;
+    private final List<QueueScheduler> schedulers;
+    private final List<Leases> leases;
+    private final MaintenanceTasks maintenance;
+    private final RecurringRunner recurring;
+    private final ClaimOnInsert claims;
+    private final boolean runMaintenance;
+    private final EngineOptions options;
+
+    private EngineRuntime(Wiring wiring, Limiter limiter, PokeTransport transport) {
+        EngineOptions options = wiring.options();
+        Statements sql = wiring.statements();
+        Telemetry telemetry = wiring.telemetry();
+        this.options = options;
+        this.limiter = limiter;
+        this.transport = transport;
+        this.runMaintenance = options.runMaintenance();
+        Consumer<Transition> onTransition = wiring.onTransition();
+        OutcomeCommitter committer = new OutcomeCommitter(new OutcomeCommit(sql.db(), sql.outcomes(), sql.instances()),
+                options.commitBatchSize(), options.commitParallelism(), parent -> {
+                    telemetry.wokenParent(parent);
+                    onTransition.accept(parent);
+                }, onTransition);
+        Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
+                options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry);
+        long leaseMillis = options.leaseTtl().toMillis();
+        List<QueueScheduler> made = new ArrayList<>();
+        List<Leases> madeLeases = new ArrayList<>();
+        for (QueueOptions queue : options.queues().values()) {
+            String name = queue.name();
+            String worker = wiring.identity().worker(name);
+            SchedulerCounters counters = new SchedulerCounters();
+            Admission admission = new Admission(name, worker, sql.db(), sql.picks(), limiter, counters);
+            Pick pick = new Pick(name, worker, leaseMillis, options.pickRetries(), sql.picks(), limiter, admission,
+                    counters);
+            Heartbeat heartbeat = new Heartbeat(name, worker, leaseMillis, sql.leases(), admission, counters);
+            Leases queueLeases = new Leases(name, wiring.identity().prefix(name), worker, leaseMillis,
+                    options.heartbeatInterval().toMillis(), sql.leases(), admission, counters);
+            QueueScheduler.Runner runner = row -> executor.run(row, continued -> admission.inlineStep(row.id(), continued))
+                    .doOnNext(result -> admission.runEnded(row.id(), result));
+            QueueScheduler scheduler = new QueueScheduler(queue, worker, pick, heartbeat, queueLeases, runner,
+                    transport.pokes(), options.heartbeatInterval(), options.pokeWindow(), Schedulers.parallel(),
+                    counters, telemetry);
+            telemetry.register(scheduler, queue.concurrency(), queue.prefetch());
+            made.add(scheduler);
+            madeLeases.add(queueLeases);
+        }
+        this.schedulers = List.copyOf(made);
+        this.leases = List.copyOf(madeLeases);
+        this.claims = new ClaimOnInsert(schedulers);
+        this.maintenance = new MaintenanceTasks(sql.leases(), sql.maintenance(), limiter, options.retention(),
+                reaped -> {
+                    telemetry.recovered(reaped, false);
+                    onTransition.accept(reaped);
+                }, expired -> {
+                    telemetry.recovered(expired, true);
+                    onTransition.accept(expired);
+                });
+        this.recurring = new RecurringRunner(wiring.recurringJobs(), options.recurringInterval(),
+                sql.instances().now(), wiring.insert(), RecurringJob::due);
+    }
+
+    /**
+     * Makes the limiter and the poke transport, then the queues' parts; reclaims each queue's dead
+     * predecessor's rows and starts its scheduler, then maintenance and the recurring jobs. A
+     * failure part way closes what was made, so a later start begins from scratch.
+     */
+    public static Mono<EngineRuntime> start(Wiring wiring) {
+        EngineOptions options = wiring.options();
+        WorkerIdentity identity = wiring.identity();
+        return options.limiter().create(new LimiterContext(identity.origin(), wiring.connectionFactory(),
+                        options.schema(), options.gates(), options.rateLimits(), options.leaseTtl()))
+                .flatMap(limiter -> options.pokeTransport().create(new PokeContext(identity.origin(),
+                                wiring.connectionFactory(), options.schema()))
+                        .onErrorResume(error -> quietly(limiter.close()).then(Mono.error(error)))
+                        .flatMap(transport -> {
+                            EngineRuntime runtime = new EngineRuntime(wiring, limiter, transport);
+                            return runtime.startParts()
+                                    .thenReturn(runtime)
+                                    .onErrorResume(error -> quietly(runtime.close()).then(Mono.error(error)));
+                        }));
+    }
+
+    private Mono<Void> startParts() {
+        return Flux.range(0, schedulers.size())
+                .concatMap(i -> leases.get(i).reclaim().then(Mono.fromRunnable(schedulers.get(i)::start)))
+                .then(Mono.fromRunnable(() -> {
+                    if (runMaintenance) {
+                        maintenance.start(options.reaperInterval(), options.reconcileInterval());
+                    }
+                    recurring.start();
+                }));
+    }
+
+    private static Mono<Void> quietly(Mono<Void> cleanup) {
+        return cleanup.onErrorResume(error -> {
+            log.warn("cleaning up after a failed start: {}", error.toString());
+            return Mono.empty();
+        });
+    }
+
+    /** Tells the schedulers of {@code queue}, here and where the transport reaches, that work is there. */
+    public void poke(String queue) {
+        transport.poke(queue);
+    }
+
+    public PokeTransport transport() {
+        return transport;
+    }
+
+    public ClaimOnInsert claims() {
+        return claims;
+    }
+
+    public dev.durable.Maintenance maintenance() {
+        return maintenance;
+    }
+
+    public List<QueueStats> queueStats() {
+        return schedulers.stream().map(QueueScheduler::stats).toList();
+    }
+
+    /**
+     * Stops maintenance and the recurring jobs, drains every scheduler (each gives its buffered rows
+     * back and waits up to its drain timeout for running ones), then closes the transport and the
+     * limiter, after the schedulers so their last credits go out. Errors are gathered.
+     */
+    public Mono<Void> close() {
+        return Mono.defer(() -> {
+            maintenance.stop();
+            recurring.stop();
+            return Cleanup.inOrder(Mono.whenDelayError(schedulers.stream().map(QueueScheduler::close).toList()),
+                    Mono.whenDelayError(transport.close(), limiter.close()));
+        });
+    }
+}

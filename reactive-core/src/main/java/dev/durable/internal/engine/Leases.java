@@ -1,0 +1,84 @@
+package dev.durable.internal.engine;
+
+import dev.durable.internal.sql.LeaseSql;
+import dev.durable.internal.sql.Rows.ClaimedRow;
+import dev.durable.limit.LimitClaim;
+import java.util.List;
+import reactor.core.publisher.Mono;
+import reactor.util.Logger;
+import reactor.util.Loggers;
+
+/**
+ * One queue's claims that end without a run: rows given back unstarted (graceful shutdown, a row
+ * claimed again by the worker still running it) and, at start, the reclaim of a dead predecessor's
+ * rows. The heartbeat that keeps claims alive is {@link Heartbeat}; the reaper that recovers other
+ * workers' expired claims is maintenance.
+ */
+final class Leases implements QueueScheduler.Releaser {
+
+    private static final Logger log = Loggers.getLogger(Leases.class);
+    private static final int RECLAIM_LIMIT = 10_000;
+
+    private final String queue;
+    private final String prefix;
+    private final String worker;
+    private final long leaseMillis;
+    private final long heartbeatMillis;
+    private final LeaseSql leases;
+    private final Admission admission;
+    private final SchedulerCounters counters;
+
+    Leases(String queue, String prefix, String worker, long leaseMillis, long heartbeatMillis, LeaseSql leases,
+            Admission admission, SchedulerCounters counters) {
+        this.queue = queue;
+        this.prefix = prefix;
+        this.worker = worker;
+        this.leaseMillis = leaseMillis;
+        this.heartbeatMillis = heartbeatMillis;
+        this.leases = leases;
+        this.admission = admission;
+        this.counters = counters;
+    }
+
+    /**
+     * Gives claimed, unstarted rows back to runnable (undoing the attempt their claim took), then
+     * their gate slots. A failure is logged: the rows' leases expire and the reaper returns them.
+     */
+    @Override
+    public Mono<Void> release(List<ClaimedRow> rows) {
+        if (rows.isEmpty()) {
+            return Mono.empty();
+        }
+        List<Long> ids = rows.stream().map(ClaimedRow::id).toList();
+        List<LimitClaim> held = admission.stopRenewing(ids);
+        return leases.release(ids, worker)
+                .count()
+                .doOnNext(released -> {
+                    counters.released.addAndGet(released);
+                    admission.credit(held);
+                })
+                .onErrorResume(error -> {
+                    log.warn("queue {}: release of {} claimed rows failed, the reaper returns them: {}",
+                            queue, ids.size(), error.toString());
+                    return Mono.empty();
+                })
+                .then();
+    }
+
+    /**
+     * Reclaims the stale claims of this scheduler's dead predecessors (same identity prefix, older
+     * incarnation) at once. The margin spares any claim beaten within the last two heartbeats, so
+     * a live owner that happens to share the prefix keeps its rows. Emits how many it reclaimed.
+     */
+    Mono<Long> reclaim() {
+        long margin = Math.max(leaseMillis - 2 * heartbeatMillis, 0);
+        return leases.recoverExpired(margin, prefix, worker, RECLAIM_LIMIT)
+                .count()
+                .doOnNext(reclaimed -> {
+                    if (reclaimed > 0) {
+                        counters.reclaimed.addAndGet(reclaimed);
+                        log.info("queue {}: reclaimed {} rows of a dead predecessor of {}", queue, reclaimed, prefix);
+                    }
+                });
+    }
+}

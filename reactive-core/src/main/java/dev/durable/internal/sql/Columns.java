@@ -1,0 +1,96 @@
+package dev.durable.internal.sql;
+
+import io.r2dbc.spi.Statement;
+import java.lang.reflect.Array;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.StringJoiner;
+import java.util.function.Function;
+
+/**
+ * Rows sent to PostgreSQL as parallel arrays and read back with {@code unnest}. Each column is
+ * declared once, with its name, SQL type and how to read it off a row, and both the statement's
+ * {@code unnest(...)} list and the bindings come from that declaration, so the two cannot drift
+ * (positional arrays bound by hand did, twice).
+ *
+ * @param <R> the row type
+ */
+public final class Columns<R> {
+
+    private record Column<R>(String name, String sqlType, Class<?> javaType, Function<R, ?> value) {
+    }
+
+    private final List<Column<R>> columns;
+
+    private Columns(List<Column<R>> columns) {
+        this.columns = List.copyOf(columns);
+    }
+
+    public static <R> Builder<R> builder() {
+        return new Builder<>();
+    }
+
+    /** How many parameters the columns take. */
+    public int size() {
+        return columns.size();
+    }
+
+    /**
+     * {@code unnest($n::type[], ...) AS alias(name, ...)}, the first column at parameter
+     * {@code $firstParameter}; with {@code ordinality}, a last column {@code ord} numbers the rows.
+     */
+    String unnest(int firstParameter, String alias, boolean ordinality) {
+        StringJoiner arrays = new StringJoiner(", ", "unnest(", ")");
+        StringJoiner names = new StringJoiner(", ", alias + "(", ")");
+        for (int i = 0; i < columns.size(); i++) {
+            arrays.add("$" + (firstParameter + i) + "::" + columns.get(i).sqlType() + "[]");
+            names.add(columns.get(i).name());
+        }
+        if (ordinality) {
+            names.add("ord");
+        }
+        return arrays + (ordinality ? " WITH ORDINALITY" : "") + " AS " + names;
+    }
+
+    /** Binds one array per column, the first at bind index {@code firstIndex} (0-based). */
+    Statement bind(Statement statement, int firstIndex, List<R> rows) {
+        for (int c = 0; c < columns.size(); c++) {
+            Column<R> column = columns.get(c);
+            Object array = Array.newInstance(column.javaType(), rows.size());
+            for (int r = 0; r < rows.size(); r++) {
+                Array.set(array, r, column.value().apply(rows.get(r)));
+            }
+            statement.bind(firstIndex + c, array);
+        }
+        return statement;
+    }
+
+    public static final class Builder<R> {
+
+        private final List<Column<R>> columns = new ArrayList<>();
+
+        private Builder() {
+        }
+
+        public Builder<R> text(String name, Function<R, ? extends String> value) {
+            return add(name, "text", String.class, value);
+        }
+
+        public Builder<R> integer(String name, Function<R, ? extends Integer> value) {
+            return add(name, "int", Integer.class, value);
+        }
+
+        public Builder<R> bigint(String name, Function<R, ? extends Long> value) {
+            return add(name, "bigint", Long.class, value);
+        }
+
+        private Builder<R> add(String name, String sqlType, Class<?> javaType, Function<R, ?> value) {
+            columns.add(new Column<>(name, sqlType, javaType, value));
+            return this;
+        }
+
+        public Columns<R> build() {
+            return new Columns<>(columns);
+        }
+    }
+}

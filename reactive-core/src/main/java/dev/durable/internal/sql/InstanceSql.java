@@ -1,0 +1,235 @@
+package dev.durable.internal.sql;
+
+import dev.durable.Instance;
+import dev.durable.InstanceStatus;
+import dev.durable.internal.Db;
+import dev.durable.internal.Errors;
+import dev.durable.internal.sql.Rows.CancelRow;
+import dev.durable.internal.sql.Rows.ClaimedRow;
+import dev.durable.internal.sql.Rows.NewInstance;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Readable;
+import io.r2dbc.spi.Statement;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/** The client's statements on instances: insert, read, list, cancel, and the clock. */
+public final class InstanceSql {
+
+    /** A row to insert and the local worker that claims it as it is inserted (null for none). */
+    public record Insertion(NewInstance row, @Nullable String claimer) {
+    }
+
+    /** An inserted row's id and, when the insert claimed it, the claim. */
+    public record Inserted(long id, @Nullable ClaimedRow claim) {
+    }
+
+    private static final Columns<Insertion> INSERT_COLUMNS = Columns.<Insertion>builder()
+            .text("type", i -> i.row().type())
+            .integer("type_version", i -> i.row().typeVersion())
+            .text("queue", i -> i.row().queue())
+            .integer("priority", i -> i.row().priority())
+            .text("step", i -> i.row().step())
+            .text("state", i -> i.row().stateJson())
+            .integer("max_attempts", i -> i.row().maxAttempts())
+            .text("run_at", i -> i.row().runAt())
+            .bigint("delay_ms", i -> i.row().delayMillis())
+            .bigint("parent_id", i -> i.row().parentId())
+            .text("concurrency_key", i -> i.row().concurrencyKey())
+            .text("correlation_key", i -> i.row().correlationKey())
+            .text("occupied", i -> i.row().occupiedStatuses())
+            .text("gate", i -> i.row().gate())
+            .integer("gate_shards", i -> i.row().gateShards())
+            .text("rate_limit", i -> i.row().rateLimit())
+            .integer("rate_weight", i -> i.row().rateWeight())
+            .text("rate_partition", i -> i.row().ratePartition())
+            .text("claimer", Insertion::claimer)
+            .build();
+
+    /** Columns of {@link Instance}, in the order the row mapper reads them. */
+    private static final String INSTANCE_COLUMNS = """
+            id, type, type_version, queue, priority, status, step, state::text AS state,
+            result::text AS result, last_error, attempt, max_attempts, eligible_at, awaited_signals,
+            await_deadline, parent_id, children_pending, concurrency_key, correlation_key, claimed_by,
+            lease_expires_at, cancel_requested, inserted_at, updated_at""";
+
+    /**
+     * Inserts many instances in one round trip from parallel arrays. WITH ORDINALITY and ORDER BY
+     * keep identity values, and so the returned rows, in the order of the request. A row's eligible
+     * time is its absolute run-at when given, else now() plus its delay. A row with a claimer is
+     * inserted already claimed by that idle local worker with a lease of $20 ms (claim-on-insert,
+     * which saves an idle queue the pick's round trip).
+     * Index: writes the primary key, then the pick index (runnable) or the lease index (claimed),
+     * and the correlation index for a keyed row. Locks: none but the new rows; a live correlation
+     * key that another transaction is inserting waits for it, then is refused as a duplicate.
+     */
+    private final String insert;
+
+    /** One instance. Index: primary key. Locks: none. */
+    private final String select;
+
+    /**
+     * A page of instances by optional queue and status, keyset-paginated on id. For dashboards and
+     * tests, not a hot path. Index: with its optional filters the plan walks the primary key.
+     * Locks: none.
+     */
+    private final String list;
+
+    /**
+     * Cancels an instance, and with $2 its live descendants: at once when runnable or parked, at
+     * the next commit when executing (the flag is read by the outcome commit, the release and the
+     * reaper). Returns the root's status before and after (after is null when it had settled).
+     * Index: primary key, then the parent index down the family. Locks: each live row of the
+     * family, so a concurrent pick or commit of one of them sees one answer.
+     */
+    private final String cancel;
+
+    /**
+     * Instances of the given queues that are due now or running: what awaitIdle waits to see reach
+     * zero. Index: the pick index for runnable rows, the lease index for executing ones. Locks: none.
+     */
+    private final String countBusy;
+
+    /** The database clock: every time Durable reasons about comes from here. */
+    private static final String NOW = "SELECT now()";
+
+    private final Db db;
+
+    public InstanceSql(Db db, Tables tables) {
+        this.db = db;
+        this.insert = tables.render("""
+                INSERT INTO {instances} AS i (type, type_version, queue, priority, step, state, max_attempts,
+                                         eligible_at, parent_id, concurrency_key, correlation_key,
+                                         correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
+                                         rate_partition, status, claimed_by, lease_expires_at, attempt)
+                SELECT u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
+                       COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
+                       u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
+                       u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
+                       u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                       CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END, u.claimer,
+                       CASE WHEN u.claimer IS NOT NULL THEN now() + $20 * interval '1 millisecond' END,
+                       CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END
+                  FROM\s""" + INSERT_COLUMNS.unnest(1, "u", true) + """
+
+                 ORDER BY u.ord
+                RETURNING\s""" + ClaimColumns.SELECT);
+        this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1");
+        this.list = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
+                 FROM {instances}
+                 WHERE ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR status = $2) AND id > $3
+                 ORDER BY id
+                 LIMIT $4""");
+        this.cancel = tables.render("""
+                WITH RECURSIVE tree AS (
+                        SELECT id FROM {instances} WHERE id = $1
+                    UNION
+                        SELECT c.id FROM {instances} c JOIN tree t ON c.parent_id = t.id WHERE $2
+                ), changed AS (
+                    UPDATE {instances} i
+                       SET status = CASE WHEN i.status = 'executing' THEN i.status ELSE 'cancelled' END,
+                           cancel_requested = (i.status = 'executing'),
+                           await_deadline = NULL,
+                           updated_at = now()
+                     WHERE i.id IN (SELECT id FROM tree) AND i.status NOT IN ('done', 'failed', 'cancelled')
+                    RETURNING i.id, i.status
+                )
+                SELECT r.status AS before, c.status AS after, r.queue
+                  FROM {instances} r LEFT JOIN changed c ON c.id = r.id
+                 WHERE r.id = $1""");
+        this.countBusy = tables.render("SELECT (SELECT count(*) FROM {instances} WHERE queue = ANY($1)"
+                + " AND status = 'runnable' AND eligible_at <= now())"
+                + " + (SELECT count(*) FROM {instances} WHERE status = 'executing' AND queue = ANY($1))");
+    }
+
+    /** Inserts the rows in one round trip on a pooled connection; emits them in request order. */
+    public Flux<Inserted> insert(List<Insertion> rows, long leaseMillis) {
+        return db.withConnection(connection -> insert(connection, rows, leaseMillis));
+    }
+
+    /** Inserts on the caller's connection, inside whatever transaction it has open. */
+    public Flux<Inserted> insert(Connection connection, List<Insertion> rows, long leaseMillis) {
+        Statement statement = INSERT_COLUMNS.bind(connection.createStatement(insert), 0, rows)
+                .bind(INSERT_COLUMNS.size(), leaseMillis);
+        return Flux.from(statement.execute())
+                .concatMap(result -> result.map(row -> new Inserted(row.get("id", Long.class),
+                        row.get("claimed_by", String.class) == null ? null : ClaimColumns.read(row))))
+                .onErrorMap(Errors::translate);
+    }
+
+    public Mono<Instance> get(long id) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(select).bind(0, id).execute())
+                        .concatMap(result -> result.map(InstanceSql::toInstance)))
+                .next();
+    }
+
+    public Flux<Instance> list(@Nullable String queue, @Nullable InstanceStatus status, long afterId, int limit) {
+        return db.withConnection(connection -> {
+            Statement statement = connection.createStatement(list);
+            Db.bind(statement, 0, queue, String.class);
+            Db.bind(statement, 1, status == null ? null : status.sqlName(), String.class);
+            statement.bind(2, afterId).bind(3, limit);
+            return Flux.from(statement.execute()).concatMap(result -> result.map(InstanceSql::toInstance));
+        });
+    }
+
+    /** Empty when no instance has that id. */
+    public Mono<CancelRow> cancel(long id, boolean cascade) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(cancel)
+                        .bind(0, id).bind(1, cascade).execute())
+                .concatMap(result -> result.map(row -> {
+                    String after = row.get("after", String.class);
+                    return new CancelRow(InstanceStatus.fromSql(row.get("before", String.class)),
+                            after == null ? null : InstanceStatus.fromSql(after), row.get("queue", String.class));
+                })))
+                .next();
+    }
+
+    /** How many instances of the queues are due now or running. */
+    public Mono<Long> countBusy(Collection<String> queues) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(countBusy)
+                        .bind(0, queues.toArray(String[]::new)).execute())
+                .concatMap(result -> result.map(row -> row.get(0, Long.class)))).single();
+    }
+
+    /** The database's clock. */
+    public Mono<Instant> now() {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(NOW).execute())
+                .concatMap(result -> result.map(row -> row.get(0, Instant.class)))).single();
+    }
+
+    private static Instance toInstance(Readable row) {
+        String[] awaited = row.get("awaited_signals", String[].class);
+        Boolean cancelRequested = row.get("cancel_requested", Boolean.class);
+        return new Instance(
+                row.get("id", Long.class),
+                row.get("type", String.class),
+                row.get("type_version", Integer.class),
+                row.get("queue", String.class),
+                row.get("priority", Integer.class),
+                InstanceStatus.fromSql(row.get("status", String.class)),
+                row.get("step", String.class),
+                row.get("state", String.class),
+                row.get("result", String.class),
+                row.get("last_error", String.class),
+                row.get("attempt", Integer.class),
+                row.get("max_attempts", Integer.class),
+                row.get("eligible_at", Instant.class),
+                Arrays.asList(awaited == null ? new String[0] : awaited),
+                row.get("await_deadline", Instant.class),
+                row.get("parent_id", Long.class),
+                row.get("children_pending", Integer.class),
+                row.get("concurrency_key", String.class),
+                row.get("correlation_key", String.class),
+                row.get("claimed_by", String.class),
+                row.get("lease_expires_at", Instant.class),
+                Boolean.TRUE.equals(cancelRequested),
+                row.get("inserted_at", Instant.class),
+                row.get("updated_at", Instant.class));
+    }
+}

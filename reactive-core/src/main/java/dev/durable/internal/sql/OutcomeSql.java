@@ -1,0 +1,164 @@
+package dev.durable.internal.sql;
+
+import dev.durable.internal.Errors;
+import dev.durable.internal.sql.Rows.Transition;
+import io.r2dbc.spi.Connection;
+import java.util.Collection;
+import java.util.List;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The statements of the outcome commit. A batch of plain outcomes is the one {@link #commit}
+ * statement; a batch with riders runs them all in one transaction, in this order: lock the rows,
+ * mark consumed signals, commit, insert children (through {@link InstanceSql}), find woken parents.
+ * The orchestration lives in the engine ({@code OutcomeCommit}); these only run statements.
+ */
+public final class OutcomeSql {
+
+    private static final Columns<OutcomeRow> COLUMNS = Columns.<OutcomeRow>builder()
+            .bigint("id", OutcomeRow::id)
+            .text("worker", OutcomeRow::worker)
+            .text("status", o -> o.status().sqlName())
+            .text("step", OutcomeRow::step)
+            .text("state", OutcomeRow::stateJson)
+            .text("result", OutcomeRow::resultJson)
+            .text("error", OutcomeRow::error)
+            .bigint("delay_ms", OutcomeRow::delayMillis)
+            .integer("attempt", OutcomeRow::attempt)
+            .bigint("lease_ms", OutcomeRow::leaseMillis)
+            .text("awaited", OutcomeRow::awaitedSignals)
+            .bigint("await_ms", OutcomeRow::awaitMillis)
+            .integer("children", o -> o.children().size())
+            .integer("key_change", o -> o.limitChange().keyChange().ordinal())
+            .text("new_key", o -> o.limitChange().concurrencyKey())
+            .text("new_gate", o -> o.limitChange().gate())
+            .integer("gate_shards", o -> o.limitChange().gateShards())
+            .integer("rate_change", o -> o.limitChange().rateChange().ordinal())
+            .text("rate_limit", o -> o.limitChange().rateLimit())
+            .integer("rate_weight", o -> o.limitChange().rateWeight())
+            .text("rate_partition", o -> o.limitChange().ratePartition())
+            .integer("claimed_attempt", OutcomeRow::claimedAttempt)
+            .build();
+
+    /**
+     * Commits a batch of outcomes in one statement, each guarded by ownership: the row must still
+     * be executing, claimed by the worker that ran it, at the attempt its claim took; else the
+     * outcome is stale and is not returned. A row whose cancel was requested ends cancelled and
+     * keeps its step and state. An outcome that stays executing (inline run-ahead) keeps the claim
+     * and renews the lease. An await whose signal is already in the inbox goes straight back to
+     * runnable (the lost-wakeup check). Key and rate changes are coded as the ordinals of
+     * {@code Outcome.KeyChange} (keep, set, release, gate) and {@code Outcome.RateChange}.
+     * Index: the primary key per outcome; the inbox index for the await check. Locks: each
+     * committed row (and, through the triggers, its parent's row and its gate counter).
+     */
+    private final String commit;
+
+    /**
+     * Locks a commit batch's rows in id order before an await parks or signals are consumed: the
+     * commit then takes its snapshot after any signal delivery that held a row, so a signal that
+     * landed while the step ran is seen and wakes the row at once (no lost wakeup), and a later
+     * delivery waits for the commit and sees the parked row. Index: primary key. Locks: the batch's
+     * rows, in id order, to the end of the transaction.
+     */
+    private final String lockForCommit;
+
+    /**
+     * Marks the signals the committed steps consumed, guarded by the same ownership. Marked, not
+     * deleted, so their dedup keys keep refusing redeliveries. Index: the signals' primary key and
+     * the instances' primary key. Locks: the marked signal rows.
+     */
+    private final String consumeSignals;
+
+    /**
+     * Parents that the children settled in a commit woke (the trigger did the counting): to poke.
+     * Index: primary key. Locks: none.
+     */
+    private final String wokenParents;
+
+    public OutcomeSql(Tables tables) {
+        this.commit = tables.render("""
+                UPDATE {instances} i
+                   SET status = CASE WHEN i.cancel_requested THEN 'cancelled'
+                                     WHEN o.status = 'awaiting_signal' AND EXISTS (
+                                          SELECT 1 FROM {signals} s
+                                           WHERE s.instance_id = i.id AND s.consumed_at IS NULL
+                                             AND s.name = ANY (string_to_array(o.awaited, ',')))
+                                     THEN 'runnable'
+                                     ELSE o.status END,
+                       step = CASE WHEN i.cancel_requested THEN i.step ELSE COALESCE(o.step, i.step) END,
+                       state = CASE WHEN i.cancel_requested OR o.state IS NULL THEN i.state
+                                    ELSE o.state::jsonb END,
+                       result = CASE WHEN i.cancel_requested THEN i.result ELSE o.result::jsonb END,
+                       last_error = COALESCE(o.error, i.last_error),
+                       attempt = CASE WHEN i.cancel_requested OR o.attempt IS NULL THEN i.attempt
+                                      ELSE o.attempt END,
+                       eligible_at = CASE WHEN o.delay_ms IS NULL OR i.cancel_requested THEN i.eligible_at
+                                          ELSE now() + o.delay_ms * interval '1 millisecond' END,
+                       awaited_signals = CASE WHEN i.cancel_requested THEN i.awaited_signals
+                                              ELSE string_to_array(o.awaited, ',') END,
+                       await_deadline = CASE WHEN o.await_ms IS NULL OR i.cancel_requested THEN NULL
+                                             ELSE now() + o.await_ms * interval '1 millisecond' END,
+                       children_pending = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested
+                                               THEN o.children ELSE i.children_pending END,
+                       has_children = i.has_children OR (o.status = 'awaiting_children' AND NOT i.cancel_requested),
+                       concurrency_key = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.concurrency_key
+                                              WHEN o.key_change IN (1, 3) THEN o.new_key END,
+                       gate_name = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_name
+                                        WHEN o.key_change = 3 THEN o.new_gate END,
+                       gate_shard = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_shard
+                                         WHEN o.key_change = 3 THEN floor(random() * o.gate_shards)::int END,
+                       rate_limit = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_limit
+                                         WHEN o.rate_change = 1 THEN o.rate_limit END,
+                       rate_weight = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_weight
+                                          WHEN o.rate_change = 1 THEN o.rate_weight END,
+                       rate_partition = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_partition
+                                             WHEN o.rate_change = 1 THEN o.rate_partition END,
+                       claimed_by = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
+                                         THEN i.claimed_by END,
+                       lease_expires_at = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
+                                               THEN now() + o.lease_ms * interval '1 millisecond' END,
+                       updated_at = now()
+                  FROM\s""" + COLUMNS.unnest(1, "o", false) + """
+
+                 WHERE i.id = o.id AND i.claimed_by = o.worker AND i.status = 'executing'
+                   AND i.attempt = o.claimed_attempt
+                RETURNING i.id, i.queue, i.status""");
+        this.lockForCommit = tables.render("SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE");
+        this.consumeSignals = tables.render("""
+                UPDATE {signals} s SET consumed_at = now()
+                  FROM unnest($1::bigint[], $2::text[]) AS c(signal_id, worker), {instances} i
+                 WHERE s.id = c.signal_id AND i.id = s.instance_id
+                   AND i.claimed_by = c.worker AND i.status = 'executing'""");
+        this.wokenParents = tables.render("""
+                SELECT id, queue, status FROM {instances}
+                 WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");
+    }
+
+    /** Commits the outcomes; emits the transition of each one that was not stale. */
+    public Flux<Transition> commit(Connection connection, List<OutcomeRow> outcomes) {
+        return Flux.from(COLUMNS.bind(connection.createStatement(commit), 0, outcomes).execute())
+                .concatMap(result -> result.map(Transition::read))
+                .onErrorMap(Errors::translate);
+    }
+
+    public Mono<Void> lockForCommit(Connection connection, Collection<Long> ids) {
+        return Flux.from(connection.createStatement(lockForCommit).bind(0, ids.toArray(Long[]::new)).execute())
+                .concatMap(result -> result.map(row -> 1))
+                .then();
+    }
+
+    /** Marks signals consumed, each by the worker of the step that consumed it. */
+    public Mono<Void> consumeSignals(Connection connection, List<Long> signalIds, List<String> workers) {
+        return Flux.from(connection.createStatement(consumeSignals)
+                        .bind(0, signalIds.toArray(Long[]::new))
+                        .bind(1, workers.toArray(String[]::new)).execute())
+                .concatMap(result -> result.getRowsUpdated())
+                .then();
+    }
+
+    public Flux<Transition> wokenParents(Connection connection, Collection<Long> parentIds) {
+        return Flux.from(connection.createStatement(wokenParents).bind(0, parentIds.toArray(Long[]::new)).execute())
+                .concatMap(result -> result.map(Transition::read));
+    }
+}

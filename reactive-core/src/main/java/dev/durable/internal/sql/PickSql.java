@@ -1,0 +1,258 @@
+package dev.durable.internal.sql;
+
+import dev.durable.Limits;
+import dev.durable.internal.Db;
+import dev.durable.internal.sql.Rows.Candidate;
+import dev.durable.internal.sql.Rows.ClaimedRow;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Readable;
+import io.r2dbc.spi.Statement;
+import java.util.Collection;
+import java.util.List;
+import reactor.core.publisher.Flux;
+
+/**
+ * The pick: how a scheduler claims the next rows of its queue with a lease.
+ *
+ * <p>Every pick starts from the same candidates: the queue's runnable, eligible rows in urgency
+ * order (priority, eligible time, id), read from the pick index, locked {@code FOR UPDATE SKIP
+ * LOCKED} so concurrent picks never wait on each other, skipping rows whose ungated concurrency key
+ * is executing now (a probe of the executing-key unique index). Of the locked candidates at most
+ * one per ungated key is claimed, the most urgent. Two concurrent picks can still claim one key
+ * from two rows: the unique index refuses the second and the caller retries. Claiming bumps the
+ * attempt, so a run that dies counts against max attempts.
+ */
+public final class PickSql {
+
+    /** The candidates and the one-per-key guard; {@code %s} takes the limit filters. */
+    private static final String CANDIDATES = """
+            candidates AS (
+                SELECT c.id, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
+                       c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
+                       CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
+                  FROM {instances} c
+                 WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
+                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR NOT EXISTS (
+                        SELECT 1 FROM {instances} e
+                         WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
+                           AND e.gate_name IS NULL))
+                   %s
+                 ORDER BY c.priority, c.eligible_at, c.id
+                 LIMIT $2
+                   FOR UPDATE OF c SKIP LOCKED
+            ), one_per_key AS (
+                SELECT * FROM (
+                    SELECT candidates.*, row_number() OVER (
+                               PARTITION BY ungated_key, CASE WHEN ungated_key IS NULL THEN id END
+                               ORDER BY priority, eligible_at, id) AS key_rank
+                      FROM candidates) ranked
+                 WHERE key_rank = 1
+            )""";
+
+    /** Claims the rows of the CTE named by {@code %s} for worker $3 with a lease of $4 ms. */
+    private static final String CLAIM = """
+            UPDATE {instances} i
+               SET status = 'executing', claimed_by = $3, attempt = i.attempt + 1,
+                   lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
+              FROM %s m
+             WHERE i.id = m.id
+            RETURNING\s""";
+
+    /**
+     * The pick of an engine that knows no limits, in one statement. Rows with a gate or rate limit
+     * are left to engines that know them. Index: the pick index for candidates, the executing-key
+     * index for the key probe, the primary key for the claim. Locks: the claimed rows (skip locked).
+     */
+    private final String pick;
+
+    /**
+     * The pick of an engine that knows gates or rate limits (the PostgreSQL limiter), in one
+     * statement: as {@link #pick}, and the limits are admitted in it. Of the candidates left after
+     * the per-key guard, rows of a rate limit are admitted in urgency order while their bucket
+     * (refilled by the time since its last admission, capped at its burst) holds their cumulative
+     * weight; the bucket row is upserted and the tokens taken recorded on it. Of those, rows of a
+     * gate are admitted while their (gate, key, shard) counter has room, upserted and counted up
+     * the same way. Candidates whose bucket or counter is already known to be full are skipped
+     * before the LIMIT, so throttled rows never crowd unrelated work out of a pick. Rows of limits
+     * this engine does not know are left for an engine that does. $5-$7 are the gates (name,
+     * capacity, shards), $8-$10 the rate limits (name, tokens a second, burst). A bucket's clock
+     * only moves forward, so a pick whose transaction started before another's admission cannot
+     * rewind it and over-refill.
+     * Index: as {@link #pick}, plus the primary keys of the counters and buckets. Locks: the
+     * claimed rows (skip locked), and the counter and bucket rows it upserts, in key order, so two
+     * picks lock them in the same order and never deadlock on them.
+     */
+    private final String pickWithLimits;
+
+    /**
+     * The first half of the pick of an engine whose limiter is not in the database (Redis): locks
+     * the candidates as {@link #pick} does, limited rows of known names included, and returns them
+     * unclaimed with their limits; then {@link #claimLocked} claims the admitted and unlimited ones
+     * in the same transaction. Rows of a (gate, key, shard) or (rate limit, partition) the limiter
+     * refused a moment ago ($5, $6: name, chr(31), key [, chr(31), shard]) are skipped before the
+     * LIMIT. $3, $4: the gates and rate limits this engine knows.
+     * Index: as {@link #pick}. Locks: the candidates (skip locked), until the transaction ends.
+     */
+    private final String lockCandidates;
+
+    /**
+     * The second half: claims the locked rows $1 for worker $2 with a lease of $3 ms.
+     * Index: primary key. Locks: the rows, which the transaction already holds.
+     */
+    private final String claimLocked;
+
+    private final Db db;
+    private final boolean limits;
+    private final String[] gateNames;
+    private final Integer[] gateCapacities;
+    private final Integer[] gateShards;
+    private final String[] rateNames;
+    private final Double[] rates;
+    private final Integer[] bursts;
+
+    public PickSql(Db db, Tables tables, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits) {
+        this.db = db;
+        this.limits = !gates.isEmpty() || !rateLimits.isEmpty();
+        this.gateNames = gates.stream().map(Limits.Gate::name).toArray(String[]::new);
+        this.gateCapacities = gates.stream().map(Limits.Gate::capacity).toArray(Integer[]::new);
+        this.gateShards = gates.stream().map(Limits.Gate::shards).toArray(Integer[]::new);
+        this.rateNames = rateLimits.stream().map(Limits.RateLimit::name).toArray(String[]::new);
+        this.rates = rateLimits.stream().map(Limits.RateLimit::ratePerSecond).toArray(Double[]::new);
+        this.bursts = rateLimits.stream().map(Limits.RateLimit::burst).toArray(Integer[]::new);
+        this.pick = tables.render("WITH " + CANDIDATES.formatted("AND c.gate_name IS NULL AND c.rate_limit IS NULL")
+                + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
+        this.pickWithLimits = tables.render("""
+                WITH gates AS (
+                    SELECT * FROM unnest($5::text[], $6::int[], $7::int[]) AS g(name, capacity, shards)
+                ), rates AS (
+                    SELECT * FROM unnest($8::text[], $9::float8[], $10::int[]) AS r(name, rate, burst)
+                ),\s""" + CANDIDATES.formatted("""
+                       AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT EXISTS (
+                            SELECT 1 FROM {gate_slots} s
+                             WHERE s.gate = c.gate_name AND s.key = c.concurrency_key AND s.shard = c.gate_shard
+                               AND s.held >= s.capacity)))
+                       AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT EXISTS (
+                            SELECT 1 FROM {buckets} b JOIN rates r ON r.name = b.name
+                             WHERE b.name = c.rate_limit AND b.partition_key = COALESCE(c.rate_partition, '')
+                               AND least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))
+                                   < c.rate_weight)))""") + """
+                , rate_wanted AS (
+                    SELECT o.*, sum(o.rate_weight) OVER (PARTITION BY o.rate_limit, o.rate_partition
+                                                         ORDER BY o.priority, o.eligible_at, o.id) AS rate_cum
+                      FROM one_per_key o
+                ), rate_taken AS (
+                    INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
+                    SELECT w.rate_limit, w.rate_partition,
+                           r.burst - coalesce(max(w.rate_cum) FILTER (WHERE w.rate_cum <= r.burst), 0), now(),
+                           coalesce(max(w.rate_cum) FILTER (WHERE w.rate_cum <= r.burst), 0)
+                      FROM rate_wanted w JOIN rates r ON r.name = w.rate_limit
+                     GROUP BY w.rate_limit, w.rate_partition, r.burst
+                     ORDER BY w.rate_limit, w.rate_partition
+                    ON CONFLICT (name, partition_key) DO UPDATE
+                       SET taken = coalesce((
+                               SELECT max(w.rate_cum) FROM rate_wanted w, rates r
+                                WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
+                                  AND w.rate_cum <= least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))), 0),
+                           tokens = (SELECT least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))
+                                       FROM rates r WHERE r.name = b.name)
+                                    - coalesce((
+                               SELECT max(w.rate_cum) FROM rate_wanted w, rates r
+                                WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
+                                  AND w.rate_cum <= least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))), 0),
+                           refilled_at = greatest(b.refilled_at, now())
+                    RETURNING b.name, b.partition_key, b.taken
+                ), rate_admitted AS (
+                    SELECT w.* FROM rate_wanted w
+                      LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
+                     WHERE w.rate_limit IS NULL OR w.rate_cum <= t.taken
+                ), gate_wanted AS (
+                    SELECT a.*, row_number() OVER (PARTITION BY a.gate_name, a.concurrency_key, a.gate_shard
+                                                   ORDER BY a.priority, a.eligible_at, a.id) AS gate_rank
+                      FROM rate_admitted a
+                ), gate_taken AS (
+                    INSERT INTO {gate_slots} AS s (gate, key, shard, capacity, held, admitted)
+                    SELECT w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity,
+                           least(count(*), cap.capacity), least(count(*), cap.capacity)
+                      FROM gate_wanted w
+                      JOIN gates g ON g.name = w.gate_name
+                     CROSS JOIN LATERAL (SELECT g.capacity / g.shards
+                                                + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
+                                                AS capacity) cap
+                     GROUP BY w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity
+                     ORDER BY w.gate_name, w.concurrency_key, w.gate_shard
+                    ON CONFLICT (gate, key, shard) DO UPDATE
+                       SET capacity = EXCLUDED.capacity,
+                           admitted = greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held)),
+                           held = s.held + greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held))
+                    RETURNING s.gate, s.key, s.shard, s.admitted
+                ), admitted AS (
+                    SELECT w.id FROM gate_wanted w
+                      LEFT JOIN gate_taken t ON t.gate = w.gate_name AND t.key = w.concurrency_key AND t.shard = w.gate_shard
+                     WHERE w.gate_name IS NULL OR w.gate_rank <= t.admitted
+                )
+                """ + CLAIM.formatted("admitted") + ClaimColumns.SELECT);
+        this.lockCandidates = tables.render("WITH " + CANDIDATES.formatted("""
+                       AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
+                            (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
+                       AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
+                            (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))""") + """
+
+                SELECT id, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
+                       concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight
+                  FROM one_per_key""");
+        this.claimLocked = tables.render("""
+                UPDATE {instances} i
+                   SET status = 'executing', claimed_by = $2, attempt = i.attempt + 1,
+                       lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
+                 WHERE i.id = ANY($1) AND i.status = 'runnable'
+                RETURNING\s""" + ClaimColumns.SELECT);
+    }
+
+    /** The text of the pick of an engine without limits, with its four parameters, for EXPLAIN. */
+    public String pickText() {
+        return pick;
+    }
+
+    /**
+     * Claims up to {@code limit} rows of {@code queue} for {@code worker} in one statement, admitting
+     * limited rows in it when the engine knows limits ({@link #pickWithLimits}).
+     */
+    public Flux<ClaimedRow> pick(String queue, int limit, String worker, long leaseMillis) {
+        return db.withConnection(connection -> pick(connection, queue, limit, worker, leaseMillis));
+    }
+
+    /** As {@link #pick(String, int, String, long)}, on the caller's connection (benchmarks roll it back). */
+    public Flux<ClaimedRow> pick(Connection connection, String queue, int limit, String worker, long leaseMillis) {
+        Statement statement = connection.createStatement(limits ? pickWithLimits : pick)
+                .bind(0, queue).bind(1, limit).bind(2, worker).bind(3, leaseMillis);
+        if (limits) {
+            statement.bind(4, gateNames).bind(5, gateCapacities).bind(6, gateShards)
+                    .bind(7, rateNames).bind(8, rates).bind(9, bursts);
+        }
+        return Flux.from(statement.execute()).concatMap(result -> result.map(ClaimColumns::read));
+    }
+
+    /** Locks up to {@code limit} candidates, in the caller's transaction; see {@link #lockCandidates}. */
+    public Flux<Candidate> lockCandidates(Connection connection, String queue, int limit, String[] refusedGates,
+            String[] refusedRates) {
+        return Flux.from(connection.createStatement(lockCandidates)
+                        .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateNames)
+                        .bind(4, refusedGates).bind(5, refusedRates).execute())
+                .concatMap(result -> result.map(PickSql::toCandidate));
+    }
+
+    /** Claims locked rows, in the caller's transaction; see {@link #claimLocked}. */
+    public Flux<ClaimedRow> claimLocked(Connection connection, List<Long> ids, String worker, long leaseMillis) {
+        return Flux.from(connection.createStatement(claimLocked)
+                        .bind(0, ids.toArray(Long[]::new)).bind(1, worker).bind(2, leaseMillis).execute())
+                .concatMap(result -> result.map(ClaimColumns::read));
+    }
+
+    private static Candidate toCandidate(Readable row) {
+        return new Candidate(row.get("id", Long.class), row.get("priority", Integer.class),
+                row.get("eligible_micros", Long.class), row.get("gate_name", String.class),
+                row.get("concurrency_key", String.class), ClaimColumns.orZero(row.get("gate_shard", Integer.class)),
+                row.get("rate_limit", String.class), row.get("rate_partition", String.class),
+                ClaimColumns.orZero(row.get("rate_weight", Integer.class)));
+    }
+}

@@ -1,0 +1,78 @@
+package dev.durable.internal.sql;
+
+import dev.durable.internal.Db;
+import dev.durable.internal.sql.Rows.Delivery;
+import io.r2dbc.spi.Statement;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/** Signal delivery into an instance's durable inbox. */
+public final class SignalSql {
+
+    /**
+     * Stores a signal in a live instance's inbox (a repeated dedup key stores nothing) and wakes the
+     * instance when it awaits that name. The target is addressed by id ($1) or by live correlation
+     * key, per {@code %s}.
+     * Index: the target by primary key or by the correlation index; the inbox's dedup index.
+     * Locks: the target row first, so a commit that parks it either comes before (and the delivery
+     * sees it parked) or after (and the commit's lost-wakeup check sees the signal).
+     */
+    private static final String DELIVER = """
+            WITH target AS (
+                SELECT id, queue, status, awaited_signals FROM {instances}
+                 WHERE %s AND status NOT IN ('done', 'failed', 'cancelled')
+                   FOR UPDATE
+            ), stored AS (
+                INSERT INTO {signals} (instance_id, name, payload, dedup_key)
+                SELECT id, $2, $3::jsonb, $4 FROM target
+                ON CONFLICT (instance_id, dedup_key) DO NOTHING
+                RETURNING instance_id
+            ), flagged AS (
+                UPDATE {instances} i
+                   SET has_signals = true,
+                       status = CASE WHEN t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                                     THEN 'runnable' ELSE i.status END,
+                       eligible_at = CASE WHEN t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                                          THEN now() ELSE i.eligible_at END,
+                       await_deadline = CASE WHEN t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                                             THEN NULL ELSE i.await_deadline END,
+                       updated_at = now()
+                  FROM target t
+                 WHERE i.id = t.id AND EXISTS (SELECT 1 FROM stored)
+                RETURNING i.id, i.status
+            )
+            SELECT t.id, t.queue, (SELECT count(*) FROM stored) AS stored,
+                   (SELECT count(*) FROM flagged f WHERE f.status = 'runnable' AND t.status = 'awaiting_signal')
+                   AS woken
+              FROM target t""";
+
+    private final String deliverById;
+    private final String deliverByKey;
+    private final Db db;
+
+    public SignalSql(Db db, Tables tables) {
+        this.db = db;
+        this.deliverById = tables.render(DELIVER.formatted("id = $1"));
+        this.deliverByKey = tables.render(DELIVER.formatted("correlation_slot = $1"));
+    }
+
+    /** Delivers a signal by instance id or by live correlation key; empty when no live target. */
+    public Mono<Delivery> deliver(@Nullable Long id, @Nullable String correlationKey, String name,
+            @Nullable String payloadJson, @Nullable String dedupKey) {
+        return db.withConnection(connection -> {
+            Statement statement = connection.createStatement(id != null ? deliverById : deliverByKey);
+            if (id != null) {
+                statement.bind(0, id);
+            } else {
+                statement.bind(0, correlationKey);
+            }
+            statement.bind(1, name);
+            Db.bind(statement, 2, payloadJson, String.class);
+            Db.bind(statement, 3, dedupKey, String.class);
+            return Flux.from(statement.execute()).concatMap(result -> result.map(row -> new Delivery(
+                    row.get("id", Long.class), row.get("queue", String.class),
+                    row.get("stored", Long.class) > 0, row.get("woken", Long.class) > 0)));
+        }).next();
+    }
+}

@@ -1,0 +1,18 @@
+package dev.durable.internal.sql;
+
+import dev.durable.Limits;
+import dev.durable.internal.Db;
+import java.util.Collection;
+
+/** Every group of statements of one engine, rendered once for its schema and limits. */
+public record Statements(Db db, InstanceSql instances, PickSql picks, OutcomeSql outcomes, LeaseSql leases,
+        SignalSql signals, MaintenanceSql maintenance) {
+
+    public static Statements create(Db db, String schema, Collection<Limits.Gate> gates,
+            Collection<Limits.RateLimit> rateLimits) {
+        Tables tables = new Tables(schema);
+        return new Statements(db, new InstanceSql(db, tables), new PickSql(db, tables, gates, rateLimits),
+                new OutcomeSql(tables), new LeaseSql(db, tables), new SignalSql(db, tables),
+                new MaintenanceSql(db, tables));
+    }
+}

@@ -1,0 +1,28 @@
+package dev.durable.internal.sql;
+
+/**
+ * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
+ * {@code {gate_slots}} and {@code {buckets}} placeholders and rendered once per engine, so no
+ * statement is assembled on a hot path.
+ */
+public final class Tables {
+
+    private final String schema;
+
+    public Tables(String schema) {
+        this.schema = schema;
+    }
+
+    /** The schema-qualified, quoted name of one of Durable's tables. */
+    public String table(String name) {
+        return '"' + schema + "\"." + name;
+    }
+
+    String render(String template) {
+        return template
+                .replace("{instances}", table("durable_instances"))
+                .replace("{signals}", table("durable_signals"))
+                .replace("{gate_slots}", table("durable_gate_slots"))
+                .replace("{buckets}", table("durable_rate_buckets"));
+    }
+}
