@@ -6,7 +6,10 @@ import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What a workflow step decided. Committed to the database before the workflow proceeds.
+ * What a workflow step decided. Committed to the database before the workflow proceeds. An
+ * immutable value: every option returns a new outcome, and a combination that cannot be honoured
+ * (an inline step that waits, or that takes a gate or rate limit a pick must admit) is refused with
+ * an {@link IllegalArgumentException} when it is made, never silently ignored.
  *
  * <ul>
  *   <li>{@link #next}: go on with another step and a new state (optionally inline, on the same
@@ -44,60 +47,130 @@ public final class Outcome<S> {
     private final boolean inline;
     private final KeyChange keyChange;
     private final @Nullable String concurrencyKey;
-    private @Nullable String gate;
-    private RateChange rateChange = RateChange.KEEP;
-    private @Nullable String rateLimit;
-    private int rateWeight = 1;
-    private @Nullable String ratePartition;
+    private final @Nullable String gate;
+    private final RateChange rateChange;
+    private final @Nullable String rateLimit;
+    private final int rateWeight;
+    private final @Nullable String ratePartition;
 
-    private Outcome(Kind kind, @Nullable String step, @Nullable S state, @Nullable Object result,
-            @Nullable String error, @Nullable Duration delay, Set<String> signals, @Nullable Duration timeout,
-            List<JobRequest> children, boolean inline, KeyChange keyChange, @Nullable String concurrencyKey) {
-        this.kind = kind;
-        this.step = step;
-        this.state = state;
-        this.result = result;
-        this.error = error;
-        this.delay = delay;
-        this.signals = signals;
-        this.timeout = timeout;
-        this.children = children;
-        this.inline = inline;
-        this.keyChange = keyChange;
-        this.concurrencyKey = concurrencyKey;
+    private Outcome(Fields<S> f) {
+        this.kind = f.kind;
+        this.step = f.step;
+        this.state = f.state;
+        this.result = f.result;
+        this.error = f.error;
+        this.delay = f.delay;
+        this.signals = f.signals;
+        this.timeout = f.timeout;
+        this.children = f.children;
+        this.inline = f.inline;
+        this.keyChange = f.keyChange;
+        this.concurrencyKey = f.concurrencyKey;
+        this.gate = f.gate;
+        this.rateChange = f.rateChange;
+        this.rateLimit = f.rateLimit;
+        this.rateWeight = f.rateWeight;
+        this.ratePartition = f.ratePartition;
     }
 
-    private static <S> Outcome<S> of(Kind kind, @Nullable String step, @Nullable S state) {
-        return new Outcome<>(kind, step, state, null, null, null, Set.of(), null, List.of(), false,
-                KeyChange.KEEP, null);
+    /** The fields of an outcome being made or changed: the one place an outcome is copied. */
+    private static final class Fields<S> {
+        private final Kind kind;
+        private @Nullable String step;
+        private @Nullable S state;
+        private @Nullable Object result;
+        private @Nullable String error;
+        private @Nullable Duration delay;
+        private Set<String> signals = Set.of();
+        private @Nullable Duration timeout;
+        private List<JobRequest> children = List.of();
+        private boolean inline;
+        private KeyChange keyChange = KeyChange.KEEP;
+        private @Nullable String concurrencyKey;
+        private @Nullable String gate;
+        private RateChange rateChange = RateChange.KEEP;
+        private @Nullable String rateLimit;
+        private int rateWeight = 1;
+        private @Nullable String ratePartition;
+
+        private Fields(Kind kind) {
+            this.kind = kind;
+        }
+
+        private Fields(Outcome<S> o) {
+            this(o.kind);
+            step = o.step;
+            state = o.state;
+            result = o.result;
+            error = o.error;
+            delay = o.delay;
+            signals = o.signals;
+            timeout = o.timeout;
+            children = o.children;
+            inline = o.inline;
+            keyChange = o.keyChange;
+            concurrencyKey = o.concurrencyKey;
+            gate = o.gate;
+            rateChange = o.rateChange;
+            rateLimit = o.rateLimit;
+            rateWeight = o.rateWeight;
+            ratePartition = o.ratePartition;
+        }
+
+        /** The outcome, once the combination is known to make sense. */
+        private Outcome<S> build() {
+            if (inline && (keyChange == KeyChange.GATE || rateChange == RateChange.SET)) {
+                throw new IllegalArgumentException("a step with a new gate or rate limit is admitted by a pick:"
+                        + " it cannot be inline");
+            }
+            if (inline && delay != null) {
+                throw new IllegalArgumentException("an inline step runs at once: it cannot be inline and run after "
+                        + delay);
+            }
+            return new Outcome<>(this);
+        }
+    }
+
+    private static <S> Outcome<S> of(Kind kind, java.util.function.Consumer<Fields<S>> fill) {
+        Fields<S> fields = new Fields<>(kind);
+        fill.accept(fields);
+        return fields.build();
+    }
+
+    /** A copy of this outcome with a change, checked like a new one. */
+    private Outcome<S> with(Kind expected, String option, java.util.function.Consumer<Fields<S>> change) {
+        if (kind != expected) {
+            throw new IllegalArgumentException(option + " applies to " + expected + " outcomes, not " + kind);
+        }
+        Fields<S> fields = new Fields<>(this);
+        change.accept(fields);
+        return fields.build();
     }
 
     /** Go on with {@code step} and {@code state}, through the queue (a new pick). */
     public static <S> Outcome<S> next(String step, S state) {
-        return of(Kind.NEXT, requireStep(step), state);
+        String checked = requireStep(step);
+        return of(Kind.NEXT, f -> {
+            f.step = checked;
+            f.state = state;
+        });
     }
 
     /** Run the same step again after {@code after}; the attempt is not spent. */
     public static <S> Outcome<S> retry(Duration after) {
-        if (after == null || after.isNegative()) {
-            throw new IllegalArgumentException("after must not be negative, was " + after);
-        }
-        return new Outcome<>(Kind.RETRY, null, null, null, null, after, Set.of(), null, List.of(), false,
-                KeyChange.KEEP, null);
+        Duration checked = requireNotNegative("after", after);
+        return of(Kind.RETRY, f -> f.delay = checked);
     }
 
     /** Park until one of {@code signals} arrives, then run {@code next} with {@code state}. */
     public static <S> Outcome<S> await(Set<String> signals, String next, S state) {
-        if (signals == null || signals.isEmpty()) {
-            throw new IllegalArgumentException("signals must name at least one signal");
-        }
-        for (String signal : signals) {
-            if (signal == null || signal.isBlank() || signal.contains(",")) {
-                throw new IllegalArgumentException("signal names must not be blank or contain ',', was '" + signal + "'");
-            }
-        }
-        return new Outcome<>(Kind.AWAIT, requireStep(next), state, null, null, null, Set.copyOf(signals), null,
-                List.of(), false, KeyChange.KEEP, null);
+        Set<String> names = requireSignals(signals);
+        String checked = requireStep(next);
+        return of(Kind.AWAIT, f -> {
+            f.signals = names;
+            f.step = checked;
+            f.state = state;
+        });
     }
 
     /**
@@ -108,9 +181,14 @@ public final class Outcome<S> {
         if (timeout == null || timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("timeout must be positive, was " + timeout);
         }
-        Outcome<S> await = await(signals, next, state);
-        return new Outcome<>(Kind.AWAIT, await.step, state, null, null, null, await.signals, timeout, List.of(),
-                false, KeyChange.KEEP, null);
+        Set<String> names = requireSignals(signals);
+        String checked = requireStep(next);
+        return of(Kind.AWAIT, f -> {
+            f.signals = names;
+            f.step = checked;
+            f.state = state;
+            f.timeout = timeout;
+        });
     }
 
     /**
@@ -121,14 +199,18 @@ public final class Outcome<S> {
         if (children == null) {
             throw new IllegalArgumentException("children must not be null");
         }
-        return new Outcome<>(Kind.SPAWN, requireStep(joinStep), state, null, null, null, Set.of(), null,
-                List.copyOf(children), false, KeyChange.KEEP, null);
+        List<JobRequest> copy = List.copyOf(children);
+        String checked = requireStep(joinStep);
+        return of(Kind.SPAWN, f -> {
+            f.children = copy;
+            f.step = checked;
+            f.state = state;
+        });
     }
 
     /** The instance is done with {@code result} (null for none). */
     public static <S> Outcome<S> done(@Nullable Object result) {
-        return new Outcome<>(Kind.DONE, null, null, result, null, null, Set.of(), null, List.of(), false,
-                KeyChange.KEEP, null);
+        return of(Kind.DONE, f -> f.result = result);
     }
 
     /** The instance failed with {@code error}, at once, whatever attempts it has left. */
@@ -136,47 +218,42 @@ public final class Outcome<S> {
         if (error == null || error.isBlank()) {
             throw new IllegalArgumentException("error must not be blank");
         }
-        return new Outcome<>(Kind.FAIL, null, null, null, error, null, Set.of(), null, List.of(), false,
-                KeyChange.KEEP, null);
+        return of(Kind.FAIL, f -> f.error = error);
     }
 
     /** The instance cancels itself. */
     public static <S> Outcome<S> cancel() {
-        return of(Kind.CANCEL, null, null);
+        return of(Kind.CANCEL, f -> { });
     }
 
     /**
      * For {@code next}: continue on the same claim at once, with no pick in between. The new state
-     * is committed first, so a crash resumes from it.
+     * is committed first, so a crash resumes from it. Not with {@link #after}, a new
+     * {@link #gate} or a {@link #rateLimit}: those go through the queue.
      */
     public Outcome<S> inline() {
-        requireKind(Kind.NEXT, "inline");
-        if (keyChange == KeyChange.GATE || rateChange == RateChange.SET) {
-            throw new IllegalArgumentException("a step with a gate or a rate limit is admitted by a pick: it cannot be inline");
-        }
-        Outcome<S> copy = new Outcome<>(kind, step, state, result, error, delay, signals, timeout, children, true,
-                keyChange, concurrencyKey);
-        copy.rateChange = rateChange;
-        return copy;
+        return with(Kind.NEXT, "inline", f -> f.inline = true);
     }
 
     /** For {@code next}: from the next step on, hold this concurrency key instead. */
     public Outcome<S> concurrencyKey(String key) {
-        requireKind(Kind.NEXT, "concurrencyKey");
         if (key == null || key.isBlank() || key.length() > 1024) {
             throw new IllegalArgumentException("concurrencyKey must be 1 to 1024 characters and not blank");
         }
-        Outcome<S> copy = copy(KeyChange.SET, key);
-        copy.gate = null;
-        return copy;
+        return with(Kind.NEXT, "concurrencyKey", f -> {
+            f.keyChange = KeyChange.SET;
+            f.concurrencyKey = key;
+            f.gate = null;
+        });
     }
 
     /** For {@code next}: from the next step on, hold no concurrency key. */
     public Outcome<S> releaseConcurrencyKey() {
-        requireKind(Kind.NEXT, "releaseConcurrencyKey");
-        Outcome<S> copy = copy(KeyChange.RELEASE, null);
-        copy.gate = null;
-        return copy;
+        return with(Kind.NEXT, "releaseConcurrencyKey", f -> {
+            f.keyChange = KeyChange.RELEASE;
+            f.concurrencyKey = null;
+            f.gate = null;
+        });
     }
 
     /**
@@ -184,57 +261,46 @@ public final class Outcome<S> {
      * next step is admitted by a pick, so a gate change cannot be inline.
      */
     public Outcome<S> gate(String gate, String key) {
-        requireKind(Kind.NEXT, "gate");
-        if (inline) {
-            throw new IllegalArgumentException("a gate change goes through the queue: it cannot be inline");
-        }
         if (gate == null || gate.isBlank() || key == null || key.length() > 1024) {
             throw new IllegalArgumentException("gate must not be blank and its key must be at most 1024 characters");
         }
-        Outcome<S> copy = copy(KeyChange.GATE, key);
-        copy.gate = gate;
-        return copy;
+        return with(Kind.NEXT, "gate", f -> {
+            f.keyChange = KeyChange.GATE;
+            f.concurrencyKey = key;
+            f.gate = gate;
+        });
     }
 
     /** For {@code next}: the next step is admitted by the named rate limit, with this weight and partition. */
     public Outcome<S> rateLimit(String rateLimit, int weight, @Nullable String partition) {
-        requireKind(Kind.NEXT, "rateLimit");
-        if (inline) {
-            throw new IllegalArgumentException("a rate-limited step is admitted by a pick: it cannot be inline");
-        }
         if (rateLimit == null || rateLimit.isBlank() || weight < 1) {
             throw new IllegalArgumentException("rateLimit must not be blank and weight must be at least 1");
         }
         if (partition != null && (partition.isBlank() || partition.length() > 1024)) {
             throw new IllegalArgumentException("partition must be 1 to 1024 characters and not blank, or null");
         }
-        Outcome<S> copy = copy(keyChange, concurrencyKey);
-        copy.gate = gate;
-        copy.rateChange = RateChange.SET;
-        copy.rateLimit = rateLimit;
-        copy.rateWeight = weight;
-        copy.ratePartition = partition;
-        return copy;
+        return with(Kind.NEXT, "rateLimit", f -> {
+            f.rateChange = RateChange.SET;
+            f.rateLimit = rateLimit;
+            f.rateWeight = weight;
+            f.ratePartition = partition;
+        });
     }
 
     /** For {@code next}: the next step is not rate limited. */
     public Outcome<S> noRateLimit() {
-        requireKind(Kind.NEXT, "noRateLimit");
-        Outcome<S> copy = copy(keyChange, concurrencyKey);
-        copy.gate = gate;
-        copy.rateChange = RateChange.CLEAR;
-        return copy;
+        return with(Kind.NEXT, "noRateLimit", f -> {
+            f.rateChange = RateChange.CLEAR;
+            f.rateLimit = null;
+            f.rateWeight = 1;
+            f.ratePartition = null;
+        });
     }
 
-    private Outcome<S> copy(KeyChange keyChange, @Nullable String concurrencyKey) {
-        Outcome<S> copy = new Outcome<>(kind, step, state, result, error, delay, signals, timeout, children, inline,
-                keyChange, concurrencyKey);
-        copy.gate = gate;
-        copy.rateChange = rateChange;
-        copy.rateLimit = rateLimit;
-        copy.rateWeight = rateWeight;
-        copy.ratePartition = ratePartition;
-        return copy;
+    /** For {@code next}: not before {@code after} has passed. Not with {@link #inline}. */
+    public Outcome<S> after(Duration after) {
+        Duration checked = requireNotNegative("after", after);
+        return with(Kind.NEXT, "after", f -> f.delay = checked);
     }
 
     public @Nullable String gate() {
@@ -255,22 +321,6 @@ public final class Outcome<S> {
 
     public @Nullable String ratePartition() {
         return ratePartition;
-    }
-
-    /** For {@code next}: not before {@code after} has passed (ignored with inline). */
-    public Outcome<S> after(Duration after) {
-        requireKind(Kind.NEXT, "after");
-        if (after == null || after.isNegative()) {
-            throw new IllegalArgumentException("after must not be negative, was " + after);
-        }
-        Outcome<S> copy = new Outcome<>(kind, step, state, result, error, after, signals, timeout, children, inline,
-                keyChange, concurrencyKey);
-        copy.gate = gate;
-        copy.rateChange = rateChange;
-        copy.rateLimit = rateLimit;
-        copy.rateWeight = rateWeight;
-        copy.ratePartition = ratePartition;
-        return copy;
     }
 
     public Kind kind() {
@@ -321,10 +371,23 @@ public final class Outcome<S> {
         return concurrencyKey;
     }
 
-    private void requireKind(Kind expected, String option) {
-        if (kind != expected) {
-            throw new IllegalArgumentException(option + " applies to " + expected + " outcomes, not " + kind);
+    private static Duration requireNotNegative(String option, Duration value) {
+        if (value == null || value.isNegative()) {
+            throw new IllegalArgumentException(option + " must not be negative, was " + value);
         }
+        return value;
+    }
+
+    private static Set<String> requireSignals(Set<String> signals) {
+        if (signals == null || signals.isEmpty()) {
+            throw new IllegalArgumentException("signals must name at least one signal");
+        }
+        for (String signal : signals) {
+            if (signal == null || signal.isBlank() || signal.contains(",")) {
+                throw new IllegalArgumentException("signal names must not be blank or contain ',', was '" + signal + "'");
+            }
+        }
+        return Set.copyOf(signals);
     }
 
     private static String requireStep(String step) {
