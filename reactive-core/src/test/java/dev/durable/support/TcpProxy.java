@@ -182,12 +182,12 @@ public final class TcpProxy implements AutoCloseable {
         return refused.get();
     }
 
-    /** Bytes forwarded from clients to the target, over all connections. */
+    /** Bytes forwarded from clients to the target, over all connections (counted as each chunk is written). */
     public long bytesToTarget() {
         return bytesToTarget.get();
     }
 
-    /** Bytes forwarded from the target to clients, over all connections. */
+    /** Bytes forwarded from the target to clients, over all connections (counted as each chunk is written). */
     public long bytesToClient() {
         return bytesToClient.get();
     }
@@ -536,9 +536,10 @@ public final class TcpProxy implements AutoCloseable {
                     if (!awaitTurn(this, System.nanoTime(), true)) {
                         return;
                     }
-                    out.write(buffer, 0, read);
+                    // Counted before the write: whatever a peer has received is already counted.
                     linkCount.addAndGet(read);
                     proxyCount.addAndGet(read);
+                    out.write(buffer, 0, read);
                 }
             } catch (IOException e) {
                 // A reset or a broken pipe on one side: pass it on as a reset of the other

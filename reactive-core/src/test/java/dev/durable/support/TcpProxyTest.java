@@ -141,10 +141,13 @@ class TcpProxyTest {
     @Test
     void freezingOneLinkLeavesTheOthersFlowing() throws Exception {
         try (Socket first = connect(); Socket second = connect()) {
-            Socket firstUp = serverSide();
-            Socket secondUp = serverSide();
+            // Each link connects upstream on its own thread: pair the server's sockets by port.
+            Socket oneUp = serverSide();
+            Socket otherUp = serverSide();
             Eventually.until("two links", WAIT, () -> proxy.connections().size() == 2);
-            TcpProxy.Link frozen = proxy.linkByUpstreamPort(firstUp.getPort()).orElseThrow();
+            TcpProxy.Link frozen = proxy.connections().get(0);
+            Socket firstUp = frozen.upstreamLocalPort() == oneUp.getPort() ? oneUp : otherUp;
+            Socket secondUp = firstUp == oneUp ? otherUp : oneUp;
             proxy.freeze(frozen);
 
             send(first, "held");
