@@ -10,8 +10,15 @@ import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import io.r2dbc.spi.ConnectionFactory;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.StringJoiner;
+import java.util.function.BiFunction;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -20,6 +27,10 @@ import reactor.core.scheduler.Schedulers;
  * Everything an engine is configured with. Immutable, built once with {@link #builder()}: each
  * setter checks its own argument, {@link Builder#build()} the rules across them, and a broken
  * value throws {@link IllegalArgumentException} naming the option and the rule.
+ *
+ * <p>Each option is declared once, as an {@link Option} with its name, default and check; the
+ * getters, the builder, {@link #mutate()} and {@link #toString()} all go through those
+ * declarations, so none of them can miss an option.
  */
 public final class EngineOptions {
 
@@ -39,248 +50,254 @@ public final class EngineOptions {
     public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
     public static final Duration DEFAULT_RECONCILE_INTERVAL = Duration.ofMinutes(5);
 
-    private final @Nullable ConnectionFactory connectionFactory;
-    private final @Nullable String url;
-    private final int poolMaxSize;
-    private final String schema;
-    private final String name;
-    private final Map<String, QueueOptions> queues;
-    private final Duration leaseTtl;
-    private final Duration heartbeatInterval;
-    private final Duration reaperInterval;
-    private final boolean runMaintenance;
-    private final Duration pokeWindow;
-    private final PokeTransportFactory pokeTransport;
-    private final int commitBatchSize;
-    private final int commitParallelism;
-    private final int pickRetries;
-    private final int maxPayloadBytes;
-    private final boolean rejectUnknownTypes;
-    private final boolean applyMigrations;
-    private final JsonCodec codec;
-    private final Scheduler handlerScheduler;
-    private final Duration recurringInterval;
-    private final MeterRegistry meterRegistry;
-    private final ObservationRegistry observationRegistry;
-    private final @Nullable RunObservationConvention runObservationConvention;
-    private final int eventBufferSize;
-    private final Map<String, Limits.Gate> gates;
-    private final Map<String, Limits.RateLimit> rateLimits;
-    private final Duration retention;
-    private final Duration reconcileInterval;
-    private final LimiterFactory limiter;
+    /** One option: its name (in messages and toString), its default, its check and how it prints. */
+    private static final class Option<T> {
 
-    private EngineOptions(Builder b) {
-        this.connectionFactory = b.connectionFactory;
-        this.url = b.url;
-        this.poolMaxSize = b.poolMaxSize;
-        this.schema = b.schema;
-        this.name = b.name;
-        this.queues = Map.copyOf(b.queues);
-        this.leaseTtl = b.leaseTtl;
-        this.heartbeatInterval = b.heartbeatInterval;
-        this.reaperInterval = b.reaperInterval;
-        this.runMaintenance = b.runMaintenance;
-        this.pokeWindow = b.pokeWindow;
-        this.pokeTransport = b.pokeTransport;
-        this.commitBatchSize = b.commitBatchSize;
-        this.commitParallelism = b.commitParallelism;
-        this.pickRetries = b.pickRetries;
-        this.maxPayloadBytes = b.maxPayloadBytes;
-        this.rejectUnknownTypes = b.rejectUnknownTypes;
-        this.applyMigrations = b.applyMigrations;
-        this.codec = b.codec;
-        this.handlerScheduler = b.handlerScheduler;
-        this.recurringInterval = b.recurringInterval;
-        this.meterRegistry = b.meterRegistry;
-        this.observationRegistry = b.observationRegistry;
-        this.runObservationConvention = b.runObservationConvention;
-        this.eventBufferSize = b.eventBufferSize;
-        this.gates = Map.copyOf(b.gates);
-        this.rateLimits = Map.copyOf(b.rateLimits);
-        this.retention = b.retention;
-        this.reconcileInterval = b.reconcileInterval;
-        this.limiter = b.limiter;
+        private final String name;
+        private final @Nullable T defaultValue;
+        private final BiFunction<String, T, T> check;
+        private final Function<T, String> render;
+
+        private Option(String name, @Nullable T defaultValue, BiFunction<String, T, T> check,
+                Function<T, String> render) {
+            this.name = name;
+            this.defaultValue = defaultValue;
+            this.check = check;
+            this.render = render;
+            ALL.add(this);
+        }
+
+        T checked(T value) {
+            return check.apply(name, value);
+        }
+    }
+
+    /** Every option, in the order toString prints them. */
+    private static final List<Option<?>> ALL = new ArrayList<>();
+
+    private static <T> Option<T> option(String name, @Nullable T defaultValue, BiFunction<String, T, T> check) {
+        return new Option<>(name, defaultValue, check, String::valueOf);
+    }
+
+    private static <T> T any(String name, T value) {
+        return Options.requireNonNull(name, value);
+    }
+
+    private static final Option<ConnectionFactory> CONNECTION_FACTORY = option("connectionFactory", null,
+            EngineOptions::any);
+    private static final Option<String> URL = new Option<>("url", null, EngineOptions::checkUrl,
+            EngineOptions::maskPassword);
+    private static final Option<Integer> POOL_MAX_SIZE = option("poolMaxSize", DEFAULT_POOL_MAX_SIZE,
+            (name, value) -> Options.requireAtLeast(name, value, 2));
+    private static final Option<String> SCHEMA = option("schema", DEFAULT_SCHEMA, Options::requireIdentifier);
+    private static final Option<String> NAME = option("name", DEFAULT_NAME, EngineOptions::checkName);
+    private static final Option<Map<String, QueueOptions>> QUEUES = new Option<>("queues", Map.of(),
+            EngineOptions::any, queues -> queues.values().toString());
+    private static final Option<Duration> LEASE_TTL = option("leaseTtl", DEFAULT_LEASE_TTL, Options::requirePositive);
+    private static final Option<Duration> HEARTBEAT_INTERVAL = option("heartbeatInterval",
+            DEFAULT_HEARTBEAT_INTERVAL, Options::requirePositive);
+    private static final Option<Duration> REAPER_INTERVAL = option("reaperInterval", DEFAULT_REAPER_INTERVAL,
+            Options::requirePositive);
+    private static final Option<Boolean> RUN_MAINTENANCE = option("runMaintenance", true, EngineOptions::any);
+    private static final Option<Duration> POKE_WINDOW = option("pokeWindow", DEFAULT_POKE_WINDOW,
+            Options::requirePositive);
+    private static final Option<PokeTransportFactory> POKE_TRANSPORT = option("pokeTransport",
+            PokeTransports.local(), EngineOptions::any);
+    private static final Option<Integer> COMMIT_BATCH_SIZE = option("commitBatchSize", DEFAULT_COMMIT_BATCH_SIZE,
+            (name, value) -> Options.requireAtLeast(name, value, 1));
+    private static final Option<Integer> COMMIT_PARALLELISM = option("commitParallelism",
+            DEFAULT_COMMIT_PARALLELISM, (name, value) -> Options.requireAtLeast(name, value, 1));
+    private static final Option<Integer> PICK_RETRIES = option("pickRetries", DEFAULT_PICK_RETRIES,
+            (name, value) -> Options.requireAtLeast(name, value, 0));
+    private static final Option<Integer> MAX_PAYLOAD_BYTES = option("maxPayloadBytes", DEFAULT_MAX_PAYLOAD_BYTES,
+            (name, value) -> Options.requireAtLeast(name, value, 16));
+    private static final Option<Boolean> REJECT_UNKNOWN_TYPES = option("rejectUnknownTypes", true, EngineOptions::any);
+    private static final Option<Boolean> APPLY_MIGRATIONS = option("applyMigrations", true, EngineOptions::any);
+    private static final Option<JsonCodec> CODEC = option("codec", new JacksonJsonCodec(), EngineOptions::any);
+    private static final Option<Scheduler> HANDLER_SCHEDULER = option("handlerScheduler", Schedulers.boundedElastic(),
+            EngineOptions::any);
+    private static final Option<Duration> RECURRING_INTERVAL = option("recurringInterval",
+            DEFAULT_RECURRING_INTERVAL, Options::requirePositive);
+    private static final Option<MeterRegistry> METER_REGISTRY = option("meterRegistry", new CompositeMeterRegistry(),
+            EngineOptions::any);
+    private static final Option<ObservationRegistry> OBSERVATION_REGISTRY = option("observationRegistry",
+            ObservationRegistry.NOOP, EngineOptions::any);
+    private static final Option<RunObservationConvention> RUN_OBSERVATION_CONVENTION = option(
+            "runObservationConvention", null, EngineOptions::any);
+    private static final Option<Integer> EVENT_BUFFER_SIZE = option("eventBufferSize", DEFAULT_EVENT_BUFFER_SIZE,
+            (name, value) -> Options.requireAtLeast(name, value, 1));
+    private static final Option<Map<String, Limits.Gate>> GATES = new Option<>("gates", Map.of(), EngineOptions::any,
+            gates -> gates.values().toString());
+    private static final Option<Map<String, Limits.RateLimit>> RATE_LIMITS = new Option<>("rateLimits", Map.of(),
+            EngineOptions::any, limits -> limits.values().toString());
+    private static final Option<Duration> RETENTION = option("retention", DEFAULT_RETENTION, Options::requirePositive);
+    private static final Option<Duration> RECONCILE_INTERVAL = option("reconcileInterval",
+            DEFAULT_RECONCILE_INTERVAL, Options::requirePositive);
+    private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
+            EngineOptions::any);
+
+    /** The values set, by option; an option not in it has its default. */
+    private final Map<Option<?>, Object> values;
+
+    private EngineOptions(Map<Option<?>, Object> values) {
+        this.values = Collections.unmodifiableMap(new IdentityHashMap<>(values));
+    }
+
+    @SuppressWarnings("unchecked")
+    private <T> T get(Option<T> option) {
+        return values.containsKey(option) ? (T) values.get(option) : option.defaultValue;
     }
 
     public static Builder builder() {
-        return new Builder();
+        return new Builder(Map.of());
     }
 
     /** A builder holding these options, to change some of them. */
     public Builder mutate() {
-        Builder b = new Builder();
-        b.connectionFactory = connectionFactory;
-        b.url = url;
-        b.poolMaxSize = poolMaxSize;
-        b.schema = schema;
-        b.name = name;
-        b.queues.putAll(queues);
-        b.leaseTtl = leaseTtl;
-        b.heartbeatInterval = heartbeatInterval;
-        b.reaperInterval = reaperInterval;
-        b.runMaintenance = runMaintenance;
-        b.pokeWindow = pokeWindow;
-        b.pokeTransport = pokeTransport;
-        b.commitBatchSize = commitBatchSize;
-        b.commitParallelism = commitParallelism;
-        b.pickRetries = pickRetries;
-        b.maxPayloadBytes = maxPayloadBytes;
-        b.rejectUnknownTypes = rejectUnknownTypes;
-        b.applyMigrations = applyMigrations;
-        b.codec = codec;
-        b.handlerScheduler = handlerScheduler;
-        b.recurringInterval = recurringInterval;
-        b.meterRegistry = meterRegistry;
-        b.observationRegistry = observationRegistry;
-        b.runObservationConvention = runObservationConvention;
-        b.eventBufferSize = eventBufferSize;
-        b.gates.putAll(gates);
-        b.rateLimits.putAll(rateLimits);
-        b.retention = retention;
-        b.reconcileInterval = reconcileInterval;
-        b.limiter = limiter;
-        return b;
+        return new Builder(values);
     }
 
     /** The caller's connection factory, when one was given instead of a URL. */
     public @Nullable ConnectionFactory connectionFactory() {
-        return connectionFactory;
+        return get(CONNECTION_FACTORY);
     }
 
     /** The R2DBC URL the engine pools connections to, when no factory was given. */
     public @Nullable String url() {
-        return url;
+        return get(URL);
     }
 
     public int poolMaxSize() {
-        return poolMaxSize;
+        return get(POOL_MAX_SIZE);
     }
 
     public String schema() {
-        return schema;
+        return get(SCHEMA);
     }
 
     public String name() {
-        return name;
+        return get(NAME);
     }
 
     public Map<String, QueueOptions> queues() {
-        return queues;
+        return get(QUEUES);
     }
 
     public Duration leaseTtl() {
-        return leaseTtl;
+        return get(LEASE_TTL);
     }
 
     public Duration heartbeatInterval() {
-        return heartbeatInterval;
+        return get(HEARTBEAT_INTERVAL);
     }
 
     public Duration reaperInterval() {
-        return reaperInterval;
+        return get(REAPER_INTERVAL);
     }
 
     public boolean runMaintenance() {
-        return runMaintenance;
+        return get(RUN_MAINTENANCE);
     }
 
     public Duration pokeWindow() {
-        return pokeWindow;
+        return get(POKE_WINDOW);
     }
 
     public PokeTransportFactory pokeTransport() {
-        return pokeTransport;
+        return get(POKE_TRANSPORT);
     }
 
     public int commitBatchSize() {
-        return commitBatchSize;
+        return get(COMMIT_BATCH_SIZE);
     }
 
     public int commitParallelism() {
-        return commitParallelism;
+        return get(COMMIT_PARALLELISM);
     }
 
     public int pickRetries() {
-        return pickRetries;
+        return get(PICK_RETRIES);
     }
 
     public int maxPayloadBytes() {
-        return maxPayloadBytes;
+        return get(MAX_PAYLOAD_BYTES);
     }
 
     public boolean rejectUnknownTypes() {
-        return rejectUnknownTypes;
+        return get(REJECT_UNKNOWN_TYPES);
     }
 
     public boolean applyMigrations() {
-        return applyMigrations;
+        return get(APPLY_MIGRATIONS);
     }
 
     public JsonCodec codec() {
-        return codec;
+        return get(CODEC);
     }
 
     public Scheduler handlerScheduler() {
-        return handlerScheduler;
+        return get(HANDLER_SCHEDULER);
     }
 
     public Duration recurringInterval() {
-        return recurringInterval;
+        return get(RECURRING_INTERVAL);
     }
 
     /** Where the engine's meters go; a registry with no backend by default. */
     public MeterRegistry meterRegistry() {
-        return meterRegistry;
+        return get(METER_REGISTRY);
     }
 
     public ObservationRegistry observationRegistry() {
-        return observationRegistry;
+        return get(OBSERVATION_REGISTRY);
     }
 
     public @Nullable RunObservationConvention runObservationConvention() {
-        return runObservationConvention;
+        return get(RUN_OBSERVATION_CONVENTION);
     }
 
     public int eventBufferSize() {
-        return eventBufferSize;
+        return get(EVENT_BUFFER_SIZE);
     }
 
     public Map<String, Limits.Gate> gates() {
-        return gates;
+        return get(GATES);
     }
 
     public Map<String, Limits.RateLimit> rateLimits() {
-        return rateLimits;
+        return get(RATE_LIMITS);
     }
 
     /** How long settled instances are kept before maintenance deletes them. */
     public Duration retention() {
-        return retention;
+        return get(RETENTION);
     }
 
     /** How often maintenance recounts gate counters. */
     public Duration reconcileInterval() {
-        return reconcileInterval;
+        return get(RECONCILE_INTERVAL);
     }
 
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
     public LimiterFactory limiter() {
-        return limiter;
+        return get(LIMITER);
     }
 
+    /** Every option with its value, passwords masked; options with no value (no factory, say) left out. */
     @Override
     public String toString() {
-        return "EngineOptions{" + (url != null ? "url=" + maskPassword(url) : "connectionFactory=" + connectionFactory)
-                + ", poolMaxSize=" + poolMaxSize + ", schema=" + schema + ", name=" + name
-                + ", queues=" + queues.values() + ", leaseTtl=" + leaseTtl
-                + ", heartbeatInterval=" + heartbeatInterval + ", reaperInterval=" + reaperInterval
-                + ", runMaintenance=" + runMaintenance + ", pokeWindow=" + pokeWindow
-                + ", pokeTransport=" + pokeTransport + ", commitBatchSize=" + commitBatchSize
-                + ", commitParallelism=" + commitParallelism + ", pickRetries=" + pickRetries
-                + ", maxPayloadBytes=" + maxPayloadBytes + ", rejectUnknownTypes=" + rejectUnknownTypes
-                + ", applyMigrations=" + applyMigrations + ", recurringInterval=" + recurringInterval
-                + ", gates=" + gates.values() + ", rateLimits=" + rateLimits.values() + ", retention=" + retention + ", limiter=" + limiter + "}";
+        StringJoiner out = new StringJoiner(", ", "EngineOptions{", "}");
+        for (Option<?> option : ALL) {
+            append(out, option);
+        }
+        return out.toString();
+    }
+
+    private <T> void append(StringJoiner out, Option<T> option) {
+        T value = get(option);
+        if (value != null) {
+            out.add(option.name + "=" + option.render.apply(value));
+        }
     }
 
     /** The URL with any password replaced, for logs and toString. */
@@ -289,40 +306,47 @@ public final class EngineOptions {
                 .replaceAll("(?i)(password=)[^&]*", "$1****");
     }
 
+    private static String checkUrl(String name, String url) {
+        Options.requireNonNull(name, url);
+        if (!url.startsWith("r2dbc:")) {
+            throw new IllegalArgumentException(name + " must be an R2DBC URL (r2dbc:postgresql://...), was "
+                    + maskPassword(url));
+        }
+        return url;
+    }
+
+    private static String checkName(String name, String value) {
+        Options.requireName(name, value);
+        if (value.chars().anyMatch(Character::isWhitespace)) {
+            throw new IllegalArgumentException(name + " must not contain blanks, was '" + value + "'");
+        }
+        return value;
+    }
+
     public static final class Builder {
 
-        private @Nullable ConnectionFactory connectionFactory;
-        private @Nullable String url;
-        private int poolMaxSize = DEFAULT_POOL_MAX_SIZE;
-        private String schema = DEFAULT_SCHEMA;
-        private String name = DEFAULT_NAME;
-        private final Map<String, QueueOptions> queues = new LinkedHashMap<>();
-        private Duration leaseTtl = DEFAULT_LEASE_TTL;
-        private Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
-        private Duration reaperInterval = DEFAULT_REAPER_INTERVAL;
-        private boolean runMaintenance = true;
-        private Duration pokeWindow = DEFAULT_POKE_WINDOW;
-        private PokeTransportFactory pokeTransport = PokeTransports.local();
-        private int commitBatchSize = DEFAULT_COMMIT_BATCH_SIZE;
-        private int commitParallelism = DEFAULT_COMMIT_PARALLELISM;
-        private int pickRetries = DEFAULT_PICK_RETRIES;
-        private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
-        private boolean rejectUnknownTypes = true;
-        private boolean applyMigrations = true;
-        private JsonCodec codec = new JacksonJsonCodec();
-        private Scheduler handlerScheduler = Schedulers.boundedElastic();
-        private Duration recurringInterval = DEFAULT_RECURRING_INTERVAL;
-        private MeterRegistry meterRegistry = new CompositeMeterRegistry();
-        private ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
-        private @Nullable RunObservationConvention runObservationConvention;
-        private int eventBufferSize = DEFAULT_EVENT_BUFFER_SIZE;
-        private final Map<String, Limits.Gate> gates = new LinkedHashMap<>();
-        private final Map<String, Limits.RateLimit> rateLimits = new LinkedHashMap<>();
-        private Duration retention = DEFAULT_RETENTION;
-        private Duration reconcileInterval = DEFAULT_RECONCILE_INTERVAL;
-        private LimiterFactory limiter = PostgresLimiter.factory();
+        private final Map<Option<?>, Object> values;
 
-        private Builder() {
+        private Builder(Map<Option<?>, Object> values) {
+            this.values = new IdentityHashMap<>(values);
+        }
+
+        private <T> Builder set(Option<T> option, T value) {
+            values.put(option, option.checked(value));
+            return this;
+        }
+
+        /** Adds {@code value} under {@code key} to a map option; a key is configured once. */
+        @SuppressWarnings("unchecked")
+        private <V> Builder add(Option<Map<String, V>> option, String what, String key, V value) {
+            Map<String, V> current = (Map<String, V>) values.getOrDefault(option, option.defaultValue);
+            if (current.containsKey(key)) {
+                throw new IllegalArgumentException(what + " '" + key + "' is configured twice");
+            }
+            Map<String, V> added = new LinkedHashMap<>(current);
+            added.put(key, value);
+            values.put(option, Collections.unmodifiableMap(added));
+            return this;
         }
 
         /**
@@ -330,9 +354,8 @@ public final class EngineOptions {
          * Replaces a {@link #url} set before.
          */
         public Builder connectionFactory(ConnectionFactory connectionFactory) {
-            this.connectionFactory = Options.requireNonNull("connectionFactory", connectionFactory);
-            this.url = null;
-            return this;
+            values.remove(URL);
+            return set(CONNECTION_FACTORY, connectionFactory);
         }
 
         /**
@@ -340,26 +363,19 @@ public final class EngineOptions {
          * Replaces a {@link #connectionFactory} set before.
          */
         public Builder url(String url) {
-            Options.requireNonNull("url", url);
-            if (!url.startsWith("r2dbc:")) {
-                throw new IllegalArgumentException("url must be an R2DBC URL (r2dbc:postgresql://...), was "
-                        + maskPassword(url));
-            }
-            this.url = url;
-            this.connectionFactory = null;
+            set(URL, url);
+            values.remove(CONNECTION_FACTORY);
             return this;
         }
 
         /** The most connections of the engine's own pool (with {@link #url}). */
         public Builder poolMaxSize(int poolMaxSize) {
-            this.poolMaxSize = Options.requireAtLeast("poolMaxSize", poolMaxSize, 2);
-            return this;
+            return set(POOL_MAX_SIZE, poolMaxSize);
         }
 
         /** The PostgreSQL schema of Durable's tables, created if missing. */
         public Builder schema(String schema) {
-            this.schema = Options.requireIdentifier("schema", schema);
-            return this;
+            return set(SCHEMA, schema);
         }
 
         /**
@@ -367,22 +383,13 @@ public final class EngineOptions {
          * process must have different names.
          */
         public Builder name(String name) {
-            Options.requireName("name", name);
-            if (name.chars().anyMatch(Character::isWhitespace)) {
-                throw new IllegalArgumentException("name must not contain blanks, was '" + name + "'");
-            }
-            this.name = name;
-            return this;
+            return set(NAME, name);
         }
 
         /** A queue this engine runs; names are unique. */
         public Builder queue(QueueOptions queue) {
             Options.requireNonNull("queue", queue);
-            if (queues.containsKey(queue.name())) {
-                throw new IllegalArgumentException("queue '" + queue.name() + "' is configured twice");
-            }
-            queues.put(queue.name(), queue);
-            return this;
+            return add(QUEUES, "queue", queue.name(), queue);
         }
 
         /** A queue with default knobs. */
@@ -392,76 +399,63 @@ public final class EngineOptions {
 
         /** How long a claim stays valid without a heartbeat. */
         public Builder leaseTtl(Duration leaseTtl) {
-            this.leaseTtl = Options.requirePositive("leaseTtl", leaseTtl);
-            return this;
+            return set(LEASE_TTL, leaseTtl);
         }
 
         public Builder heartbeatInterval(Duration heartbeatInterval) {
-            this.heartbeatInterval = Options.requirePositive("heartbeatInterval", heartbeatInterval);
-            return this;
+            return set(HEARTBEAT_INTERVAL, heartbeatInterval);
         }
 
         public Builder reaperInterval(Duration reaperInterval) {
-            this.reaperInterval = Options.requirePositive("reaperInterval", reaperInterval);
-            return this;
+            return set(REAPER_INTERVAL, reaperInterval);
         }
 
         /** Whether this engine runs the reaper and the other maintenance ticks (any node may). */
         public Builder runMaintenance(boolean runMaintenance) {
-            this.runMaintenance = runMaintenance;
-            return this;
+            return set(RUN_MAINTENANCE, runMaintenance);
         }
 
         /** The window in which an idle scheduler coalesces the pokes behind the first into one pick. */
         public Builder pokeWindow(Duration pokeWindow) {
-            this.pokeWindow = Options.requirePositive("pokeWindow", pokeWindow);
-            return this;
+            return set(POKE_WINDOW, pokeWindow);
         }
 
         public Builder pokeTransport(PokeTransportFactory pokeTransport) {
-            this.pokeTransport = Options.requireNonNull("pokeTransport", pokeTransport);
-            return this;
+            return set(POKE_TRANSPORT, pokeTransport);
         }
 
         /** The most outcomes committed in one transaction. */
         public Builder commitBatchSize(int commitBatchSize) {
-            this.commitBatchSize = Options.requireAtLeast("commitBatchSize", commitBatchSize, 1);
-            return this;
+            return set(COMMIT_BATCH_SIZE, commitBatchSize);
         }
 
         /** The most outcome transactions in flight at once. */
         public Builder commitParallelism(int commitParallelism) {
-            this.commitParallelism = Options.requireAtLeast("commitParallelism", commitParallelism, 1);
-            return this;
+            return set(COMMIT_PARALLELISM, commitParallelism);
         }
 
         /** How often a pick is retried when a concurrency key was taken under it. */
         public Builder pickRetries(int pickRetries) {
-            this.pickRetries = Options.requireAtLeast("pickRetries", pickRetries, 0);
-            return this;
+            return set(PICK_RETRIES, pickRetries);
         }
 
         /** The largest JSON of arguments, state or a payload that an insert accepts. */
         public Builder maxPayloadBytes(int maxPayloadBytes) {
-            this.maxPayloadBytes = Options.requireAtLeast("maxPayloadBytes", maxPayloadBytes, 16);
-            return this;
+            return set(MAX_PAYLOAD_BYTES, maxPayloadBytes);
         }
 
         /** Whether inserting a type with no definition on this engine is an error (default true). */
         public Builder rejectUnknownTypes(boolean rejectUnknownTypes) {
-            this.rejectUnknownTypes = rejectUnknownTypes;
-            return this;
+            return set(REJECT_UNKNOWN_TYPES, rejectUnknownTypes);
         }
 
         /** Whether the engine applies its migrations on start (off when Flyway runs them). */
         public Builder applyMigrations(boolean applyMigrations) {
-            this.applyMigrations = applyMigrations;
-            return this;
+            return set(APPLY_MIGRATIONS, applyMigrations);
         }
 
         public Builder codec(JsonCodec codec) {
-            this.codec = Options.requireNonNull("codec", codec);
-            return this;
+            return set(CODEC, codec);
         }
 
         /**
@@ -469,38 +463,32 @@ public final class EngineOptions {
          * off the event loops; a fully non-blocking application may pass {@code Schedulers.parallel()}.
          */
         public Builder handlerScheduler(Scheduler handlerScheduler) {
-            this.handlerScheduler = Options.requireNonNull("handlerScheduler", handlerScheduler);
-            return this;
+            return set(HANDLER_SCHEDULER, handlerScheduler);
         }
 
         /** How often the engine checks that the next run of each recurring job is inserted. */
         public Builder recurringInterval(Duration recurringInterval) {
-            this.recurringInterval = Options.requirePositive("recurringInterval", recurringInterval);
-            return this;
+            return set(RECURRING_INTERVAL, recurringInterval);
         }
 
         /** Micrometer meters go here (none are kept without one). */
         public Builder meterRegistry(MeterRegistry meterRegistry) {
-            this.meterRegistry = Options.requireNonNull("meterRegistry", meterRegistry);
-            return this;
+            return set(METER_REGISTRY, meterRegistry);
         }
 
         /** An observation around each run goes here (a tracing bridge makes a span of each). */
         public Builder observationRegistry(ObservationRegistry observationRegistry) {
-            this.observationRegistry = Options.requireNonNull("observationRegistry", observationRegistry);
-            return this;
+            return set(OBSERVATION_REGISTRY, observationRegistry);
         }
 
         /** Replaces the default naming and tags of run observations. */
         public Builder runObservationConvention(RunObservationConvention convention) {
-            this.runObservationConvention = Options.requireNonNull("runObservationConvention", convention);
-            return this;
+            return set(RUN_OBSERVATION_CONVENTION, convention);
         }
 
         /** Events each subscriber of {@code events()} may fall behind by before its oldest drop. */
         public Builder eventBufferSize(int eventBufferSize) {
-            this.eventBufferSize = Options.requireAtLeast("eventBufferSize", eventBufferSize, 1);
-            return this;
+            return set(EVENT_BUFFER_SIZE, eventBufferSize);
         }
 
         /** A gate of {@code capacity} executing instances per key, on one counter. */
@@ -510,31 +498,21 @@ public final class EngineOptions {
 
         /** A gate of {@code capacity} executing instances per key, counted on {@code shards} counters. */
         public Builder gate(String name, int capacity, int shards) {
-            Limits.Gate gate = new Limits.Gate(name, capacity, shards);
-            if (gates.putIfAbsent(name, gate) != null) {
-                throw new IllegalArgumentException("gate '" + name + "' is configured twice");
-            }
-            return this;
+            return add(GATES, "gate", name, new Limits.Gate(name, capacity, shards));
         }
 
         /** A token bucket of {@code ratePerSecond} tokens a second, holding at most {@code burst}. */
         public Builder rateLimit(String name, double ratePerSecond, int burst) {
-            Limits.RateLimit limit = new Limits.RateLimit(name, ratePerSecond, burst);
-            if (rateLimits.putIfAbsent(name, limit) != null) {
-                throw new IllegalArgumentException("rate limit '" + name + "' is configured twice");
-            }
-            return this;
+            return add(RATE_LIMITS, "rate limit", name, new Limits.RateLimit(name, ratePerSecond, burst));
         }
 
         /** How long settled instances are kept (children of live parents longer). */
         public Builder retention(Duration retention) {
-            this.retention = Options.requirePositive("retention", retention);
-            return this;
+            return set(RETENTION, retention);
         }
 
         public Builder reconcileInterval(Duration reconcileInterval) {
-            this.reconcileInterval = Options.requirePositive("reconcileInterval", reconcileInterval);
-            return this;
+            return set(RECONCILE_INTERVAL, reconcileInterval);
         }
 
         /**
@@ -543,21 +521,34 @@ public final class EngineOptions {
          * lease-native one such as reactive-redis's.
          */
         public Builder limiter(LimiterFactory limiter) {
-            this.limiter = Options.requireNonNull("limiter", limiter);
-            return this;
+            return set(LIMITER, limiter);
         }
 
+        /** The options, once the rules across them hold. */
         public EngineOptions build() {
-            if (connectionFactory == null && url == null) {
+            EngineOptions options = new EngineOptions(values);
+            checkAcross(options);
+            return options;
+        }
+
+        /** The rules that involve more than one option, in one place. */
+        private static void checkAcross(EngineOptions options) {
+            if (options.connectionFactory() == null && options.url() == null) {
                 throw new IllegalArgumentException("one of connectionFactory and url must be set");
             }
-            if (leaseTtl.compareTo(heartbeatInterval.multipliedBy(2)) <= 0) {
+            if (options.leaseTtl().compareTo(options.heartbeatInterval().multipliedBy(2)) <= 0) {
                 throw new IllegalArgumentException("leaseTtl must be more than twice heartbeatInterval"
-                        + " (so a live lease survives a missed beat), was " + leaseTtl + " with heartbeat "
-                        + heartbeatInterval);
+                        + " (so a live lease survives a missed beat), was " + options.leaseTtl() + " with heartbeat "
+                        + options.heartbeatInterval());
             }
-            return new EngineOptions(this);
+            // The engine's own pool serves each queue's pick, the group commits and maintenance at
+            // once; fewer connections and a busy queue waits for a commit that waits for a connection.
+            int needed = options.queues().size() + options.commitParallelism() + 1;
+            if (options.url() != null && options.poolMaxSize() < needed) {
+                throw new IllegalArgumentException("poolMaxSize must be at least the number of queues plus"
+                        + " commitParallelism plus one (" + needed + " for " + options.queues().size() + " queues and"
+                        + " commitParallelism " + options.commitParallelism() + "), was " + options.poolMaxSize());
+            }
         }
     }
-
 }

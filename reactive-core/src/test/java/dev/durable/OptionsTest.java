@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class OptionsTest {
@@ -54,6 +55,46 @@ class OptionsTest {
                 .hasMessageContaining("leaseTtl must be more than twice heartbeatInterval");
         assertThatThrownBy(() -> EngineOptions.builder().queue("a").queue("a"))
                 .hasMessage("queue 'a' is configured twice");
+    }
+
+    @Test
+    void everyOptionAppearsInToStringAndSurvivesMutate() throws Exception {
+        EngineOptions options = EngineOptions.builder().url("r2dbc:postgresql://h/db").poolMaxSize(7).schema("s1")
+                .name("n1").queue("q1").leaseTtl(Duration.ofSeconds(40)).heartbeatInterval(Duration.ofSeconds(4))
+                .reaperInterval(Duration.ofSeconds(3)).runMaintenance(false).pokeWindow(Duration.ofMillis(7))
+                .commitBatchSize(99).commitParallelism(3).pickRetries(5).maxPayloadBytes(4096)
+                .rejectUnknownTypes(false).applyMigrations(false).recurringInterval(Duration.ofSeconds(9))
+                .eventBufferSize(77).gate("g1", 3).rateLimit("r1", 2.5, 4).retention(Duration.ofDays(2))
+                .reconcileInterval(Duration.ofMinutes(9))
+                .runObservationConvention(new dev.durable.observation.DefaultRunObservationConvention())
+                .build();
+        String printed = options.toString();
+        for (java.lang.reflect.Method getter : EngineOptions.class.getDeclaredMethods()) {
+            if (java.lang.reflect.Modifier.isPublic(getter.getModifiers())
+                    && !java.lang.reflect.Modifier.isStatic(getter.getModifiers()) && getter.getParameterCount() == 0
+                    && !List.of("toString", "hashCode", "mutate").contains(getter.getName())
+                    && getter.invoke(options) != null) {
+                assertThat(printed).as("toString names " + getter.getName()).contains(getter.getName() + "=");
+            }
+        }
+        EngineOptions copy = options.mutate().build();
+        assertThat(copy.toString()).isEqualTo(printed);
+        assertThat(copy.queues()).containsOnlyKeys("q1");
+        assertThat(copy.gates()).containsOnlyKeys("g1");
+        assertThat(options.mutate().queue("q2").build().queues()).containsOnlyKeys("q1", "q2");
+        assertThat(options.queues()).containsOnlyKeys("q1");
+    }
+
+    @Test
+    void theEnginesOwnPoolMustServeEveryQueueTheCommitsAndMaintenance() {
+        EngineOptions.Builder builder = EngineOptions.builder().url("r2dbc:postgresql://h/db").poolMaxSize(4)
+                .commitParallelism(2).queue("a").queue("b");
+        assertThatThrownBy(builder::build).hasMessage("poolMaxSize must be at least the number of queues plus"
+                + " commitParallelism plus one (5 for 2 queues and commitParallelism 2), was 4");
+        assertThat(builder.poolMaxSize(5).build().poolMaxSize()).isEqualTo(5);
+        // A caller's own connection factory is the caller's to size.
+        assertThat(EngineOptions.builder().connectionFactory(io.r2dbc.spi.ConnectionFactories.get("r2dbc:postgresql://user@h/db"))
+                .poolMaxSize(2).queue("a").queue("b").build().queues()).hasSize(2);
     }
 
     @Test
