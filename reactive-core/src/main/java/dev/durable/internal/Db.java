@@ -23,10 +23,6 @@ public final class Db {
         this.connectionFactory = connectionFactory;
     }
 
-    public ConnectionFactory connectionFactory() {
-        return connectionFactory;
-    }
-
     /** Runs {@code work} on one connection in auto-commit mode. */
     public <T> Flux<T> withConnection(Function<Connection, ? extends Publisher<T>> work) {
         return Flux.usingWhen(connectionFactory.create(), work, Connection::close)

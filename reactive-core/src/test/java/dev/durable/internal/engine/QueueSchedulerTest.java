@@ -1,0 +1,221 @@
+package dev.durable.internal.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.durable.PickTrigger;
+import dev.durable.QueueOptions;
+import dev.durable.internal.sql.Rows.ClaimedRow;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/**
+ * The pipeline's timing on virtual time, with its I/O replaced by recording collaborators: the
+ * adaptive idle poll, the poke window, the heartbeat cadence and the refill from the buffer.
+ */
+class QueueSchedulerTest {
+
+    private static final Duration POLL = Duration.ofMillis(100);
+    private static final Duration MAX_POLL = Duration.ofSeconds(1);
+    private static final Duration HEARTBEAT = Duration.ofMillis(500);
+    private static final Duration POKE_WINDOW = Duration.ofMillis(10);
+
+    private VirtualTimeScheduler time;
+    private final Sinks.Many<String> pokes = Sinks.many().multicast().directBestEffort();
+    /** What each pick was asked for, and when. */
+    private final List<long[]> picks = new CopyOnWriteArrayList<>();
+    /** Rows the next picks hand out, one list per pick; an empty queue answers nothing. */
+    private final List<List<ClaimedRow>> backlog = new CopyOnWriteArrayList<>();
+    private final List<List<Long>> beats = new CopyOnWriteArrayList<>();
+    private final Map<Long, Sinks.One<Executor.RunResult>> runs = new ConcurrentHashMap<>();
+    private final AtomicLong nextId = new AtomicLong();
+    private Duration beatTakes = Duration.ZERO;
+    private QueueScheduler scheduler;
+
+    @BeforeEach
+    void setUp() {
+        time = VirtualTimeScheduler.create();
+    }
+
+    @AfterEach
+    void tearDown() {
+        if (scheduler != null) {
+            scheduler.close().subscribe();
+            time.advanceTimeBy(Duration.ofMinutes(1));
+        }
+        time.dispose();
+    }
+
+    private QueueScheduler start(QueueOptions options) {
+        scheduler = new QueueScheduler(options, "worker-1",
+                limit -> {
+                    picks.add(new long[] {time.now(java.util.concurrent.TimeUnit.MILLISECONDS), limit});
+                    List<ClaimedRow> rows = backlog.isEmpty() ? List.of() : backlog.remove(0);
+                    return Mono.just(new QueueScheduler.Picked(rows, 0));
+                },
+                held -> {
+                    beats.add(List.copyOf(held));
+                    return beatTakes.isZero() ? Mono.empty() : Mono.delay(beatTakes, time).then();
+                },
+                rows -> Mono.empty(),
+                row -> runs.computeIfAbsent(row.id(), id -> Sinks.one()).asMono(),
+                pokes.asFlux(), HEARTBEAT, POKE_WINDOW, time, new SchedulerCounters(),
+                new Telemetry(new SimpleMeterRegistry(), ObservationRegistry.NOOP, null, 16));
+        scheduler.start();
+        return scheduler;
+    }
+
+    private static QueueOptions queue(int concurrency, int prefetch, int minDemand) {
+        return QueueOptions.builder("q").concurrency(concurrency).prefetch(prefetch).minDemand(minDemand)
+                .pollInterval(POLL).maxPollInterval(MAX_POLL).build();
+    }
+
+    private List<ClaimedRow> rows(int n) {
+        List<ClaimedRow> rows = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            long id = nextId.incrementAndGet();
+            rows.add(new ClaimedRow(id, "worker-1", "t", 1, "q", 0, id, "run", null, 1, 20, null, null, List.of(),
+                    List.of(), List.of(), null, 0, null, 0, null));
+        }
+        return rows;
+    }
+
+    private void finish(long id) {
+        runs.computeIfAbsent(id, key -> Sinks.one()).tryEmitValue(Executor.RunResult.COMMITTED);
+    }
+
+    private List<Long> pickTimes() {
+        return picks.stream().map(pick -> pick[0]).toList();
+    }
+
+    @Test
+    void anIdleQueuePollsLessAndLessOftenUpToTheCeilingAndSnapsBackOnWork() {
+        start(queue(2, 0, 1));
+        assertThat(pickTimes()).containsExactly(0L); // the pipeline's first demand
+
+        time.advanceTimeBy(Duration.ofMillis(3500));
+        // Each empty poll of an idle queue doubles the next wait: 100, 200, 400, 800, then the 1 s cap.
+        assertThat(pickTimes()).containsExactly(0L, 100L, 300L, 700L, 1500L, 2500L, 3500L);
+        assertThat(scheduler.currentPoll()).isEqualTo(MAX_POLL);
+
+        backlog.add(rows(1));
+        time.advanceTimeBy(Duration.ofSeconds(1)); // the poll at 4500 finds a row
+        assertThat(scheduler.currentPoll()).isEqualTo(POLL);
+        assertThat(scheduler.stats().picks(PickTrigger.POLL)).isEqualTo(7);
+    }
+
+    @Test
+    void aPokeStartsAnIdlePickAtOnceAndABurstInsideTheWindowCollapsesIntoOne() {
+        start(queue(2, 0, 1));
+        time.advanceTimeBy(Duration.ofMillis(50));
+        int before = picks.size();
+
+        pokes.tryEmitNext("q");
+        assertThat(picks).hasSize(before + 1); // leading edge: no wait
+        for (int i = 0; i < 5; i++) {
+            time.advanceTimeBy(Duration.ofMillis(1));
+            pokes.tryEmitNext("q");
+        }
+        pokes.tryEmitNext("other-queue");
+        assertThat(picks).hasSize(before + 1);
+        time.advanceTimeBy(POKE_WINDOW);
+        // The five pokes inside the window became one, handled when the window closed.
+        assertThat(picks).hasSize(before + 2);
+        assertThat(scheduler.stats().pokesHandled()).isEqualTo(2);
+        assertThat(scheduler.stats().picks(PickTrigger.POKE)).isEqualTo(2);
+    }
+
+    @Test
+    void aBusySchedulerDropsPokesAndRefillsOnItsOwn() {
+        start(queue(1, 0, 1));
+        backlog.add(rows(1));
+        time.advanceTimeBy(POLL); // the row is running now
+        int before = picks.size();
+        pokes.tryEmitNext("q");
+        assertThat(picks).hasSize(before);
+        assertThat(scheduler.stats().pokesDropped()).isEqualTo(1);
+    }
+
+    @Test
+    void theHeartbeatRenewsEveryHeldRowOncePerIntervalAndNeverOverlaps() {
+        start(queue(2, 3, 1));
+        backlog.add(rows(5)); // two run, three wait in the buffer
+        time.advanceTimeBy(POLL);
+        assertThat(scheduler.running()).isEqualTo(2);
+        assertThat(scheduler.buffered()).isEqualTo(3);
+
+        time.advanceTimeBy(HEARTBEAT.multipliedBy(4));
+        assertThat(beats).hasSize(4);
+        assertThat(beats).allSatisfy(held -> assertThat(held).containsExactlyInAnyOrder(1L, 2L, 3L, 4L, 5L));
+
+        // A beat slower than the interval: the ticks that come while it runs are dropped, not queued.
+        beatTakes = HEARTBEAT.multipliedBy(3);
+        beats.clear();
+        time.advanceTimeBy(HEARTBEAT.multipliedBy(8));
+        assertThat(beats).hasSizeBetween(2, 3);
+        assertThat(scheduler.stats().heartbeatsSkipped()).isPositive();
+    }
+
+    @Test
+    void aFinishedRunRefillsFromTheBufferAndPicksOnlyWhenMinDemandIsReached() {
+        start(queue(2, 2, 3));
+        backlog.add(rows(4)); // a full pick: two run, two buffered
+        time.advanceTimeBy(POLL);
+        int afterFirst = picks.size();
+        assertThat(scheduler.running()).isEqualTo(2);
+        assertThat(scheduler.buffered()).isEqualTo(2);
+
+        finish(1); // refilled from the buffer, no pick
+        assertThat(picks).hasSize(afterFirst);
+        assertThat(scheduler.running()).isEqualTo(2);
+        assertThat(scheduler.buffered()).isEqualTo(1);
+
+        finish(2); // refilled again; the buffer is empty, but demand (2 of a ceiling of 4) is below min demand 3
+        assertThat(picks).hasSize(afterFirst);
+        assertThat(scheduler.buffered()).isZero();
+        finish(3); // demand reaches 3: one pick, for every free claim
+        assertThat(picks).hasSize(afterFirst + 1);
+        assertThat(picks.get(afterFirst)[1]).isEqualTo(3);
+    }
+
+    @Test
+    void closeGivesBufferedRowsBackAndWaitsForRunningOnesUpToTheDrainTimeout() {
+        List<List<ClaimedRow>> released = new CopyOnWriteArrayList<>();
+        scheduler = new QueueScheduler(QueueOptions.builder("q").concurrency(1).prefetch(2).pollInterval(POLL)
+                .drainTimeout(Duration.ofSeconds(5)).build(), "worker-1",
+                limit -> Mono.just(new QueueScheduler.Picked(backlog.isEmpty() ? List.of() : backlog.remove(0), 0)),
+                held -> Mono.empty(),
+                rows -> Mono.fromRunnable(() -> released.add(rows)),
+                row -> runs.computeIfAbsent(row.id(), id -> Sinks.one()).asMono(),
+                pokes.asFlux(), HEARTBEAT, POKE_WINDOW, time, new SchedulerCounters(),
+                new Telemetry(new SimpleMeterRegistry(), ObservationRegistry.NOOP, null, 16));
+        scheduler.start();
+        backlog.add(rows(3));
+        time.advanceTimeBy(POLL);
+
+        boolean[] closed = new boolean[1];
+        scheduler.close().subscribe(null, null, () -> closed[0] = true);
+        assertThat(released).hasSize(1);
+        assertThat(released.get(0)).extracting(ClaimedRow::id).containsExactly(2L, 3L);
+        time.advanceTimeBy(Duration.ofSeconds(4));
+        assertThat(closed[0]).isFalse();
+        time.advanceTimeBy(Duration.ofSeconds(2)); // past the drain timeout: the run is left to the reaper
+        assertThat(closed[0]).isTrue();
+        assertThat(scheduler.stats().drainAbandoned()).isEqualTo(1);
+        int picksAfterClose = picks.size();
+        time.advanceTimeBy(Duration.ofSeconds(10));
+        assertThat(picks).hasSize(picksAfterClose);
+    }
+}
