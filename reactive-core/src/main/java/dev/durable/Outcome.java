@@ -164,13 +164,7 @@ public final class Outcome<S> {
 
     /** Park until one of {@code signals} arrives, then run {@code next} with {@code state}. */
     public static <S> Outcome<S> await(Set<String> signals, String next, S state) {
-        Set<String> names = requireSignals(signals);
-        String checked = requireStep(next);
-        return of(Kind.AWAIT, f -> {
-            f.signals = names;
-            f.step = checked;
-            f.state = state;
-        });
+        return awaiting(signals, next, state, null);
     }
 
     /**
@@ -181,6 +175,10 @@ public final class Outcome<S> {
         if (timeout == null || timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("timeout must be positive, was " + timeout);
         }
+        return awaiting(signals, next, state, timeout);
+    }
+
+    private static <S> Outcome<S> awaiting(Set<String> signals, String next, S state, @Nullable Duration timeout) {
         Set<String> names = requireSignals(signals);
         String checked = requireStep(next);
         return of(Kind.AWAIT, f -> {

@@ -48,12 +48,10 @@ final class Admission {
     static final long REFUSED_HOLD_MILLIS = 50;
     private static final String SEP = String.valueOf((char) 31);
 
-    private final String queue;
-    private final String worker;
+    private final QueueContext queue;
     private final Db db;
     private final PickSql picks;
     private final Limiter limiter;
-    private final SchedulerCounters counters;
     /** The gate slots held by admitted rows (buffered or running), by row id. */
     private final Map<Long, LimitClaim> slots = new ConcurrentHashMap<>();
     /** Limits the limiter refused lately (gate/key/shard, rate/partition), to the nanoTime they are skipped until. */
@@ -61,22 +59,20 @@ final class Admission {
     private final Map<String, Long> refusedRates = new ConcurrentHashMap<>();
     private final AtomicLong claimSequence = new AtomicLong();
 
-    Admission(String queue, String worker, Db db, PickSql picks, Limiter limiter, SchedulerCounters counters) {
+    Admission(QueueContext queue, Db db, PickSql picks, Limiter limiter) {
         this.queue = queue;
-        this.worker = worker;
         this.db = db;
         this.picks = picks;
         this.limiter = limiter;
-        this.counters = counters;
     }
 
     /** The pick with admission by the limiter; see the class comment. */
-    Mono<QueueScheduler.Picked> pick(int limit, long leaseMillis) {
+    Mono<QueueScheduler.Picked> pick(int limit) {
         return Mono.defer(() -> {
             Map<Long, LimitClaim> asked = new ConcurrentHashMap<>();
             Set<Long> admitted = ConcurrentHashMap.newKeySet();
             int[] refused = new int[1];
-            return db.inTransaction(connection -> picks.lockCandidates(connection, queue, limit,
+            return db.inTransaction(connection -> picks.lockCandidates(connection, queue.queue(), limit,
                                     stillRefused(refusedGates), stillRefused(refusedRates))
                             .collectList()
                             .flatMapMany(candidates -> {
@@ -92,7 +88,8 @@ final class Admission {
                                                     .filter(c -> !c.limited() || ok.contains(c.id()))
                                                     .map(Candidate::id).toList();
                                             return ids.isEmpty() ? reactor.core.publisher.Flux.<ClaimedRow>empty()
-                                                    : picks.claimLocked(connection, ids, worker, leaseMillis);
+                                                    : picks.claimLocked(connection, ids, queue.worker(),
+                                                            queue.leaseMillis());
                                         });
                             }))
                     .collectList()
@@ -118,7 +115,8 @@ final class Admission {
             return Mono.just(Set.of());
         }
         return limiter.admit(claims).onErrorResume(error -> {
-            log.debug("queue {}: limiter unavailable, {} limited rows wait: {}", queue, claims.size(), error.toString());
+            log.debug("queue {}: limiter unavailable, {} limited rows wait: {}", queue.queue(), claims.size(),
+                    error.toString());
             // Its answer may have been lost after it took slots: give back any.
             credit(claims);
             return Mono.just(Set.of());
@@ -136,7 +134,7 @@ final class Admission {
 
     /** A candidate's limits; the holder is unique per claim (worker, row, a per-scheduler sequence). */
     private LimitClaim claimOf(Candidate candidate) {
-        return new LimitClaim(candidate.id(), worker + SEP + candidate.id() + SEP + claimSequence.incrementAndGet(),
+        return new LimitClaim(candidate.id(), queue.worker() + SEP + candidate.id() + SEP + claimSequence.incrementAndGet(),
                 candidate.gateName(), candidate.gateName() == null ? null : candidate.concurrencyKey(),
                 candidate.gateShard(), candidate.rateLimit(),
                 candidate.ratePartition() == null ? "" : candidate.ratePartition(), candidate.rateWeight());
@@ -162,7 +160,7 @@ final class Admission {
                 refusedRates.put(claim.rateLimit() + SEP + claim.ratePartition(), until);
             }
         }
-        counters.throttled.addAndGet(refused);
+        queue.counters().throttled.addAndGet(refused);
         return refused;
     }
 
@@ -191,7 +189,8 @@ final class Admission {
             refusedGates.remove(gateKey(claim));
         }
         limiter.credit(held).subscribe(null,
-                error -> log.debug("queue {}: credit failed, the slots expire by themselves: {}", queue, error.toString()));
+                error -> log.debug("queue {}: credit failed, the slots expire by themselves: {}", queue.queue(),
+                        error.toString()));
     }
 
     /**
@@ -240,11 +239,11 @@ final class Admission {
         return limiter.renew(List.copyOf(slots.values()))
                 .doOnNext(missing -> {
                     if (missing > 0) {
-                        log.debug("queue {}: {} gate slots were lost and taken again", queue, missing);
+                        log.debug("queue {}: {} gate slots were lost and taken again", queue.queue(), missing);
                     }
                 })
                 .onErrorResume(error -> {
-                    log.debug("queue {}: slot renewal failed: {}", queue, error.toString());
+                    log.debug("queue {}: slot renewal failed: {}", queue.queue(), error.toString());
                     return Mono.empty();
                 })
                 .then();

@@ -79,12 +79,12 @@ public final class EngineRuntime {
             String name = queue.name();
             String worker = wiring.identity().worker(name);
             SchedulerCounters counters = new SchedulerCounters();
-            Admission admission = new Admission(name, worker, sql.db(), sql.picks(), limiter, counters);
-            Pick pick = new Pick(name, worker, leaseMillis, options.pickRetries(), sql.picks(), limiter, admission,
-                    counters);
-            Heartbeat heartbeat = new Heartbeat(name, worker, leaseMillis, sql.leases(), admission, counters);
-            Leases queueLeases = new Leases(name, wiring.identity().prefix(name), worker, leaseMillis,
-                    options.heartbeatInterval().toMillis(), sql.leases(), admission, counters);
+            QueueContext context = new QueueContext(name, worker, leaseMillis, counters);
+            Admission admission = new Admission(context, sql.db(), sql.picks(), limiter);
+            Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission);
+            Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
+            Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
+                    options.heartbeatInterval().toMillis(), sql.leases(), admission);
             QueueScheduler.Runner runner = row -> executor.run(row, continued -> admission.inlineStep(row.id(), continued))
                     .doOnNext(result -> admission.runEnded(row.id(), result));
             QueueScheduler scheduler = new QueueScheduler(queue, worker, pick, heartbeat, queueLeases, runner,

@@ -16,21 +16,14 @@ final class Heartbeat implements QueueScheduler.Beat {
 
     private static final Logger log = Loggers.getLogger(Heartbeat.class);
 
-    private final String queue;
-    private final String worker;
-    private final long leaseMillis;
+    private final QueueContext queue;
     private final LeaseSql leases;
     private final Admission admission;
-    private final SchedulerCounters counters;
 
-    Heartbeat(String queue, String worker, long leaseMillis, LeaseSql leases, Admission admission,
-            SchedulerCounters counters) {
+    Heartbeat(QueueContext queue, LeaseSql leases, Admission admission) {
         this.queue = queue;
-        this.worker = worker;
-        this.leaseMillis = leaseMillis;
         this.leases = leases;
         this.admission = admission;
-        this.counters = counters;
     }
 
     @Override
@@ -38,15 +31,15 @@ final class Heartbeat implements QueueScheduler.Beat {
         if (held.isEmpty()) {
             return Mono.empty();
         }
-        counters.heartbeats.incrementAndGet();
-        Mono<Void> renewLeases = leases.heartbeat(held, worker, leaseMillis)
+        queue.counters().heartbeats.incrementAndGet();
+        Mono<Void> renewLeases = leases.heartbeat(held, queue.worker(), queue.leaseMillis())
                 .doOnNext(renewed -> {
                     if (renewed < held.size()) {
-                        log.debug("queue {}: {} of {} held rows no longer owned", queue, held.size() - renewed, held.size());
+                        log.debug("queue {}: {} of {} held rows no longer owned", queue.queue(), held.size() - renewed, held.size());
                     }
                 })
                 .onErrorResume(error -> {
-                    log.warn("queue {}: heartbeat failed: {}", queue, error.toString());
+                    log.warn("queue {}: heartbeat failed: {}", queue.queue(), error.toString());
                     return Mono.empty();
                 })
                 .then();

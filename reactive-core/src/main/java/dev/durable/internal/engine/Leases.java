@@ -19,25 +19,18 @@ final class Leases implements QueueScheduler.Releaser {
     private static final Logger log = Loggers.getLogger(Leases.class);
     private static final int RECLAIM_LIMIT = 10_000;
 
-    private final String queue;
+    private final QueueContext queue;
     private final String prefix;
-    private final String worker;
-    private final long leaseMillis;
     private final long heartbeatMillis;
     private final LeaseSql leases;
     private final Admission admission;
-    private final SchedulerCounters counters;
 
-    Leases(String queue, String prefix, String worker, long leaseMillis, long heartbeatMillis, LeaseSql leases,
-            Admission admission, SchedulerCounters counters) {
+    Leases(QueueContext queue, String prefix, long heartbeatMillis, LeaseSql leases, Admission admission) {
         this.queue = queue;
         this.prefix = prefix;
-        this.worker = worker;
-        this.leaseMillis = leaseMillis;
         this.heartbeatMillis = heartbeatMillis;
         this.leases = leases;
         this.admission = admission;
-        this.counters = counters;
     }
 
     /**
@@ -51,15 +44,15 @@ final class Leases implements QueueScheduler.Releaser {
         }
         List<Long> ids = rows.stream().map(ClaimedRow::id).toList();
         List<LimitClaim> held = admission.stopRenewing(ids);
-        return leases.release(ids, worker)
+        return leases.release(ids, queue.worker())
                 .count()
                 .doOnNext(released -> {
-                    counters.released.addAndGet(released);
+                    queue.counters().released.addAndGet(released);
                     admission.credit(held);
                 })
                 .onErrorResume(error -> {
                     log.warn("queue {}: release of {} claimed rows failed, the reaper returns them: {}",
-                            queue, ids.size(), error.toString());
+                            queue.queue(), ids.size(), error.toString());
                     return Mono.empty();
                 })
                 .then();
@@ -71,13 +64,14 @@ final class Leases implements QueueScheduler.Releaser {
      * a live owner that happens to share the prefix keeps its rows. Emits how many it reclaimed.
      */
     Mono<Long> reclaim() {
-        long margin = Math.max(leaseMillis - 2 * heartbeatMillis, 0);
-        return leases.recoverExpired(margin, prefix, worker, RECLAIM_LIMIT)
+        long margin = Math.max(queue.leaseMillis() - 2 * heartbeatMillis, 0);
+        return leases.recoverExpired(margin, prefix, queue.worker(), RECLAIM_LIMIT)
                 .count()
                 .doOnNext(reclaimed -> {
                     if (reclaimed > 0) {
-                        counters.reclaimed.addAndGet(reclaimed);
-                        log.info("queue {}: reclaimed {} rows of a dead predecessor of {}", queue, reclaimed, prefix);
+                        queue.counters().reclaimed.addAndGet(reclaimed);
+                        log.info("queue {}: reclaimed {} rows of a dead predecessor of {}", queue.queue(), reclaimed,
+                                prefix);
                     }
                 });
     }

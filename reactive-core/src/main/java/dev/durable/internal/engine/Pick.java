@@ -15,32 +15,27 @@ import reactor.util.retry.Retry;
  */
 final class Pick implements QueueScheduler.Picker {
 
-    private final String queue;
-    private final String worker;
-    private final long leaseMillis;
+    private final QueueContext queue;
     private final int retries;
     private final PickSql picks;
     private final Limiter limiter;
     private final Admission admission;
-    private final SchedulerCounters counters;
 
-    Pick(String queue, String worker, long leaseMillis, int retries, PickSql picks, Limiter limiter,
-            Admission admission, SchedulerCounters counters) {
+    Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission) {
         this.queue = queue;
-        this.worker = worker;
-        this.leaseMillis = leaseMillis;
         this.retries = retries;
         this.picks = picks;
         this.limiter = limiter;
         this.admission = admission;
-        this.counters = counters;
     }
 
     @Override
     public Mono<QueueScheduler.Picked> pick(int limit) {
+        SchedulerCounters counters = queue.counters();
         Mono<QueueScheduler.Picked> once = limiter.admitsInPick()
-                ? picks.pick(queue, limit, worker, leaseMillis).collectList().map(rows -> new QueueScheduler.Picked(rows, 0))
-                : admission.pick(limit, leaseMillis);
+                ? picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis()).collectList()
+                        .map(rows -> new QueueScheduler.Picked(rows, 0))
+                : admission.pick(limit);
         return once
                 .retryWhen(Retry.max(retries)
                         .filter(error -> Errors.isExecutingKeyTaken(error) || Errors.isDeadlock(error))

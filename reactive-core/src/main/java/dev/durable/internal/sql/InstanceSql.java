@@ -95,7 +95,7 @@ public final class InstanceSql {
      */
     private final String countBusy;
 
-    /** The database clock: every time Durable reasons about comes from here. */
+    /** The database clock: every time Durable reasons about comes from here. Index: none. Locks: none. */
     private static final String NOW = "SELECT now()";
 
     private final Db db;

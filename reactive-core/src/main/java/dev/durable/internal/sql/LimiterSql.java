@@ -10,7 +10,11 @@ import reactor.core.publisher.Mono;
  */
 public final class LimiterSql {
 
-    /** Locks the gate counters against picks (readers go on) for {@link #reconcileGates}. */
+    /**
+     * Holds picks off the gate counters for {@link #reconcileGates}. Index: none. Locks: the
+     * counters table in EXCLUSIVE mode to the end of the transaction: picks that admit a gate wait,
+     * readers go on.
+     */
     private final String lockGates;
 
     /**

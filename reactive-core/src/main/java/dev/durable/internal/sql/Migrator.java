@@ -48,15 +48,17 @@ public final class Migrator {
 
     private final Db db;
     private final String schema;
-    /** Creates the schema on first use. Locks: none beyond the catalog's. */
+    /** Creates the schema on first use. Index: none. Locks: the catalog's, under the advisory lock. */
     private final String createSchema;
-    /** The table recording applied versions, created on first use. */
+    /** The table recording applied versions, created on first use. Index: none. Locks: the catalog's. */
     private final String createVersionTable;
-    /** The version recorded, 0 when none. Index: the table's primary key (a handful of rows). */
+    /** The version recorded, 0 when none. Index: the table's primary key (a handful of rows). Locks: none. */
     private final String currentVersion;
+    /** Records an applied version. Index: primary key. Locks: the new row. */
     private final String recordVersion;
+    /** Forgets an undone version. Index: primary key. Locks: the deleted row. */
     private final String forgetVersion;
-    /** The script's unqualified names land in our schema for the rest of the transaction. */
+    /** The script's unqualified names land in our schema for the rest of the transaction. No I/O on tables. */
     private final String setSearchPath;
     /** The scripts by resource name, read once here so no reactive thread reads the jar. */
     private final java.util.Map<String, String> scripts = new java.util.HashMap<>();

@@ -19,6 +19,7 @@ public final class NotifySql {
     private static final String NOTIFY = "SELECT pg_notify($1, $2)";
 
     private final String channel;
+    /** Subscribes a dedicated (unpooled) connection to the channel. Index: none. Locks: none. */
     private final String listen;
 
     public NotifySql(String schema) {
