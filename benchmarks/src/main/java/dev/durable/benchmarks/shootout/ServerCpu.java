@@ -110,7 +110,7 @@ final class ServerCpu {
     }
 
     /** The fields of /proc/PID/stat after the command name, which is in parentheses and may hold spaces. */
-    private static String[] fields(String stat) {
+    static String[] fields(String stat) {
         return stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
     }
 
