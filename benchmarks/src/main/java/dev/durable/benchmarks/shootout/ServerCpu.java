@@ -59,7 +59,7 @@ final class ServerCpu {
                     cpu.processes(), cpu.nanosPerTick);
             return cpu;
         } catch (IOException | RuntimeException e) {
-            Shootout.log("pg_cpu: n/a: %s", e);
+            Shootout.log("pg_cpu: n/a: %s", e.getMessage());
             return null;
         }
     }

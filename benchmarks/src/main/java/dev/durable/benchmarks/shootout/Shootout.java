@@ -55,12 +55,9 @@ public final class Shootout {
                             + " max_connections=%s shared_preload_libraries=%s",
                     target.queryStrings("SELECT version()").get(0),
                     target.embedded ? "embedded, started by the shootout" : "DURABLE_PG_URL",
-                    target.queryStrings("SHOW fsync").get(0),
-                    target.queryStrings("SHOW synchronous_commit").get(0),
-                    target.queryStrings("SHOW full_page_writes").get(0),
-                    target.queryStrings("SHOW shared_buffers").get(0),
-                    target.queryStrings("SHOW max_connections").get(0),
-                    target.queryStrings("SHOW shared_preload_libraries").get(0));
+                    target.setting("fsync"), target.setting("synchronous_commit"),
+                    target.setting("full_page_writes"), target.setting("shared_buffers"),
+                    target.setting("max_connections"), target.setting("shared_preload_libraries"));
             Protocol protocol = new Protocol(target, CostMeter.open(target), config);
             for (int round = 1; round <= config.rounds(); round++) {
                 List<String> order = new ArrayList<>(config.systems());

@@ -137,6 +137,15 @@ final class Target implements AutoCloseable {
                 .block(WAIT);
     }
 
+    /** A server setting for the log, or "(hidden)" when this user may not read it. */
+    String setting(String name) {
+        try {
+            return queryStrings("SHOW " + name).get(0);
+        } catch (RuntimeException e) {
+            return "(hidden)";
+        }
+    }
+
     /** Drops a contender's schema and vacuums, so the next one starts on a clean database. */
     void dropAndVacuum(String schema) {
         execute("DROP SCHEMA IF EXISTS \"" + schema + "\" CASCADE", "VACUUM ANALYZE");
