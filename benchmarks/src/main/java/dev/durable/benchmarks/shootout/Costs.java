@@ -30,17 +30,16 @@ record Costs(double pgCpuMicros, double jvmCpuMicros, double walBytes, double in
     }
 
     static <T> double median(List<T> items, ToDoubleFunction<T> column) {
-        double[] values = items.stream().mapToDouble(column).filter(v -> !Double.isNaN(v)).sorted().toArray();
-        return median(values);
+        return median(items.stream().mapToDouble(column).filter(v -> !Double.isNaN(v)).toArray());
     }
 
-    /** The middle value of sorted values, or the mean of the two middle ones; NaN if there are none. */
-    static double median(double[] sorted) {
-        int n = sorted.length;
+    /** The middle value, or the mean of the two middle ones; NaN if there are none. */
+    static double median(double[] unsorted) {
+        int n = unsorted.length;
         if (n == 0) {
             return Double.NaN;
         }
-        double[] values = Arrays.copyOf(sorted, n);
+        double[] values = Arrays.copyOf(unsorted, n);
         Arrays.sort(values);
         return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
     }
