@@ -4,7 +4,7 @@ import java.util.List;
 
 /**
  * One system under test. The harness drives every contender through the same protocol
- * ({@link Shootout#measure}): start, warm up, the idle latency phase, the throughput phase, stop;
+ * ({@link Protocol}): start, warm up, the idle latency phase, the throughput window, stop;
  * its handler is a no-op that only calls {@link Probe#started}.
  */
 interface Contender {

@@ -12,7 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * db-scheduler 16.7.1 (com.github.kagkarlsson:db-scheduler) in its high-throughput set-up, as its
+ * db-scheduler 16.12.0 (com.github.kagkarlsson:db-scheduler) in its high-throughput set-up, as its
  * own documentation gives it:
  * <ul>
  *   <li>README, "Polling strategy": "If you are running &gt;1000 executions/s you might want to use
@@ -30,8 +30,9 @@ import java.util.List;
  *       a JDBC batch; pgjdbc's {@code reWriteBatchedInserts=true} turns it into multi-row
  *       INSERTs (pgjdbc's documented batch-insert setting).
  * </ul>
- * Table and indexes are db-scheduler's own PostgreSQL DDL (postgresql_tables.sql of 16.7.1). A
- * one-time task's row is deleted when it completes, so committed = inserted minus rows left.
+ * Table and indexes are db-scheduler's own PostgreSQL DDL (postgresql_tables.sql, with the
+ * columns 16.12.0 reads and writes). A one-time task's row is deleted when it completes, so
+ * committed = inserted minus rows left.
  */
 final class DbSchedulerContender implements Contender {
 

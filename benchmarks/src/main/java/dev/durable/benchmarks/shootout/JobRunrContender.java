@@ -12,7 +12,7 @@ import org.jobrunr.server.JobActivator;
 import org.jobrunr.storage.sql.postgres.PostgresStorageProvider;
 
 /**
- * JobRunr 8.1.0 open-source edition on its PostgreSQL storage provider, configured as its own
+ * JobRunr 8.4.2 open-source edition on its PostgreSQL storage provider, configured as its own
  * documentation and API give it:
  * <ul>
  *   <li>{@code BackgroundJobServerConfiguration.andWorkerCount(n)}: "the maximum number of jobs

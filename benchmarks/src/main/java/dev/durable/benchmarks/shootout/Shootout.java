@@ -1,43 +1,43 @@
 package dev.durable.benchmarks.shootout;
 
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.function.BooleanSupplier;
 
 /**
- * The side-by-side harness of issue 9: raw_sql (the ceiling), durable, db_scheduler and jobrunr in
- * turn, against one PostgreSQL, with the same job count, the same no-op handler and the same
- * connection budget. Standard output carries only the RESULT lines and the RATIO line; progress
- * goes to standard error.
+ * The side-by-side harness of issues 9 and 16: raw_sql (the ceiling), durable, db_scheduler and
+ * jobrunr, one at a time against one PostgreSQL, with the same job count, the same no-op handler
+ * and the same connection budget. Standard output carries only the RESULT lines and the RATIO
+ * line; progress and breakdowns go to standard error.
  *
- * <p>Per system: drop its schema and vacuum; start it; warm up (a batch plus a few single jobs,
- * not measured); the <b>idle latency</b> phase, single jobs inserted one at a time with 10 to 30 ms
- * between them, each timed from just before its insert call to its handler starting; then the
- * <b>throughput</b> phase, N jobs inserted in batches by one inserting thread while the workers
- * run, timed from just before the first insert to the moment the database shows the last
- * completion committed (handler count first, then the committed-row count polled every 5 ms);
- * stop it; drop its schema and vacuum.
+ * <p>The run is {@code --rounds} rounds; each round runs every selected system through the same
+ * {@link Protocol} (warm-up at parity, idle latency, throughput window with its {@link Costs}),
+ * in the given order in odd rounds and in reverse in even ones, so no system always runs first on
+ * a cold machine or last on a hot one. Each round prints a RESULT line per system; then each
+ * system gets a RESULT line of medians ({@code round=median}), and the RATIO line gives the median
+ * over rounds of durable's jobs/s divided by each peer's in the same round.
  *
  * <pre>
- * benchmarks/shootout [--jobs N] [--latency-jobs M] [--connections B] [--systems raw_sql,durable,...]
+ * benchmarks/shootout [--jobs N] [--warmup-jobs W] [--rounds R] [--latency-jobs M] [--connections B]
+ *                     [--systems raw_sql,durable,...]
  * </pre>
  */
 public final class Shootout {
 
     static final int DEFAULT_JOBS = 20_000;
+    static final int DEFAULT_ROUNDS = 3;
     static final int DEFAULT_LATENCY_JOBS = 300;
     static final int DEFAULT_CONNECTIONS = 20;
-    static final int WARMUP_BATCH = 2_000;
-    static final int WARMUP_SINGLES = 30;
     static final List<String> ALL = List.of("raw_sql", "durable", "db_scheduler", "jobrunr");
+    static final List<String> PEERS = List.of("raw_sql", "db_scheduler", "jobrunr");
+    static final String USAGE = "usage: shootout [--jobs N] [--warmup-jobs W (default N)] [--rounds R]"
+            + " [--latency-jobs M] [--connections B] [--systems " + String.join(",", ALL) + "]";
 
-    record Config(int jobs, int latencyJobs, int connections, List<String> systems) {
+    /** The run's settings; {@code warmupJobs} is the job count of one warm-up pass. */
+    record Config(int jobs, int warmupJobs, int rounds, int latencyJobs, int connections, List<String> systems) {
     }
 
     private Shootout() {
@@ -45,30 +45,61 @@ public final class Shootout {
 
     public static void main(String[] args) throws Exception {
         Config config = parse(args);
-        log("shootout: jobs=%d latency_jobs=%d connections=%d systems=%s cores=%d", config.jobs(),
-                config.latencyJobs(), config.connections(), config.systems(),
-                Runtime.getRuntime().availableProcessors());
-        Map<String, Result> results = new LinkedHashMap<>();
-        try (Target target = new Target()) {
-            log("postgres: %s; fsync=%s synchronous_commit=%s shared_buffers=%s max_connections=%s",
+        log("shootout: jobs=%d warmup_jobs=%d rounds=%d latency_jobs=%d connections=%d systems=%s cores=%d",
+                config.jobs(), config.warmupJobs(), config.rounds(), config.latencyJobs(), config.connections(),
+                config.systems(), Runtime.getRuntime().availableProcessors());
+        Map<String, List<Result>> bySystem = new LinkedHashMap<>();
+        List<Map<String, Result>> rounds = new ArrayList<>();
+        try (Target target = Target.open()) {
+            log("postgres: %s; %s; fsync=%s synchronous_commit=%s full_page_writes=%s shared_buffers=%s"
+                            + " max_connections=%s shared_preload_libraries=%s",
                     target.queryStrings("SELECT version()").get(0),
-                    target.queryStrings("SHOW fsync").get(0),
-                    target.queryStrings("SHOW synchronous_commit").get(0),
-                    target.queryStrings("SHOW shared_buffers").get(0),
-                    target.queryStrings("SHOW max_connections").get(0));
-            for (String system : config.systems()) {
-                Contender contender = create(system, target, config);
-                Result result = measure(contender, target, config);
-                results.put(system, result);
-                System.out.println(result.line());
-                System.out.flush();
+                    target.embedded ? "embedded, started by the shootout" : "DURABLE_PG_URL",
+                    target.setting("fsync"), target.setting("synchronous_commit"),
+                    target.setting("full_page_writes"), target.setting("shared_buffers"),
+                    target.setting("max_connections"), target.setting("shared_preload_libraries"));
+            Protocol protocol = new Protocol(target, CostMeter.open(target), config);
+            for (int round = 1; round <= config.rounds(); round++) {
+                List<String> order = new ArrayList<>(config.systems());
+                if (round % 2 == 0) {
+                    Collections.reverse(order);
+                }
+                log("round %d of %d: %s", round, config.rounds(), order);
+                Map<String, Result> results = new LinkedHashMap<>();
+                for (String system : order) {
+                    Result result = protocol.run(create(system, target, config), round);
+                    results.put(system, result);
+                    bySystem.computeIfAbsent(system, s -> new ArrayList<>()).add(result);
+                    System.out.println(result.line());
+                    System.out.flush();
+                }
+                rounds.add(results);
             }
         }
-        System.out.println(String.format(Locale.ROOT, "RATIO durable/raw_sql=%s durable/db_scheduler=%s durable/jobrunr=%s",
-                ratio(results, "raw_sql"), ratio(results, "db_scheduler"), ratio(results, "jobrunr")));
+        for (List<Result> results : bySystem.values()) {
+            System.out.println(Result.median(results).line());
+        }
+        StringBuilder ratios = new StringBuilder("RATIO");
+        for (String peer : PEERS) {
+            ratios.append(" durable/").append(peer).append('=').append(Costs.format(medianRatio(rounds, peer), "%.2f"));
+        }
+        System.out.println(ratios);
         System.out.flush();
         // Peers leave non-daemon threads behind (JobRunr's, Hikari's housekeepers): end here.
         System.exit(0);
+    }
+
+    /** The median over rounds of durable's jobs/s over the peer's in the same round; NaN without both. */
+    static double medianRatio(List<Map<String, Result>> rounds, String peer) {
+        List<Double> ratios = new ArrayList<>();
+        for (Map<String, Result> round : rounds) {
+            Result durable = round.get("durable");
+            Result other = round.get(peer);
+            if (durable != null && other != null) {
+                ratios.add(durable.jobsPerSecond() / other.jobsPerSecond());
+            }
+        }
+        return Costs.median(ratios.stream().mapToDouble(Double::doubleValue).toArray());
     }
 
     static Contender create(String system, Target target, Config config) {
@@ -81,125 +112,10 @@ public final class Shootout {
         };
     }
 
-    static Result measure(Contender contender, Target target, Config config) throws Exception {
-        log("%s: %s", contender.name(), contender.settings());
-        Probe.reset(config.latencyJobs());
-        target.dropAndVacuum(contender.schema());
-        contender.start();
-        long inserted = 0;
-        try {
-            // Warm-up: the JIT, the pools and the peers' caches; not measured.
-            inserted += insertAll(contender, Probe.WARMUP, WARMUP_BATCH);
-            for (int i = 0; i < WARMUP_SINGLES; i++) {
-                contender.insertOne(Probe.WARMUP + WARMUP_BATCH + i);
-                inserted++;
-                pause();
-            }
-            long warmed = inserted;
-            await(contender.name() + " warm-up", Duration.ofSeconds(120), () -> Probe.warmupStarted() >= warmed);
-            awaitCommitted(contender, target, inserted, 0, inserted);
-
-            // Idle enqueue-to-start latency: single jobs, one at a time, the system otherwise idle.
-            int latencyJobs = config.latencyJobs();
-            long[] before = new long[latencyJobs];
-            for (int i = 0; i < latencyJobs; i++) {
-                before[i] = System.nanoTime();
-                contender.insertOne(Probe.LATENCY + i);
-                inserted++;
-                pause();
-            }
-            await(contender.name() + " latency", Duration.ofSeconds(120), () -> {
-                for (int i = 0; i < latencyJobs; i++) {
-                    if (Probe.latencyStart(i) == 0) {
-                        return false;
-                    }
-                }
-                return true;
-            });
-            double[] millis = new double[latencyJobs];
-            for (int i = 0; i < latencyJobs; i++) {
-                millis[i] = (Probe.latencyStart(i) - before[i]) / 1e6;
-            }
-            Arrays.sort(millis);
-            awaitCommitted(contender, target, inserted, 0, inserted);
-            long base = contender.committed(target, inserted);
-
-            // Throughput: first insert to last committed completion, inserts included.
-            int jobs = config.jobs();
-            long start = System.nanoTime();
-            inserted += insertAll(contender, Probe.THROUGHPUT, jobs);
-            double insertSeconds = (System.nanoTime() - start) / 1e9;
-            await(contender.name() + " throughput", Duration.ofMinutes(10), () -> Probe.throughputStarted() >= jobs);
-            awaitCommitted(contender, target, inserted, base, jobs);
-            double seconds = (System.nanoTime() - start) / 1e9;
-            log("%s: inserts took %.3f s of %.3f s; latency min %.2f ms, max %.2f ms", contender.name(),
-                    insertSeconds, seconds, millis[0], millis[latencyJobs - 1]);
-            return new Result(contender.name(), jobs, seconds, percentile(millis, 50), percentile(millis, 99));
-        } finally {
-            contender.stop();
-            target.dropAndVacuum(contender.schema());
-        }
-    }
-
-    /** Inserts {@code count} jobs numbered from {@code first}, in the contender's batch size. */
-    private static long insertAll(Contender contender, long first, int count) throws Exception {
-        int batchSize = contender.insertBatchSize();
-        for (int offset = 0; offset < count; offset += batchSize) {
-            int n = Math.min(batchSize, count - offset);
-            List<Long> seqs = new ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
-                seqs.add(first + offset + i);
-            }
-            contender.insertBatch(seqs);
-        }
-        return count;
-    }
-
-    /** Polls the committed-row count every 5 ms until {@code expected} more than {@code base}. */
-    private static void awaitCommitted(Contender contender, Target target, long inserted, long base, long expected)
-            throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
-        while (contender.committed(target, inserted) - base < expected) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(contender.name() + ": only " + (contender.committed(target, inserted) - base)
-                        + " of " + expected + " completions committed after 5 minutes");
-            }
-            Thread.sleep(5);
-        }
-    }
-
-    private static void await(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(what + ": not done after " + timeout);
-            }
-            Thread.sleep(1);
-        }
-    }
-
-    /** 10 to 30 ms between single jobs, jittered so no poll period aliases with the arrivals. */
-    private static void pause() throws InterruptedException {
-        Thread.sleep(ThreadLocalRandom.current().nextInt(10, 31));
-    }
-
-    /** Nearest-rank percentile of sorted values. */
-    static double percentile(double[] sorted, double p) {
-        int rank = (int) Math.ceil(p / 100.0 * sorted.length);
-        return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
-    }
-
-    private static String ratio(Map<String, Result> results, String peer) {
-        Result durable = results.get("durable");
-        Result other = results.get(peer);
-        if (durable == null || other == null) {
-            return "NaN";
-        }
-        return String.format(Locale.ROOT, "%.2f", durable.jobsPerSecond() / other.jobsPerSecond());
-    }
-
     static Config parse(String[] args) {
         int jobs = DEFAULT_JOBS;
+        int warmupJobs = 0;
+        int rounds = DEFAULT_ROUNDS;
         int latencyJobs = DEFAULT_LATENCY_JOBS;
         int connections = DEFAULT_CONNECTIONS;
         List<String> systems = ALL;
@@ -208,12 +124,13 @@ public final class Shootout {
             String value = i + 1 < args.length ? args[i + 1] : null;
             switch (arg) {
                 case "--jobs" -> jobs = positive(arg, value);
+                case "--warmup-jobs" -> warmupJobs = positive(arg, value);
+                case "--rounds" -> rounds = positive(arg, value);
                 case "--latency-jobs" -> latencyJobs = positive(arg, value);
                 case "--connections" -> connections = positive(arg, value);
                 case "--systems" -> systems = List.of(require(arg, value).split(","));
                 case "-h", "--help" -> {
-                    System.err.println("usage: shootout [--jobs N] [--latency-jobs M] [--connections B]"
-                            + " [--systems " + String.join(",", ALL) + "]");
+                    System.err.println(USAGE);
                     System.exit(0);
                 }
                 default -> throw new IllegalArgumentException("unknown argument " + arg);
@@ -228,7 +145,8 @@ public final class Shootout {
         if (connections < 4) {
             throw new IllegalArgumentException("--connections must be at least 4, was " + connections);
         }
-        return new Config(jobs, latencyJobs, connections, systems);
+        // Parity by default: a warm-up pass is as long as the window it warms up for.
+        return new Config(jobs, warmupJobs == 0 ? jobs : warmupJobs, rounds, latencyJobs, connections, systems);
     }
 
     private static String require(String option, String value) {

@@ -4,29 +4,46 @@ import dev.durable.testing.TestPostgres;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.Result;
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
  * The one PostgreSQL every contender runs against, as an R2DBC URL and as JDBC settings, plus one
- * connection of the harness's own for set-up and for counting committed rows. That connection is
- * the measuring probe and does not count against the contenders' connection budget.
+ * connection of the harness's own for set-up, for counting committed rows and for reading the
+ * server's statistics. That connection is the measuring probe: it does not count against the
+ * contenders' connection budget, and every statement it sends carries {@link #PROBE_MARK}, so
+ * {@link Costs} can leave it out of the statement count.
+ *
+ * <p>Without {@code DURABLE_PG_URL} the shootout starts its own embedded PostgreSQL 17, not the
+ * test suite's ({@link TestPostgres}): it needs {@code pg_stat_statements} preloaded, which only a
+ * server setting can do, and checkpoints that stay out of the measured windows.
  */
 final class Target implements AutoCloseable {
 
+    /** A comment that marks the harness's own statements in {@code pg_stat_statements}. */
+    static final String PROBE_MARK = "shootout-probe";
     private static final Duration WAIT = Duration.ofMinutes(5);
 
     final String r2dbcUrl;
     final String jdbcUrl;
     final Properties jdbcProperties = new Properties();
+    /** True when the shootout started the server itself (so it knows the server's settings). */
+    final boolean embedded;
+    private final @Nullable EmbeddedPostgres server;
     private final Connection admin;
 
-    Target() {
-        this.r2dbcUrl = TestPostgres.url();
+    private Target(String r2dbcUrl, @Nullable EmbeddedPostgres server) {
+        this.r2dbcUrl = r2dbcUrl;
+        this.server = server;
+        this.embedded = server != null;
         URI uri = URI.create(r2dbcUrl.substring("r2dbc:".length()));
         String query = uri.getRawQuery();
         this.jdbcUrl = "jdbc:postgresql://" + uri.getHost() + ":" + (uri.getPort() < 0 ? 5432 : uri.getPort())
@@ -42,16 +59,55 @@ final class Target implements AutoCloseable {
         this.admin = Mono.from(ConnectionFactories.get(r2dbcUrl).create()).block(WAIT);
     }
 
+    /** The server named by {@code DURABLE_PG_URL}, else a new embedded one (see {@link #startEmbedded}). */
+    static Target open() {
+        String fromEnv = System.getenv(TestPostgres.URL_ENV);
+        if (fromEnv != null && !fromEnv.isBlank()) {
+            // TestPostgres only parses the variable here; it starts nothing when it is set.
+            return new Target(TestPostgres.url(), null);
+        }
+        EmbeddedPostgres server = startEmbedded();
+        return new Target("r2dbc:postgresql://postgres:postgres@localhost:" + server.getPort() + "/postgres", server);
+    }
+
+    /**
+     * The test suite's settings (zonky's {@code fsync=off}, {@code synchronous_commit=off}; 400
+     * connections, 256 MB of shared buffers), plus what the measurement needs:
+     * {@code pg_stat_statements} preloaded (statements per job), {@code track_io_timing} for its
+     * I/O columns, and checkpoints only when the harness asks for one (a 30 minute timeout and
+     * 4 GB of WAL), so every measured window starts right after a checkpoint and none falls
+     * inside it; {@code pg_walinspect} can then read the window's whole WAL.
+     */
+    private static EmbeddedPostgres startEmbedded() {
+        try {
+            EmbeddedPostgres started = EmbeddedPostgres.builder()
+                    .setServerConfig("max_connections", "400")
+                    .setServerConfig("shared_buffers", "256MB")
+                    .setServerConfig("shared_preload_libraries", "pg_stat_statements")
+                    .setServerConfig("pg_stat_statements.max", "10000")
+                    .setServerConfig("pg_stat_statements.track", "top")
+                    .setServerConfig("track_io_timing", "on")
+                    .setServerConfig("checkpoint_timeout", "30min")
+                    .setServerConfig("max_wal_size", "4GB")
+                    .setPGStartupWait(Duration.ofSeconds(60))
+                    .start();
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> closeQuietly(started), "shootout-postgres-stop"));
+            return started;
+        } catch (IOException e) {
+            throw new UncheckedIOException("embedded PostgreSQL did not start", e);
+        }
+    }
+
     /** Runs statements one after the other (simple protocol; no bindings). */
     void execute(String... statements) {
         for (String sql : statements) {
-            Flux.from(admin.createStatement(sql).execute()).flatMap(Result::getRowsUpdated).then().block(WAIT);
+            Flux.from(admin.createStatement(mark(sql)).execute()).flatMap(Result::getRowsUpdated).then().block(WAIT);
         }
     }
 
     /** The first column of the first row, as a long. */
     long queryLong(String sql) {
-        Long value = Flux.from(admin.createStatement(sql).execute())
+        Long value = Flux.from(admin.createStatement(mark(sql)).execute())
                 .concatMap(result -> result.map(row -> ((Number) row.get(0)).longValue()))
                 .next()
                 .block(WAIT);
@@ -60,10 +116,34 @@ final class Target implements AutoCloseable {
 
     /** The first column of every row, as text. */
     List<String> queryStrings(String sql) {
-        return Flux.from(admin.createStatement(sql).execute())
+        return Flux.from(admin.createStatement(mark(sql)).execute())
                 .concatMap(result -> result.map(row -> String.valueOf(row.get(0))))
                 .collectList()
                 .block(WAIT);
+    }
+
+    /** Every row, each column as text (null as "null"). */
+    List<String[]> queryRows(String sql) {
+        return Flux.from(admin.createStatement(mark(sql)).execute())
+                .concatMap(result -> result.map((row, meta) -> {
+                    int n = meta.getColumnMetadatas().size();
+                    String[] values = new String[n];
+                    for (int i = 0; i < n; i++) {
+                        values[i] = String.valueOf(row.get(i));
+                    }
+                    return values;
+                }))
+                .collectList()
+                .block(WAIT);
+    }
+
+    /** A server setting for the log, or "(hidden)" when this user may not read it. */
+    String setting(String name) {
+        try {
+            return queryStrings("SHOW " + name).get(0);
+        } catch (RuntimeException e) {
+            return "(hidden)";
+        }
     }
 
     /** Drops a contender's schema and vacuums, so the next one starts on a clean database. */
@@ -71,8 +151,26 @@ final class Target implements AutoCloseable {
         execute("DROP SCHEMA IF EXISTS \"" + schema + "\" CASCADE", "VACUUM ANALYZE");
     }
 
+    private static String mark(String sql) {
+        return "/* " + PROBE_MARK + " */ " + sql;
+    }
+
     @Override
     public void close() {
-        Mono.from(admin.close()).block(WAIT);
+        try {
+            Mono.from(admin.close()).block(WAIT);
+        } finally {
+            if (server != null) {
+                closeQuietly(server);
+            }
+        }
+    }
+
+    private static void closeQuietly(EmbeddedPostgres server) {
+        try {
+            server.close();
+        } catch (IOException ignored) {
+            // The data directory is temporary; the process goes with the JVM's shutdown.
+        }
     }
 }
