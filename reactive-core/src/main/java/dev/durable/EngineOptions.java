@@ -285,8 +285,7 @@ public final class EngineOptions {
 
     /** The URL with any password replaced, for logs and toString. */
     static String maskPassword(String url) {
-        return url.replaceAll("(//[^/:@]*:)[^@/]*@", "$1****@")
-                .replaceAll("(?i)(password=)[^&]*", "$1****");
+        return Urls.masked(url);
     }
 
     public static final class Builder {

@@ -2,8 +2,10 @@ package dev.durable;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class OptionsTest {
@@ -63,6 +65,29 @@ class OptionsTest {
         assertThat(options.toString()).doesNotContain("s3cret").doesNotContain("other").contains("app:****@db");
         assertThatThrownBy(() -> EngineOptions.builder().url("postgresql://app:s3cret@db/app"))
                 .message().doesNotContain("s3cret");
+        // An unencoded '@' or '/' in the password: the user info ends at the last '@'.
+        for (String url : List.of("r2dbc:postgresql://someone:pA55@wOrD@db:5432/app",
+                "r2dbc:postgresql://someone:pA55/wOrD@db:5432/app",
+                "r2dbc:pool:postgresql://:pA55:w/O@wOrD@[::1]/app")) {
+            assertThat(EngineOptions.builder().url(url).build().toString())
+                    .doesNotContain("pA55").doesNotContain("wOrD").contains(":****@");
+            assertThatThrownBy(() -> EngineOptions.builder().url(url.substring("r2dbc:".length())))
+                    .message().doesNotContain("pA55").doesNotContain("wOrD");
+        }
+    }
+
+    @Test
+    void anUnusableUrlIsRefusedWithoutItsSecrets() {
+        for (String url : List.of("r2dbc:nosuchdriver://app:pA55wOrD@db/app?sslPassword=pA55wOrD",
+                "r2dbc:postgresql:app:pA55wOrD@db", "r2dbc:postgresql://app:pA55%zzwOrD@db/app",
+                "r2dbc:postgresql://app:pA55@wOrD@db/app?connectTimeout=soon")) {
+            EngineOptions options = EngineOptions.builder().url(url).build();
+            assertThat(options.toString()).doesNotContain("pA55").doesNotContain("wOrD");
+            Throwable error = catchThrowable(() -> DurableEngine.builder(options).build());
+            assertThat(error).as(url).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("url is not a usable R2DBC URL").hasNoCause();
+            assertThat(error.getMessage()).as(url).doesNotContain("pA55").doesNotContain("wOrD");
+        }
     }
 
     @Test
