@@ -104,7 +104,7 @@ public final class DurableEngine {
             } catch (RuntimeException unusable) {
                 // The driver's message quotes the whole URL, password included: mask it, drop the cause.
                 throw new IllegalArgumentException("url is not a usable R2DBC URL: "
-                        + EngineOptions.maskPassword(String.valueOf(unusable.getMessage())));
+                        + Urls.maskedIn(unusable.getMessage(), options.url()));
             }
             this.ownPool = new ConnectionPool(ConnectionPoolConfiguration.builder(target)
                     .name("durable-" + options.name())

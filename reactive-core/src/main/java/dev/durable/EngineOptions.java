@@ -302,8 +302,7 @@ public final class EngineOptions {
 
     /** The URL with any password replaced, for logs and toString. */
     static String maskPassword(String url) {
-        return url.replaceAll("(//[^/:@]*:)[^@/]*@", "$1****@")
-                .replaceAll("(?i)(password=)[^&]*", "$1****");
+        return Urls.masked(url);
     }
 
     private static String checkUrl(String name, String url) {
@@ -311,6 +310,16 @@ public final class EngineOptions {
         if (!url.startsWith("r2dbc:")) {
             throw new IllegalArgumentException(name + " must be an R2DBC URL (r2dbc:postgresql://...), was "
                     + maskPassword(url));
+        }
+        // R2DBC's parser ends the user info at the first '@': an unencoded '@' in a password sends the
+        // rest of it to the driver as the host (and into its connection errors).
+        int start = url.indexOf("//");
+        if (start >= 0) {
+            String authority = url.substring(start + 2).split("[/?#]", 2)[0];
+            if (authority.indexOf('@') != authority.lastIndexOf('@')) {
+                throw new IllegalArgumentException(name + " must percent-encode '@' in its user name and password"
+                        + " (as %40), was " + maskPassword(url));
+            }
         }
         return url;
     }

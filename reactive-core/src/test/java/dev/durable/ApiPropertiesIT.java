@@ -2,6 +2,10 @@ package dev.durable;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.durable.support.Chars;
+import dev.durable.support.ForAll;
+import dev.durable.support.Gen;
+import dev.durable.support.Gens;
 import dev.durable.testing.TestDatabase;
 import dev.durable.testing.TestPostgres;
 import io.r2dbc.spi.Connection;
@@ -11,24 +15,17 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.From;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.Size;
-import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.lifecycle.BeforeContainer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * Bad input, property-based (jqwik): random queue names, types, payload sizes and shapes,
- * priorities, times, keys and signal names against the public API. Every call either succeeds
- * (and the row reads back as asked) or fails with a documented typed error
- * ({@link InvalidRequestException} and its subtypes, {@link UnknownTypeException},
+ * Bad input, property-based ({@link ForAll}: seeded, replayable with {@code -Ddurable.seed}): random
+ * queue names, types, payload sizes and shapes, priorities, times, keys and signal names against the
+ * public API. Every call either succeeds (and the row reads back as asked) or fails with a documented
+ * typed error ({@link InvalidRequestException} and its subtypes, {@link UnknownTypeException},
  * {@link DuplicateCorrelationKeyException}, {@link NoTargetException}); never a raw database
  * error, and the database stays consistent: a failed call writes nothing.
  */
@@ -37,13 +34,20 @@ class ApiPropertiesIT {
     record Shape(String name, List<Integer> numbers, Map<String, String> tags) {
     }
 
+    record SignalCase(Long target, String name, Object payload, String dedupKey, boolean byKey,
+            String correlationKey) {
+    }
+
+    record ListingCase(String queue, InstanceStatus status, long afterId, int limit, Long target) {
+    }
+
     private static final int MAX_PAYLOAD = 2048;
     private static TestDatabase db;
     private static DurableEngine producer;
     private static final AtomicLong inserted = new AtomicLong();
     private static final List<Long> ids = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-    @BeforeContainer
+    @BeforeAll
     static void start() {
         db = TestPostgres.newDatabase("ApiPropertiesIT");
         // A producer: no queues, so what is inserted stays runnable and can be checked.
@@ -55,7 +59,7 @@ class ApiPropertiesIT {
         producer.start().block(Duration.ofSeconds(60));
     }
 
-    @AfterContainer
+    @AfterAll
     static void stop() {
         producer.close().block(Duration.ofSeconds(60));
         db.close();
@@ -63,159 +67,191 @@ class ApiPropertiesIT {
 
     // ---- properties -------------------------------------------------------------------------
 
-    @Property(tries = 300)
-    void anInsertSucceedsAsAskedOrFailsTypedAndWritesNothing(@ForAll("requests") JobRequest request) {
-        try {
-            long id = producer.insert(request).block(Duration.ofSeconds(30));
-            inserted.incrementAndGet();
-            ids.add(id);
-            Instance row = producer.get(id).block(Duration.ofSeconds(30));
-            assertThat(row.type()).isEqualTo(request.type());
-            assertThat(row.queue()).isEqualTo(request.queue() != null ? request.queue()
-                    : request.type().equals("ping") ? "pings" : JobDefinition.DEFAULT_QUEUE);
-            assertThat(row.priority()).isEqualTo(request.priority());
-            assertThat(row.status()).isEqualTo(InstanceStatus.RUNNABLE);
-            assertThat(row.correlationKey()).isEqualTo(request.correlationKey());
-            assertThat(row.concurrencyKey()).isEqualTo(request.concurrencyKey());
-            // JSON numbers compare as numbers (jsonb may print 5.9E14 as 590000000000000).
-            if (request.args() != null && !(request.args() instanceof Double)) {
-                assertThat(producer.codec().decode(row.stateJson(), Object.class))
-                        .isEqualTo(producer.codec().decode(producer.codec().encode(request.args()), Object.class));
+    @Test
+    void anInsertSucceedsAsAskedOrFailsTypedAndWritesNothing() {
+        ForAll.check("anInsertSucceedsAsAskedOrFailsTypedAndWritesNothing", 300, requests(), request -> {
+            try {
+                long id = producer.insert(request).block(Duration.ofSeconds(30));
+                inserted.incrementAndGet();
+                ids.add(id);
+                Instance row = producer.get(id).block(Duration.ofSeconds(30));
+                assertThat(row.type()).isEqualTo(request.type());
+                assertThat(row.queue()).isEqualTo(request.queue() != null ? request.queue()
+                        : request.type().equals("ping") ? "pings" : JobDefinition.DEFAULT_QUEUE);
+                assertThat(row.priority()).isEqualTo(request.priority());
+                assertThat(row.status()).isEqualTo(InstanceStatus.RUNNABLE);
+                assertThat(row.correlationKey()).isEqualTo(request.correlationKey());
+                assertThat(row.concurrencyKey()).isEqualTo(request.concurrencyKey());
+                // JSON numbers compare as numbers (jsonb may print 5.9E14 as 590000000000000).
+                if (request.args() != null && !(request.args() instanceof Double)) {
+                    assertThat(producer.codec().decode(row.stateJson(), Object.class))
+                            .isEqualTo(producer.codec().decode(producer.codec().encode(request.args()), Object.class));
+                }
+            } catch (InvalidRequestException | DuplicateCorrelationKeyException expected) {
+                assertThat(expected.getMessage()).isNotBlank();
             }
-        } catch (InvalidRequestException | DuplicateCorrelationKeyException expected) {
-            assertThat(expected.getMessage()).isNotBlank();
-        }
-        assertConsistent();
+            assertConsistent();
+        }, ApiPropertiesIT::describe);
     }
 
-    @Property(tries = 100)
-    void aBatchInsertsAllOrNothing(@ForAll @Size(min = 1, max = 4) List<@From("requests") JobRequest> requests) {
-        try {
-            List<Long> batch = producer.insertAll(requests).block(Duration.ofSeconds(30));
-            assertThat(batch).hasSize(requests.size()).doesNotHaveDuplicates();
-            inserted.addAndGet(batch.size());
-            ids.addAll(batch);
-        } catch (InvalidRequestException | DuplicateCorrelationKeyException expected) {
-            assertThat(expected.getMessage()).isNotBlank();
-        }
-        assertConsistent();
+    @Test
+    void aBatchInsertsAllOrNothing() {
+        ForAll.check("aBatchInsertsAllOrNothing", 100, Gens.lists(requests(), 1, 4), requests -> {
+            try {
+                List<Long> batch = producer.insertAll(requests).block(Duration.ofSeconds(30));
+                assertThat(batch).hasSize(requests.size()).doesNotHaveDuplicates();
+                inserted.addAndGet(batch.size());
+                ids.addAll(batch);
+            } catch (InvalidRequestException | DuplicateCorrelationKeyException expected) {
+                assertThat(expected.getMessage()).isNotBlank();
+            }
+            assertConsistent();
+        }, requests -> requests.stream().map(ApiPropertiesIT::describe).toList().toString());
     }
 
-    @Property(tries = 200)
-    void aSignalIsDeliveredOrFailsTyped(@ForAll("targets") Long target, @ForAll("names") String name,
-            @ForAll("payloads") Object payload, @ForAll("keys") String dedupKey, @ForAll boolean byKey,
-            @ForAll("keys") String correlationKey) {
-        long before = signals();
-        SignalResult result = null;
-        try {
-            result = byKey && correlationKey != null
-                    ? producer.signal(correlationKey, name, payload, dedupKey).block(Duration.ofSeconds(30))
-                    : producer.signal(target, name, payload, dedupKey).block(Duration.ofSeconds(30));
-        } catch (InvalidRequestException | NoTargetException expected) {
-            assertThat(expected.getMessage()).isNotBlank();
-        }
-        long after = signals();
-        assertThat(after - before).isEqualTo(result == SignalResult.DELIVERED ? 1 : 0);
-        assertThat(count("SELECT count(*) FROM {schema}.durable_signals s WHERE NOT EXISTS"
-                + " (SELECT 1 FROM {schema}.durable_instances i WHERE i.id = s.instance_id)")).isZero();
+    @Test
+    void aSignalIsDeliveredOrFailsTyped() {
+        Gen<Long> targets = targets();
+        Gen<String> names = names();
+        Gen<Object> payloads = payloads();
+        Gen<String> keys = keys();
+        Gen<Boolean> booleans = Gens.booleans();
+        Gen<SignalCase> cases = draw -> new SignalCase(targets.next(draw), names.next(draw), payloads.next(draw),
+                keys.next(draw), booleans.next(draw), keys.next(draw));
+        ForAll.check("aSignalIsDeliveredOrFailsTyped", 200, cases, signal -> {
+            long before = signals();
+            SignalResult result = null;
+            try {
+                result = signal.byKey() && signal.correlationKey() != null
+                        ? producer.signal(signal.correlationKey(), signal.name(), signal.payload(), signal.dedupKey())
+                                .block(Duration.ofSeconds(30))
+                        : producer.signal(signal.target(), signal.name(), signal.payload(), signal.dedupKey())
+                                .block(Duration.ofSeconds(30));
+            } catch (InvalidRequestException | NoTargetException expected) {
+                assertThat(expected.getMessage()).isNotBlank();
+            }
+            long after = signals();
+            assertThat(after - before).isEqualTo(result == SignalResult.DELIVERED ? 1 : 0);
+            assertThat(count("SELECT count(*) FROM {schema}.durable_signals s WHERE NOT EXISTS"
+                    + " (SELECT 1 FROM {schema}.durable_instances i WHERE i.id = s.instance_id)")).isZero();
+        });
     }
 
-    @Property(tries = 100)
-    void listingAndCancellingNeverFailUntyped(@ForAll("names") String queue, @ForAll InstanceStatus status,
-            @ForAll long afterId, @ForAll int limit, @ForAll("targets") Long target) {
-        try {
-            List<Instance> page = producer.list(queue, status, afterId, limit).collectList().block(Duration.ofSeconds(30));
-            assertThat(page).allSatisfy(instance -> assertThat(instance.status()).isEqualTo(status));
-        } catch (InvalidRequestException expected) {
-            assertThat(expected.getMessage()).isNotBlank();
-        }
-        assertThat(producer.cancel(target, target % 2 == 0).block(Duration.ofSeconds(30))).isNotNull();
+    @Test
+    void listingAndCancellingNeverFailUntyped() {
+        Gen<String> names = names();
+        Gen<InstanceStatus> statuses = Gens.enums(InstanceStatus.class);
+        Gen<Long> afterIds = Gens.longs();
+        Gen<Integer> limits = Gens.ints();
+        Gen<Long> targets = targets();
+        Gen<ListingCase> cases = draw -> new ListingCase(names.next(draw), statuses.next(draw), afterIds.next(draw),
+                limits.next(draw), targets.next(draw));
+        ForAll.check("listingAndCancellingNeverFailUntyped", 100, cases, listing -> {
+            try {
+                List<Instance> page = producer.list(listing.queue(), listing.status(), listing.afterId(),
+                        listing.limit()).collectList().block(Duration.ofSeconds(30));
+                assertThat(page).allSatisfy(instance -> assertThat(instance.status()).isEqualTo(listing.status()));
+            } catch (InvalidRequestException expected) {
+                assertThat(expected.getMessage()).isNotBlank();
+            }
+            long target = listing.target();
+            assertThat(producer.cancel(target, target % 2 == 0).block(Duration.ofSeconds(30))).isNotNull();
+        });
     }
 
     // ---- generators -------------------------------------------------------------------------
 
-    @Provide
-    Arbitrary<JobRequest> requests() {
-        Arbitrary<String> type = Arbitraries.frequencyOf(
-                net.jqwik.api.Tuple.of(6, Arbitraries.just("ping")),
-                net.jqwik.api.Tuple.of(2, Arbitraries.just("flow")),
-                net.jqwik.api.Tuple.of(1, Arbitraries.strings().ofMaxLength(12)));
-        Arbitrary<Integer> priority = Arbitraries.integers();
-        Arbitrary<Integer> attempts = Arbitraries.integers().between(-3, 1000).injectNull(0.5);
-        Arbitrary<Object> when = Arbitraries.oneOf(
-                Arbitraries.just(null),
-                Arbitraries.longs().between(-5_000, 5_000).map(Duration::ofMillis),
-                Arbitraries.longs().between(-Long.MAX_VALUE / 2, Long.MAX_VALUE).map(Duration::ofSeconds),
-                Arbitraries.longs().between(Instant.MIN.getEpochSecond(), Instant.MAX.getEpochSecond())
-                        .map(Instant::ofEpochSecond),
-                Arbitraries.longs().between(-62_135_596_800L, 253_402_300_799L).map(Instant::ofEpochSecond));
-        return Combinators.combine(type, payloads(), names().injectNull(0.4), priority, attempts, when,
-                        keys(), keys())
-                .as((t, args, queue, p, max, at, concurrency, correlation) -> {
-                    JobRequest request = JobRequest.of(t, args).priority(p);
-                    if (queue != null) {
-                        request = request.queue(queue);
-                    }
-                    if (max != null) {
-                        request = request.maxAttempts(max);
-                    }
-                    if (at instanceof Duration in) {
-                        request = request.runIn(in);
-                    } else if (at instanceof Instant instant) {
-                        request = request.runAt(instant);
-                    }
-                    if (concurrency != null) {
-                        request = request.concurrencyKey(concurrency);
-                    }
-                    if (correlation != null) {
-                        request = request.correlationKey(correlation);
-                    }
-                    return request;
-                });
+    /** Requests: mostly known types, any priority, attempts and times in and out of range, keys. */
+    static Gen<JobRequest> requests() {
+        Gen<String> types = Gens.frequency(
+                Gens.weighted(6, Gens.just("ping")),
+                Gens.weighted(2, Gens.just("flow")),
+                Gens.weighted(1, Gens.strings(Chars.valid(), 0, 12)));
+        Gen<Object> payloads = payloads();
+        Gen<String> queues = names().injectNull(0.4);
+        Gen<Integer> priorities = Gens.ints();
+        Gen<Integer> attempts = Gens.ints(-3, 1000).injectNull(0.5);
+        Gen<Object> when = Gens.oneOf(
+                Gens.just(null),
+                Gens.longs(-5_000, 5_000).map(Duration::ofMillis),
+                Gens.longs(-Long.MAX_VALUE / 2, Long.MAX_VALUE).map(Duration::ofSeconds),
+                Gens.longs(Instant.MIN.getEpochSecond(), Instant.MAX.getEpochSecond()).map(Instant::ofEpochSecond),
+                Gens.longs(-62_135_596_800L, 253_402_300_799L).map(Instant::ofEpochSecond));
+        Gen<String> keys = keys();
+        return draw -> {
+            String type = types.next(draw);
+            Object args = payloads.next(draw);
+            String queue = queues.next(draw);
+            int priority = priorities.next(draw);
+            Integer max = attempts.next(draw);
+            Object at = when.next(draw);
+            String concurrency = keys.next(draw);
+            String correlation = keys.next(draw);
+            JobRequest request = JobRequest.of(type, args).priority(priority);
+            if (queue != null) {
+                request = request.queue(queue);
+            }
+            if (max != null) {
+                request = request.maxAttempts(max);
+            }
+            if (at instanceof Duration in) {
+                request = request.runIn(in);
+            } else if (at instanceof Instant instant) {
+                request = request.runAt(instant);
+            }
+            if (concurrency != null) {
+                request = request.concurrencyKey(concurrency);
+            }
+            if (correlation != null) {
+                request = request.correlationKey(correlation);
+            }
+            return request;
+        };
     }
 
     /** Names: plain ones, any characters (NUL, lone surrogates, blanks), long ones. */
-    @Provide
-    Arbitrary<String> names() {
-        return Arbitraries.oneOf(
-                Arbitraries.strings().alpha().numeric().withChars("-_.:").ofMinLength(1).ofMaxLength(20),
-                Arbitraries.strings().all().ofMaxLength(20),
-                Arbitraries.strings().withChars(" \t\u0000,é𝄞").ofMaxLength(5),
-                Arbitraries.strings().alpha().ofMinLength(120).ofMaxLength(140));
+    static Gen<String> names() {
+        return Gens.oneOf(
+                Gens.strings(Chars.alphaNumeric("-_.:"), 1, 20),
+                Gens.strings(Chars.all(), 0, 20),
+                Gens.strings(Chars.of(" \t\u0000,é𝄞"), 0, 5),
+                Gens.strings(Chars.alpha(), 120, 140));
     }
 
     /** Keys: a few common ones (duplicates), any characters, up to past the 1024 limit. */
-    @Provide
-    Arbitrary<String> keys() {
-        return Arbitraries.oneOf(
-                Arbitraries.of("c1", "c2", "c3"),
-                Arbitraries.strings().all().ofMaxLength(16),
-                Arbitraries.strings().alpha().ofMinLength(1000).ofMaxLength(1100))
+    static Gen<String> keys() {
+        return Gens.<String>oneOf(
+                        Gens.of("c1", "c2", "c3"),
+                        Gens.strings(Chars.all(), 0, 16),
+                        Gens.strings(Chars.alpha(), 1000, 1100))
                 .injectNull(0.5);
     }
 
     /** Payload shapes and sizes: none, scalars, any text, nested maps and lists, records, past the limit. */
-    @Provide
-    Arbitrary<Object> payloads() {
-        Arbitrary<String> text = Arbitraries.strings().all().ofMaxLength(40);
-        return Arbitraries.oneOf(
-                Arbitraries.just(null),
-                text.map(s -> (Object) s),
-                Arbitraries.integers().map(i -> (Object) i),
-                Arbitraries.doubles().map(d -> (Object) d),
-                Arbitraries.maps(text, text).ofMaxSize(5).map(m -> (Object) m),
-                Arbitraries.integers().list().ofMaxSize(50).map(l -> (Object) l),
-                Combinators.combine(text, Arbitraries.integers().list().ofMaxSize(5), Arbitraries.maps(text, text)
-                        .ofMaxSize(3)).as(Shape::new).map(s -> (Object) s),
-                Arbitraries.strings().alpha().ofMinLength(MAX_PAYLOAD - 100).ofMaxLength(MAX_PAYLOAD + 100)
-                        .map(s -> (Object) s));
+    static Gen<Object> payloads() {
+        Gen<String> text = Gens.strings(Chars.all(), 0, 40);
+        Gen<List<Integer>> fewNumbers = Gens.lists(Gens.ints(), 0, 5);
+        Gen<Map<String, String>> fewTags = Gens.maps(text, text, 3);
+        return Gens.<Object>oneOf(
+                Gens.just(null),
+                text,
+                Gens.ints(),
+                Gens.doubles(),
+                Gens.maps(text, text, 5),
+                Gens.lists(Gens.ints(), 0, 50),
+                draw -> new Shape(text.next(draw), fewNumbers.next(draw), fewTags.next(draw)),
+                Gens.strings(Chars.alpha(), MAX_PAYLOAD - 100, MAX_PAYLOAD + 100));
     }
 
-    @Provide
-    Arbitrary<Long> targets() {
-        return Arbitraries.oneOf(
-                Arbitraries.longs(),
-                Arbitraries.integers().between(0, 50).map(i -> ids.isEmpty() ? (long) i : ids.get(i % ids.size())));
+    static Gen<Long> targets() {
+        return Gens.oneOf(
+                Gens.longs(),
+                Gens.ints(0, 50).map(i -> ids.isEmpty() ? (long) i : ids.get(i % ids.size())));
+    }
+
+    /** A request with what its toString leaves out: the arguments and the attempts. */
+    private static String describe(JobRequest request) {
+        return request + " args=" + request.args() + " maxAttempts=" + request.maxAttempts();
     }
 
     // ---- the database's state ---------------------------------------------------------------

@@ -2,6 +2,7 @@ package dev.durable;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import java.time.Duration;
 import java.util.List;
@@ -98,12 +99,50 @@ class OptionsTest {
     }
 
     @Test
+    void anUnencodedAtSignInThePasswordIsRefusedWithoutQuotingIt() {
+        assertThatThrownBy(() -> EngineOptions.builder().url("r2dbc:postgresql://app:p@ssw0rd@db:5432/app"))
+                .hasMessageContaining("must percent-encode '@'")
+                .message().doesNotContain("ssw0rd");
+        assertThat(EngineOptions.builder().url("r2dbc:postgresql://app:p%40ssw0rd@db:5432/app").build().url())
+                .contains("%40");
+    }
+
+    @Test
     void passwordsNeverReachToString() {
         EngineOptions options = EngineOptions.builder()
                 .url("r2dbc:postgresql://app:s3cret@db:5432/app?sslmode=disable&password=other").build();
         assertThat(options.toString()).doesNotContain("s3cret").doesNotContain("other").contains("app:****@db");
         assertThatThrownBy(() -> EngineOptions.builder().url("postgresql://app:s3cret@db/app"))
                 .message().doesNotContain("s3cret");
+        // An unencoded '/' in the password: the user info ends at the last '@'.
+        String slashed = "r2dbc:postgresql://someone:pA55/wOrD@db:5432/app";
+        for (String url : List.of(slashed, "r2dbc:pool:postgresql://:pA55:w/O@wOrD@[::1]/app")) {
+            assertThat(EngineOptions.builder().url(url).build().toString())
+                    .doesNotContain("pA55").doesNotContain("wOrD").contains(":****@");
+        }
+        // An unencoded '@' is refused (R2DBC would read the rest as the host), without quoting it.
+        for (String url : List.of(slashed, "r2dbc:postgresql://someone:pA55@wOrD@db:5432/app")) {
+            assertThatThrownBy(() -> EngineOptions.builder().url(url.substring("r2dbc:".length())))
+                    .message().doesNotContain("pA55").doesNotContain("wOrD");
+            if (!url.equals(slashed)) {
+                assertThatThrownBy(() -> EngineOptions.builder().url(url))
+                        .message().contains("percent-encode").doesNotContain("pA55").doesNotContain("wOrD");
+            }
+        }
+    }
+
+    @Test
+    void anUnusableUrlIsRefusedWithoutItsSecrets() {
+        for (String url : List.of("r2dbc:nosuchdriver://app:pA55wOrD@db/app?sslPassword=pA55wOrD",
+                "r2dbc:postgresql:app:pA55wOrD@db", "r2dbc:postgresql://app:pA55%zzwOrD@db/app",
+                "r2dbc:postgresql://app:pA55%40wOrD@db/app?connectTimeout=soon")) {
+            EngineOptions options = EngineOptions.builder().url(url).build();
+            assertThat(options.toString()).doesNotContain("pA55").doesNotContain("wOrD");
+            Throwable error = catchThrowable(() -> DurableEngine.builder(options).build());
+            assertThat(error).as(url).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("url is not a usable R2DBC URL").hasNoCause();
+            assertThat(error.getMessage()).as(url).doesNotContain("pA55").doesNotContain("wOrD");
+        }
     }
 
     @Test

@@ -3,7 +3,6 @@ package dev.durable.testing;
 import dev.durable.EngineOptions;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
-import io.r2dbc.spi.ConnectionFactories;
 import java.time.Duration;
 import org.jspecify.annotations.Nullable;
 
@@ -39,7 +38,7 @@ public final class TestDatabase implements AutoCloseable {
     /** A pool for the test's own statements, closed with this database. */
     public synchronized ConnectionPool connectionFactory() {
         if (pool == null) {
-            pool = new ConnectionPool(ConnectionPoolConfiguration.builder(ConnectionFactories.get(url))
+            pool = new ConnectionPool(ConnectionPoolConfiguration.builder(TestPostgres.connectionFactory(url))
                     .maxSize(8).build());
         }
         return pool;

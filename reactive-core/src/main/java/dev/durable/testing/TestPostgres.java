@@ -1,5 +1,6 @@
 package dev.durable.testing;
 
+import dev.durable.Urls;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
@@ -52,13 +53,23 @@ public final class TestPostgres {
 
     /** Runs one statement on a fresh connection and waits for it. */
     static void run(String url, String sql) {
-        ConnectionFactory factory = ConnectionFactories.get(url);
+        ConnectionFactory factory = connectionFactory(url);
         Flux.usingWhen(factory.create(),
                         (Connection connection) -> Flux.from(connection.createStatement(sql).execute())
                                 .flatMap(Result::getRowsUpdated),
                         Connection::close)
                 .then()
                 .block(Duration.ofSeconds(60));
+    }
+
+    /** The driver's factory for {@code url}; a bad one is refused masked (the driver's message quotes it). */
+    static ConnectionFactory connectionFactory(String url) {
+        try {
+            return ConnectionFactories.get(url);
+        } catch (RuntimeException unusable) {
+            throw new IllegalArgumentException("not a usable R2DBC URL (" + URL_ENV + "?): "
+                    + Urls.maskedIn(unusable.getMessage(), url));
+        }
     }
 
     static String toR2dbcUrl(String url) {

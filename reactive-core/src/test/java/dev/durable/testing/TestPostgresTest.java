@@ -16,4 +16,13 @@ class TestPostgresTest {
         assertThatThrownBy(() -> TestPostgres.toR2dbcUrl("mysql://h/db"))
                 .hasMessageContaining(TestPostgres.URL_ENV);
     }
+
+    @Test
+    void anUnusableUrlIsRefusedWithoutItsPassword() {
+        assertThatThrownBy(() -> TestPostgres.toR2dbcUrl("mysql://u:pA55wOrD@h/db"))
+                .hasNoCause().message().doesNotContain("pA55wOrD");
+        assertThatThrownBy(() -> TestPostgres.connectionFactory("r2dbc:nosuch://u:pA55@wOrD@h/db?sslPassword=pA55wOrD"))
+                .isInstanceOf(IllegalArgumentException.class).hasNoCause()
+                .message().contains(TestPostgres.URL_ENV).doesNotContain("pA55").doesNotContain("wOrD");
+    }
 }

@@ -36,7 +36,7 @@ public final class RedisLimiters {
     public static LimiterFactory redis(RedisURI uri, RedisLimiterOptions options) {
         RedisConnector.requireNonNull("uri", uri);
         RedisConnector.requireNonNull("options", options);
-        return factory("redis(" + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
+        return factory("redis(" + RedisConnector.where(uri) + ", " + options + ")", options,
                 () -> LimiterEndpoint.standalone(RedisConnector.owned(uri)));
     }
 
@@ -48,7 +48,7 @@ public final class RedisLimiters {
         RedisConnector.requireNonNull("client", client);
         RedisConnector.requireNonNull("uri", uri);
         RedisConnector.requireNonNull("options", options);
-        return factory("redis(client, " + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
+        return factory("redis(client, " + RedisConnector.where(uri) + ", " + options + ")", options,
                 () -> LimiterEndpoint.standalone(RedisConnector.shared(client, uri)));
     }
 

@@ -42,7 +42,7 @@ public final class RedisPokeTransports {
     public static PokeTransportFactory redis(RedisURI uri, RedisPokeOptions options) {
         RedisConnector.requireNonNull("uri", uri);
         RedisConnector.requireNonNull("options", options);
-        return factory("redis(" + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
+        return factory("redis(" + RedisConnector.where(uri) + ", " + options + ")", options,
                 () -> RedisConnector.owned(uri));
     }
 
@@ -59,7 +59,7 @@ public final class RedisPokeTransports {
         RedisConnector.requireNonNull("client", client);
         RedisConnector.requireNonNull("uri", uri);
         RedisConnector.requireNonNull("options", options);
-        return factory("redis(client, " + uri.getHost() + ":" + uri.getPort() + ", " + options + ")", options,
+        return factory("redis(client, " + RedisConnector.where(uri) + ", " + options + ")", options,
                 () -> RedisConnector.shared(client, uri));
     }
 

@@ -1,5 +1,6 @@
 package dev.durable.spring;
 
+import dev.durable.Urls;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -63,6 +64,17 @@ public record DurableProperties(
         queues = queues == null ? Map.of() : Collections.unmodifiableMap(new LinkedHashMap<>(queues));
         pokeTransport = pokeTransport == null ? PokeTransport.LOCAL : pokeTransport;
         startupTimeout = startupTimeout == null ? Duration.ofMinutes(2) : startupTimeout;
+    }
+
+    /** Every property, the URL's password and secret parameters masked ({@link Urls#masked}). */
+    @Override
+    public String toString() {
+        return "DurableProperties[url=" + (url == null ? null : Urls.masked(url)) + ", schema=" + schema
+                + ", name=" + name + ", queues=" + queues + ", leaseTtl=" + leaseTtl
+                + ", heartbeatInterval=" + heartbeatInterval + ", reaperInterval=" + reaperInterval
+                + ", runMaintenance=" + runMaintenance + ", pokeTransport=" + pokeTransport
+                + ", poolMaxSize=" + poolMaxSize + ", applyMigrations=" + applyMigrations
+                + ", startupTimeout=" + startupTimeout + ", autoStartup=" + autoStartup + "]";
     }
 
     /**

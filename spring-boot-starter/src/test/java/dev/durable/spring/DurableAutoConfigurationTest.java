@@ -95,6 +95,30 @@ class DurableAutoConfigurationTest {
     }
 
     @Test
+    void theUrlsPasswordReachesNoToStringAndNoStartupError() {
+        String url = "r2dbc:postgresql://app:pA55@w/Or:D@localhost:1/app?sslPassword=sslPA55";
+        runner.withPropertyValues("durable.url=" + url, "durable.queues.mail.concurrency=2")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    String properties = context.getBean(DurableProperties.class).toString();
+                    assertThat(properties).doesNotContain("pA55").doesNotContain("w/Or:D")
+                            .contains("url=r2dbc:postgresql://app:****@localhost:1/app?sslPassword=****")
+                            .contains("concurrency=2");
+                    for (java.lang.reflect.RecordComponent component : DurableProperties.class.getRecordComponents()) {
+                        assertThat(properties).as("toString names every property").contains(component.getName() + "=");
+                    }
+                    assertThat(context.getBean(DurableEngine.class).options().toString()).doesNotContain("pA55");
+                });
+        runner.withPropertyValues("durable.url=" + url.substring("r2dbc:".length()))
+                .run(context -> {
+                    assertThat(context).hasFailed();
+                    for (Throwable error = context.getStartupFailure(); error != null; error = error.getCause()) {
+                        assertThat(error.toString()).doesNotContain("pA55").doesNotContain("w/Or:D");
+                    }
+                });
+    }
+
+    @Test
     void derivesTheUrlFromSpringR2dbcProperties() {
         runner.withPropertyValues("spring.r2dbc.url=r2dbc:postgresql://db.example:5432/app",
                         "spring.r2dbc.username=app user", "spring.r2dbc.password=p@ss:w/rd")

@@ -1,5 +1,6 @@
 package dev.durable.benchmarks.shootout;
 
+import dev.durable.Urls;
 import dev.durable.testing.TestPostgres;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
@@ -44,7 +45,13 @@ final class Target implements AutoCloseable {
         this.r2dbcUrl = r2dbcUrl;
         this.server = server;
         this.embedded = server != null;
-        URI uri = URI.create(r2dbcUrl.substring("r2dbc:".length()));
+        URI uri;
+        try {
+            uri = URI.create(r2dbcUrl.substring("r2dbc:".length()));
+        } catch (IllegalArgumentException notAUri) {
+            // The parser's message quotes the URL, password included.
+            throw new IllegalArgumentException("the database URL is not a URI: " + Urls.masked(r2dbcUrl));
+        }
         String query = uri.getRawQuery();
         this.jdbcUrl = "jdbc:postgresql://" + uri.getHost() + ":" + (uri.getPort() < 0 ? 5432 : uri.getPort())
                 + uri.getRawPath() + (query == null ? "" : "?" + query);

@@ -1,5 +1,6 @@
 package dev.durable.redis.internal;
 
+import dev.durable.Urls;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -16,6 +17,8 @@ import reactor.core.publisher.Mono;
  */
 public final class RedisConnector {
 
+    private static final String URI_RULE = "uri must be a Redis URI (redis://[[user]:password@]host[:port][/database])";
+
     private final RedisClient client;
     private final RedisURI uri;
     private final boolean owned;
@@ -26,14 +29,26 @@ public final class RedisConnector {
         this.owned = owned;
     }
 
-    /** A Redis URI from text; a malformed one is refused without echoing it (it may hold a password). */
+    /**
+     * A Redis URI from text. A malformed one is refused with its secrets masked and without the
+     * parser's exception, whose message quotes the URI whole. So is one that Lettuce reads into a
+     * host no server can have: an unencoded {@code ?} or {@code /} in a password moves part of it
+     * into the host, which the factories' descriptions and the logs would print.
+     */
     public static RedisURI parseUri(String uri) {
         requireNonNull("uri", uri);
+        RedisURI parsed;
         try {
-            return RedisURI.create(uri);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("uri must be a Redis URI (redis://host:port)", e);
+            parsed = RedisURI.create(uri);
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException(URI_RULE + ", was " + Urls.masked(uri) + " ("
+                    + Urls.maskedIn(e.getMessage(), uri) + ")");
         }
+        if (parsed.getHost() != null && !isHost(parsed.getHost())) {
+            throw new IllegalArgumentException(URI_RULE + " (percent-encode reserved characters in a password), was "
+                    + Urls.masked(uri));
+        }
+        return parsed;
     }
 
     /** The argument check of the Redis factories and options: the message names the option. */
@@ -81,6 +96,29 @@ public final class RedisConnector {
 
     /** Where Redis is, for messages: host and port only, never credentials. */
     public String where() {
-        return uri.getHost() + ":" + uri.getPort();
+        return where(uri);
+    }
+
+    /**
+     * Where {@code uri} points, for messages and descriptions: host and port only, never
+     * credentials; a host that no server can have (a password's tail, misread) is masked.
+     */
+    public static String where(RedisURI uri) {
+        String host = uri.getHost();
+        return (host == null || isHost(host) ? host : "****") + ":" + uri.getPort();
+    }
+
+    /** A DNS name, an IPv4 address or an IPv6 one (two colons at least). */
+    private static boolean isHost(String host) {
+        int colons = 0;
+        for (int i = 0; i < host.length(); i++) {
+            char c = host.charAt(i);
+            if (c == ':') {
+                colons++;
+            } else if (!Character.isLetterOrDigit(c) && "._~%-[]".indexOf(c) < 0) {
+                return false;
+            }
+        }
+        return colons == 0 || colons >= 2;
     }
 }

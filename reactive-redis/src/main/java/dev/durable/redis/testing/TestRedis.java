@@ -1,5 +1,6 @@
 package dev.durable.redis.testing;
 
+import dev.durable.Urls;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
@@ -38,18 +39,21 @@ public final class TestRedis {
         return server().uri();
     }
 
+    /** The URL when usable; else an error that shows it masked (the parser's own quotes it whole). */
     static String checkUrl(String url) {
         URI parsed;
         try {
             parsed = URI.create(url);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(URL_ENV + " must be a redis:// URL, was '" + url + "'", e);
+            throw new IllegalArgumentException(URL_ENV + " must be a redis:// URL, was '" + Urls.masked(url) + "' ("
+                    + Urls.maskedIn(e.getMessage(), url) + ")");
         }
         if (!"redis".equals(parsed.getScheme()) && !"rediss".equals(parsed.getScheme())) {
-            throw new IllegalArgumentException(URL_ENV + " must be a redis:// (or rediss://) URL, was '" + url + "'");
+            throw new IllegalArgumentException(URL_ENV + " must be a redis:// (or rediss://) URL, was '"
+                    + Urls.masked(url) + "'");
         }
         if (parsed.getHost() == null) {
-            throw new IllegalArgumentException(URL_ENV + " must name a host, was '" + url + "'");
+            throw new IllegalArgumentException(URL_ENV + " must name a host, was '" + Urls.masked(url) + "'");
         }
         return url;
     }

@@ -1,5 +1,6 @@
 package dev.durable.redis.testing;
 
+import dev.durable.Urls;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -80,13 +81,13 @@ public final class TestRedisServer {
         try {
             embedded.start();
         } catch (IOException e) {
-            throw new UncheckedIOException("embedded redis-server did not start on " + uri, e);
+            throw new UncheckedIOException("embedded redis-server did not start on " + Urls.masked(uri), e);
         }
     }
 
     private RedisServer requireEmbedded(String what) {
         if (embedded == null) {
-            throw new IllegalStateException("cannot " + what + " the external Redis at " + uri
+            throw new IllegalStateException("cannot " + what + " the external Redis at " + Urls.masked(uri)
                     + " (" + TestRedis.URL_ENV + "); only the embedded one");
         }
         return embedded;
@@ -94,6 +95,6 @@ public final class TestRedisServer {
 
     @Override
     public String toString() {
-        return "TestRedisServer{" + uri + (embedded != null ? ", embedded" : "") + "}";
+        return "TestRedisServer{" + Urls.masked(uri) + (embedded != null ? ", embedded" : "") + "}";
     }
 }
