@@ -5,6 +5,8 @@ import dev.durable.internal.Db;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.engine.ClaimOnInsert;
 import dev.durable.internal.engine.EngineRuntime;
+import dev.durable.internal.engine.QueueScheduler;
+import dev.durable.internal.engine.Registry;
 import dev.durable.internal.engine.SettleWaiters;
 import dev.durable.internal.engine.Telemetry;
 import dev.durable.internal.engine.WorkerIdentity;
@@ -54,6 +56,8 @@ import reactor.util.Loggers;
 public final class DurableEngine {
 
     private static final Logger log = Loggers.getLogger(DurableEngine.class);
+    /** Rows failed per statement by {@link #failUnrunnable}: short transactions, however many rows. */
+    private static final int FAIL_BATCH = 1000;
 
     /**
      * Where the engine is in its life, swapped as one value: the start in flight or done (null
@@ -100,7 +104,10 @@ public final class DurableEngine {
         } else {
             ConnectionFactory target;
             try {
-                target = ConnectionFactories.get(ConnectionFactoryOptions.parse(options.url()));
+                // The server cuts a statement that runs past the bound; the pool never waits past its own.
+                target = ConnectionFactories.get(ConnectionFactoryOptions.parse(options.url()).mutate()
+                        .option(ConnectionFactoryOptions.STATEMENT_TIMEOUT, options.statementTimeout())
+                        .build());
             } catch (RuntimeException unusable) {
                 // The driver's message quotes the whole URL, password included: mask it, drop the cause.
                 throw new IllegalArgumentException("url is not a usable R2DBC URL: "
@@ -111,13 +118,18 @@ public final class DurableEngine {
                     .initialSize(1)
                     .maxSize(options.poolMaxSize())
                     .maxIdleTime(Duration.ofMinutes(5))
+                    .maxAcquireTime(options.acquireTimeout())
+                    .maxCreateConnectionTime(options.acquireTimeout())
+                    .maxValidationTime(options.acquireTimeout())
                     .build());
             this.connectionFactory = ownPool;
         }
-        Db db = new Db(connectionFactory);
+        Db db = new Db(connectionFactory, options.callTimeout());
         this.recurringJobs = recurringJobs;
+        Map<String, Integer> knownTypes = new LinkedHashMap<>();
+        this.definitions.values().forEach(definition -> knownTypes.put(definition.type(), definition.version()));
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
-                options.rateLimits().values());
+                options.rateLimits().values(), knownTypes);
         this.migrator = new Migrator(db, options.schema());
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
@@ -166,8 +178,12 @@ public final class DurableEngine {
         return migrated
                 .then(EngineRuntime.start(new EngineRuntime.Wiring(options, connectionFactory, definitions,
                         recurringJobs, statements, identity, mapper, telemetry, this::insert, this::afterTransition)))
-                .doOnNext(runtime -> lifecycle.getAndUpdate(state -> state.running(runtime)))
-                .then()
+                .flatMap(runtime -> {
+                    Lifecycle now = lifecycle.updateAndGet(state -> state.running(runtime));
+                    // A close that stopped waiting for this start may have missed the runtime: close it here.
+                    return now.closing() == null ? Mono.<Void>empty()
+                            : runtime.close().then(Mono.error(new EngineClosedException(options.name())));
+                })
                 .doOnSuccess(started -> log.info("Durable engine {} started: schema {}, queues {}",
                         options.name(), options.schema(), options.queues().keySet()));
     }
@@ -218,6 +234,9 @@ public final class DurableEngine {
                                 List<Long> ids = inserted.stream().map(Inserted::id).toList();
                                 telemetry.inserted(rows, ids);
                                 plan.queuesToPoke().forEach(this::poke);
+                                if (now.runtime() != null) {
+                                    now.runtime().registry().warnIfUnserved(queuesOf(rows));
+                                }
                                 return ids;
                             });
                     if (!plan.claimsAny()) {
@@ -433,12 +452,17 @@ public final class DurableEngine {
 
     private Mono<Void> doClose() {
         Mono<Void> inFlight = lifecycle.get().starting();
-        Mono<Void> started = inFlight == null ? Mono.empty() : inFlight.onErrorResume(error -> Mono.empty());
+        // A start stalled on the database is not waited for past one close step: it closes what it
+        // made itself when it sees the engine closing.
+        Mono<Void> started = inFlight == null ? Mono.empty()
+                : inFlight.timeout(QueueScheduler.CLOSE_STEP, Mono.empty()).onErrorResume(error -> Mono.empty());
         Mono<Void> runtime = Mono.defer(() -> {
             EngineRuntime made = runtime();
             return made == null ? Mono.empty() : made.close();
         });
-        Mono<Void> pool = Mono.defer(() -> ownPool == null ? Mono.empty() : ownPool.disposeLater());
+        Mono<Void> pool = Mono.defer(() -> ownPool == null ? Mono.empty() : ownPool.disposeLater())
+                .timeout(QueueScheduler.CLOSE_STEP, Mono.fromRunnable(() -> log.warn(
+                        "engine {}: connection pool not disposed within {}", options.name(), QueueScheduler.CLOSE_STEP)));
         return started
                 .then(Cleanup.inOrder(runtime, pool))
                 .doOnSuccess(closed -> log.info("Durable engine {} closed", options.name()));
@@ -471,6 +495,42 @@ public final class DurableEngine {
     /** What the scheduler of {@code queue} on this engine is doing; empty when it runs no such queue. */
     public Optional<QueueStats> queueStats(String queue) {
         return queueStats().stream().filter(stats -> stats.queue().equals(queue)).findFirst();
+    }
+
+    /**
+     * The engines running now on this database and schema, from the registry every engine keeps
+     * its entry in (refreshed with its heartbeat, expired when it stops): which queues each serves
+     * and which types it knows. Any engine can ask, started or not.
+     */
+    public Flux<LiveEngine> liveEngines() {
+        return whenOpen().thenMany(statements.registry().live());
+    }
+
+    /**
+     * Work due now that no live engine can run: queues no engine serves, and rows whose type (at
+     * their version) no engine serving their queue knows, as a rolling deploy can leave behind.
+     * Such rows are never failed for it; they wait. Reads the head of each queue, not the backlog.
+     */
+    public Flux<UnservedWork> unservedWork() {
+        return whenOpen().thenMany(Registry.unserved(statements.registry()));
+    }
+
+    /**
+     * Fails every live (runnable or parked) instance of {@code type} with {@code reason}, for a type
+     * removed for good; emits how many. Executing instances are left to finish. Parents count their
+     * failed children off as for any other failure.
+     */
+    public Mono<Long> failUnrunnable(String type, String reason) {
+        return whenOpen().then(Mono.fromRunnable(() -> {
+                    RequestMapper.checkName("type", type);
+                    if (reason == null || reason.isBlank()) {
+                        throw new InvalidRequestException("reason must not be blank");
+                    }
+                }))
+                .then(statements.registry().failType(type, reason, FAIL_BATCH)
+                        .expand(failed -> failed == FAIL_BATCH ? statements.registry().failType(type, reason, FAIL_BATCH)
+                                : Mono.empty())
+                        .reduce(0L, Long::sum));
     }
 
     /**

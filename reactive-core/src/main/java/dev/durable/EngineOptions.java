@@ -49,6 +49,9 @@ public final class EngineOptions {
     public static final int DEFAULT_EVENT_BUFFER_SIZE = 1024;
     public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
     public static final Duration DEFAULT_RECONCILE_INTERVAL = Duration.ofMinutes(5);
+    public static final Duration DEFAULT_ACQUIRE_TIMEOUT = Duration.ofSeconds(5);
+    public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(10);
+    public static final Duration DEFAULT_CALL_TIMEOUT = Duration.ofSeconds(15);
 
     /** One option: its name (in messages and toString), its default, its check and how it prints. */
     private static final class Option<T> {
@@ -89,6 +92,12 @@ public final class EngineOptions {
             EngineOptions::maskPassword);
     private static final Option<Integer> POOL_MAX_SIZE = option("poolMaxSize", DEFAULT_POOL_MAX_SIZE,
             (name, value) -> Options.requireAtLeast(name, value, 2));
+    private static final Option<Duration> ACQUIRE_TIMEOUT = option("acquireTimeout", DEFAULT_ACQUIRE_TIMEOUT,
+            Options::requirePositive);
+    private static final Option<Duration> STATEMENT_TIMEOUT = option("statementTimeout", DEFAULT_STATEMENT_TIMEOUT,
+            Options::requirePositive);
+    private static final Option<Duration> CALL_TIMEOUT = option("callTimeout", DEFAULT_CALL_TIMEOUT,
+            Options::requirePositive);
     private static final Option<String> SCHEMA = option("schema", DEFAULT_SCHEMA, Options::requireIdentifier);
     private static final Option<String> NAME = option("name", DEFAULT_NAME, EngineOptions::checkName);
     private static final Option<Map<String, QueueOptions>> QUEUES = new Option<>("queues", Map.of(),
@@ -169,6 +178,26 @@ public final class EngineOptions {
 
     public int poolMaxSize() {
         return get(POOL_MAX_SIZE);
+    }
+
+    /** How long the engine's own pool waits for a free (or new) connection before the call fails. */
+    public Duration acquireTimeout() {
+        return get(ACQUIRE_TIMEOUT);
+    }
+
+    /** The server's {@code statement_timeout} on the engine's own connections (with {@link #url()}). */
+    public Duration statementTimeout() {
+        return get(STATEMENT_TIMEOUT);
+    }
+
+    /**
+     * The longest any one database call of the engine may take, connection included: a pick, a
+     * commit, a heartbeat, a release, a maintenance batch, a client call. Past it the call fails
+     * with {@link DatabaseTimeoutException} and its connection is discarded, so a stalled connection
+     * costs a timeout, never a stopped queue.
+     */
+    public Duration callTimeout() {
+        return get(CALL_TIMEOUT);
     }
 
     public String schema() {
@@ -380,6 +409,21 @@ public final class EngineOptions {
         /** The most connections of the engine's own pool (with {@link #url}). */
         public Builder poolMaxSize(int poolMaxSize) {
             return set(POOL_MAX_SIZE, poolMaxSize);
+        }
+
+        /** How long the engine's own pool waits for a free (or new) connection (default 5 s). */
+        public Builder acquireTimeout(Duration acquireTimeout) {
+            return set(ACQUIRE_TIMEOUT, acquireTimeout);
+        }
+
+        /** The server's statement_timeout on the engine's own connections (default 10 s). */
+        public Builder statementTimeout(Duration statementTimeout) {
+            return set(STATEMENT_TIMEOUT, statementTimeout);
+        }
+
+        /** The longest any one database call of the engine may take, connection included (default 15 s). */
+        public Builder callTimeout(Duration callTimeout) {
+            return set(CALL_TIMEOUT, callTimeout);
         }
 
         /** The PostgreSQL schema of Durable's tables, created if missing. */

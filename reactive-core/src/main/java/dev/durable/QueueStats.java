@@ -30,6 +30,8 @@ import java.util.Map;
  * @param released claimed rows given back unstarted
  * @param drainAbandoned runs still going when close() stopped waiting for them
  * @param throttled limited rows a limiter refused at a pick
+ * @param leasesLost held rows a heartbeat found no longer this worker's (dropped unstarted, or their run stopped)
+ * @param runsCancelled held rows a heartbeat found cancelled (given back unstarted, or their run stopped)
  */
 public record QueueStats(
         String queue,
@@ -53,7 +55,9 @@ public record QueueStats(
         long reclaimed,
         long released,
         long drainAbandoned,
-        long throttled) {
+        long throttled,
+        long leasesLost,
+        long runsCancelled) {
 
     public QueueStats {
         picksByTrigger = Map.copyOf(picksByTrigger);

@@ -22,11 +22,20 @@ public final class StepContext<S> {
     private final List<Signal> inbox;
     private final List<Child> children;
     private final JsonCodec codec;
+    private final Cancellation cancellation;
 
-    /** Made by the engine for each step; public so tests of step handlers can make one too. */
+    /** A context that is never cancelled: public so tests of step handlers can make one. */
     public StepContext(long id, String type, String queue, String step, int attempt, int maxAttempts,
             @Nullable S state, boolean awaitedSignals, List<Signal> signals, List<Signal> inbox,
             List<Child> children, JsonCodec codec) {
+        this(id, type, queue, step, attempt, maxAttempts, state, awaitedSignals, signals, inbox, children, codec,
+                Cancellation.NEVER);
+    }
+
+    /** Made by the engine for each step. */
+    public StepContext(long id, String type, String queue, String step, int attempt, int maxAttempts,
+            @Nullable S state, boolean awaitedSignals, List<Signal> signals, List<Signal> inbox,
+            List<Child> children, JsonCodec codec, Cancellation cancellation) {
         this.id = id;
         this.type = type;
         this.queue = queue;
@@ -39,6 +48,12 @@ public final class StepContext<S> {
         this.inbox = List.copyOf(inbox);
         this.children = List.copyOf(children);
         this.codec = codec;
+        this.cancellation = cancellation;
+    }
+
+    /** Whether this step should stop: its instance was cancelled or the run lost its claim. */
+    public Cancellation cancellation() {
+        return cancellation;
     }
 
     public long id() {

@@ -8,6 +8,7 @@ import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -131,17 +132,44 @@ class ExecutorIT {
     }
 
     @Test
-    void unknownTypesAndMalformedArgumentsFailWithTheReason() {
+    void unknownTypesWaitForAnEngineThatKnowsThemAndMalformedArgumentsFailWithTheReason() {
         DurableEngine producer = engines.start(engines.options("loose").rejectUnknownTypes(false));
         DurableEngine worker = engine("strict", JobDefinition.of("order", Order.class, (Order o) -> Mono.just(o.quantity()))
                 .queue("strict"));
         long ghost = producer.insert(JobRequest.of("ghost", "boo").queue("strict")).block();
         long malformed = producer.insert(JobRequest.of("order", "not an order").queue("strict")).block();
-        assertThat(engines.awaitStatus(worker, ghost, InstanceStatus.FAILED, WAIT).lastError())
-                .startsWith("unknown type 'ghost'");
         assertThat(engines.awaitStatus(worker, malformed, InstanceStatus.FAILED, WAIT).lastError())
                 .startsWith("malformed arguments for " + Order.class.getName());
         assertThat(engines.awaitStatus(worker, malformed, InstanceStatus.FAILED, WAIT).attempt()).isEqualTo(1);
+
+        // A type this engine does not know is never picked, never failed: it waits, visibly.
+        Eventually.sleep(500); // several polls of the worker
+        Instance waiting = worker.get(ghost).block();
+        assertThat(waiting.status()).isEqualTo(InstanceStatus.RUNNABLE);
+        assertThat(waiting.attempt()).isZero();
+        // (Other tests of this class leave rows in queues nobody serves now: look at this queue only.)
+        List<UnservedWork> unserved = worker.unservedWork().filter(work -> work.queue().equals("strict"))
+                .collectList().block();
+        assertThat(unserved).singleElement().satisfies(work -> {
+            assertThat(work.queue()).isEqualTo("strict");
+            assertThat(work.type()).isEqualTo("ghost");
+            assertThat(work.reason()).isEqualTo(UnservedWork.Reason.NO_ENGINE_KNOWS_TYPE);
+            assertThat(work.instances()).isEqualTo(1);
+        });
+        // An engine that knows the type comes along and runs it.
+        engines.start(engines.options("knower")
+                        .queue(QueueOptions.builder("strict").pollInterval(Duration.ofMillis(50)).build()),
+                JobDefinition.of("ghost", String.class, (String s) -> Mono.just(s + "!")).queue("strict"));
+        assertThat(engines.awaitStatus(worker, ghost, InstanceStatus.DONE, WAIT).resultJson()).isEqualTo("\"boo!\"");
+        assertThat(worker.unservedWork().filter(work -> work.queue().equals("strict")).collectList().block())
+                .isEmpty();
+
+        // A type removed for good is failed on purpose.
+        long forgotten = producer.insert(JobRequest.of("removed", "x").queue("strict")).block();
+        assertThat(worker.failUnrunnable("removed", "type removed in release 42").block()).isEqualTo(1);
+        Instance failed = worker.get(forgotten).block();
+        assertThat(failed.status()).isEqualTo(InstanceStatus.FAILED);
+        assertThat(failed.lastError()).isEqualTo("type removed in release 42");
     }
 
     @Test

@@ -27,25 +27,60 @@ class MigrationIT {
             List<Integer> versions = Mono.zip(first.migrate(), second.migrate(),
                             (a, b) -> List.of(a, b))
                     .block(Duration.ofSeconds(60));
-            assertThat(versions).containsExactly(1, 1);
-            assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version",
-                    row -> row.get(0, Integer.class))).containsExactly(1);
-            assertThat(tables(db)).containsExactly("durable_gate_slots", "durable_instances",
+            assertThat(versions).containsExactly(LATEST, LATEST);
+            assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
+                    row -> row.get(0, Integer.class))).containsExactly(1, 2);
+            assertThat(tables(db)).containsExactly("durable_engines", "durable_gate_slots", "durable_instances",
                     "durable_rate_buckets", "durable_schema_version", "durable_signals");
 
             // Idempotent: nothing left to apply.
-            assertThat(first.migrate().block()).isEqualTo(1);
+            assertThat(first.migrate().block()).isEqualTo(LATEST);
             assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_schema_version",
-                    row -> row.get(0, Long.class))).containsExactly(1L);
+                    row -> row.get(0, Long.class))).containsExactly((long) LATEST);
 
             // The down path removes every table but the version record, and up works again.
             assertThat(first.migrateDown(0).block()).isZero();
             assertThat(tables(db)).containsExactly("durable_schema_version");
-            assertThat(second.migrate().block()).isEqualTo(1);
-            assertThat(tables(db)).contains("durable_instances");
+            assertThat(second.migrate().block()).isEqualTo(LATEST);
+            assertThat(tables(db)).contains("durable_instances", "durable_engines");
         } finally {
             first.close().block();
             second.close().block();
+        }
+    }
+
+    /** The newest schema version this build ships. */
+    private static final int LATEST = 2;
+
+    @Test
+    void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
+        DurableEngine old = DurableEngine.builder(db.engineOptions().name("old").build()).build();
+        try {
+            old.migrate().block(Duration.ofSeconds(60));
+            assertThat(old.migrateDown(1).block()).isEqualTo(1);
+            assertThat(tables(db)).doesNotContain("durable_engines");
+            // Work a version-1 deployment left behind: a runnable job and a parked workflow with a signal.
+            db.execute("INSERT INTO \"" + db.schema() + "\".durable_instances (type, queue, step, state, max_attempts)"
+                    + " VALUES ('echo', 'upgraded', 'run', '\"kept\"', 5)");
+        } finally {
+            old.close().block();
+        }
+        JobDefinition<String, String> echo = JobDefinition.of("echo", String.class, (String s) -> Mono.just(s))
+                .queue("upgraded");
+        DurableEngine upgraded = DurableEngine.builder(db.engineOptions().name("new")
+                        .queue(QueueOptions.builder("upgraded").pollInterval(Duration.ofMillis(100)).build()).build())
+                .register(echo).build();
+        try {
+            upgraded.start().block(Duration.ofSeconds(60));
+            assertThat(Sql.query(db, "SELECT max(version) FROM {schema}.durable_schema_version",
+                    row -> row.get(0, Integer.class))).containsExactly(LATEST);
+            long id = Sql.query(db, "SELECT id FROM {schema}.durable_instances", row -> row.get(0, Long.class)).get(0);
+            Instance done = upgraded.awaitSettled(id, Duration.ofSeconds(30)).block();
+            assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
+            assertThat(done.resultJson()).isEqualTo("\"kept\"");
+            assertThat(upgraded.liveEngines().collectList().block()).extracting(LiveEngine::name).contains("new");
+        } finally {
+            upgraded.close().block();
         }
     }
 
@@ -53,5 +88,7 @@ class MigrationIT {
     void theMigrationFilesAreFlywayNamedAndShippedInTheJar() {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V1__durable_schema.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U1__durable_schema.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V2__engine_registry.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U2__engine_registry.sql")).isNotNull();
     }
 }

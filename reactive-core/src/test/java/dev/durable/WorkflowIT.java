@@ -335,7 +335,7 @@ class WorkflowIT {
     }
 
     @Test
-    void retryRunsTheStepAgainWithoutSpendingAnAttemptAndUnknownStepsFail() {
+    void retryRunsTheStepAgainWithoutSpendingAnAttemptAndUnknownStepsWaitForAnEngineThatKnowsThem() {
         AtomicInteger polls = new AtomicInteger();
         WorkflowDefinition<String> poller = WorkflowDefinition.builder("poller", String.class).queue("steps")
                 .maxAttempts(1)
@@ -346,11 +346,26 @@ class WorkflowIT {
         long id = engine.insert(JobRequest.of("poller", "x")).block();
         assertThat(engine.awaitSettled(id, WAIT).block().resultJson()).isEqualTo("3");
 
-        long removed = engine.insert(JobRequest.of("poller", "y").runIn(Duration.ofHours(1))).block();
-        Sql.update(db, "UPDATE {schema}.durable_instances SET step = 'deleted-step', eligible_at = now() WHERE id = $1",
-                removed);
-        Instance failed = engine.awaitSettled(removed, WAIT).block();
-        assertThat(failed.status()).isEqualTo(InstanceStatus.FAILED);
-        assertThat(failed.lastError()).startsWith("unknown step 'deleted-step' of workflow poller");
+        // A step this engine does not have (a newer release added it): handed back unrun, unpaid.
+        long newer = engine.insert(JobRequest.of("poller", "y").runIn(Duration.ofHours(1))).block();
+        Sql.update(db, "UPDATE {schema}.durable_instances SET step = 'added-step', eligible_at = now() WHERE id = $1",
+                newer);
+        Instance handedBack = Eventually.until("handed back", WAIT, () -> engine.get(newer).block(),
+                instance -> instance.lastError() != null);
+        assertThat(handedBack.status()).isEqualTo(InstanceStatus.RUNNABLE);
+        assertThat(handedBack.attempt()).isZero();
+        assertThat(handedBack.lastError()).startsWith("step 'added-step' of workflow poller")
+                .contains("left for an engine that knows it");
+        assertThat(handedBack.eligibleAt()).isAfter(handedBack.updatedAt());
+        // The newer release's engine runs it, with its whole attempt budget (max 1 here).
+        WorkflowDefinition<String> newerPoller = WorkflowDefinition.builder("poller", String.class).queue("steps")
+                .maxAttempts(1)
+                .step("poll", ctx -> Mono.just(Outcome.<String>done("old")))
+                .step("added-step", ctx -> Mono.just(Outcome.<String>done("new")))
+                .build();
+        engines.start(options("newer", "steps"), newerPoller);
+        Instance done = engine.awaitSettled(newer, WAIT).block();
+        assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(done.resultJson()).isEqualTo("\"new\"");
     }
 }

@@ -1,9 +1,13 @@
 package dev.durable.internal;
 
+import dev.durable.DatabaseTimeoutException;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.Result;
 import io.r2dbc.spi.Statement;
+import io.r2dbc.spi.Wrapped;
+import java.time.Duration;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
@@ -11,30 +15,68 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * Connection and transaction scoping over a {@link ConnectionFactory}. Every connection is tied
- * to the subscription with {@code usingWhen}, so completion, error and cancel all release it, and
- * a transaction is rolled back on error or cancel. Driver errors come out translated.
+ * Connection and transaction scoping over a {@link ConnectionFactory}, with a bound on every call.
+ * Every connection is tied to the subscription with {@code usingWhen}, so completion, error and
+ * cancel all release it, and a transaction is rolled back on error or cancel. A call that stays
+ * silent past its timeout (connection acquisition included) fails with
+ * {@link DatabaseTimeoutException}, and the connection it held is discarded rather than given back:
+ * a half-open or stalled connection must never be handed to the next call. Driver errors come out
+ * translated.
  */
 public final class Db {
 
     private final ConnectionFactory connectionFactory;
+    private final Duration timeout;
 
-    public Db(ConnectionFactory connectionFactory) {
+    public Db(ConnectionFactory connectionFactory, Duration timeout) {
         this.connectionFactory = connectionFactory;
+        this.timeout = timeout;
+    }
+
+    /** The same database with another bound on each call (migrations may run for minutes). */
+    public Db withTimeout(Duration other) {
+        return new Db(connectionFactory, other);
     }
 
     /** Runs {@code work} on one connection in auto-commit mode. */
     public <T> Flux<T> withConnection(Function<Connection, ? extends Publisher<T>> work) {
-        return Flux.usingWhen(connectionFactory.create(), work, Connection::close)
-                .onErrorMap(Errors::translate);
+        return bounded(Flux.usingWhen(connectionFactory.create(), work, Connection::close, Db::afterError,
+                Db::discard));
     }
 
     /** Runs {@code work} in one transaction: committed when it completes, rolled back otherwise. */
     public <T> Flux<T> inTransaction(Function<Connection, ? extends Publisher<T>> work) {
-        return Flux.usingWhen(connectionFactory.create(),
-                        connection -> inTransaction(connection, work),
-                        Connection::close)
+        return bounded(Flux.usingWhen(connectionFactory.create(), connection -> inTransaction(connection, work),
+                Connection::close, Db::afterError, Db::discard));
+    }
+
+    /** Each answer (a row, or the end) within the timeout; a silent call is cut and its connection discarded. */
+    private <T> Flux<T> bounded(Flux<T> call) {
+        return call.timeout(timeout)
+                .onErrorMap(TimeoutException.class, silent -> new DatabaseTimeoutException(timeout))
                 .onErrorMap(Errors::translate);
+    }
+
+    /** A connection that failed in the driver or the network is discarded; one the server refused a statement on is fine. */
+    private static Publisher<Void> afterError(Connection connection, Throwable error) {
+        return Errors.isTransient(Errors.translate(error)) ? discard(connection) : connection.close();
+    }
+
+    /**
+     * Closes the physical connection under any pool wrapper, then gives the wrapper back: the pool
+     * validates a connection before lending it and drops a closed one, so a stalled connection is
+     * never reused. Never errors: discarding is best effort and bounded.
+     */
+    public static Mono<Void> discard(Connection connection) {
+        Connection physical = connection;
+        while (physical instanceof Wrapped<?> wrapped && wrapped.unwrap() instanceof Connection inner) {
+            physical = inner;
+        }
+        Mono<Void> closePhysical = physical == connection ? Mono.empty()
+                : Mono.from(physical.close()).timeout(Duration.ofSeconds(1)).onErrorResume(error -> Mono.empty());
+        return closePhysical
+                .then(Mono.from(connection.close()).timeout(Duration.ofSeconds(1)))
+                .onErrorResume(error -> Mono.empty());
     }
 
     /** Runs {@code work} in a transaction on a connection the caller owns. */

@@ -34,7 +34,7 @@ public final class PostgresLimiter implements Limiter {
             @Override
             public Mono<Limiter> create(LimiterContext context) {
                 return Mono.fromSupplier(() -> new PostgresLimiter(new LimiterSql(
-                        new Db(context.connectionFactory()), new Tables(context.schema()))));
+                        new Db(context.connectionFactory(), context.callTimeout()), new Tables(context.schema()))));
             }
 
             @Override

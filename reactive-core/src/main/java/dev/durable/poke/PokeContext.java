@@ -1,10 +1,17 @@
 package dev.durable.poke;
 
+import dev.durable.EngineOptions;
 import io.r2dbc.spi.ConnectionFactory;
+import java.time.Duration;
 
 /**
  * What an engine hands its poke transport: its identity (messages carry it as their origin so an
- * engine ignores its own echo), its database and its schema.
+ * engine ignores its own echo), its database, its schema and the bound on each database call.
  */
-public record PokeContext(String origin, ConnectionFactory connectionFactory, String schema) {
+public record PokeContext(String origin, ConnectionFactory connectionFactory, String schema, Duration callTimeout) {
+
+    /** With the engine's default call timeout. */
+    public PokeContext(String origin, ConnectionFactory connectionFactory, String schema) {
+        this(origin, connectionFactory, schema, EngineOptions.DEFAULT_CALL_TIMEOUT);
+    }
 }

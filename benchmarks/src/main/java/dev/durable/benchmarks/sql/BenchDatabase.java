@@ -47,7 +47,8 @@ final class BenchDatabase implements AutoCloseable {
         this.tables = new Tables(database.schema());
         this.pool = new ConnectionPool(ConnectionPoolConfiguration.builder(ConnectionFactories.get(database.url()))
                 .maxSize(4).build());
-        this.statements = Statements.create(new Db(pool), database.schema(), java.util.List.of(), java.util.List.of());
+        this.statements = Statements.create(new Db(pool, Duration.ofMinutes(1)), database.schema(), java.util.List.of(), java.util.List.of(),
+                java.util.Map.of("noop", 1));
         this.admin = Mono.from(ConnectionFactories.get(database.url()).create()).block(WAIT);
     }
 

@@ -54,7 +54,7 @@ public class HeartbeatBenchmark {
 
     @Benchmark
     public Long heartbeat() {
-        return db.statements.leases().heartbeat(ids, BenchDatabase.WORKER, BenchDatabase.LEASE_MILLIS).block();
+        return db.statements.leases().heartbeat(ids, BenchDatabase.WORKER, BenchDatabase.LEASE_MILLIS).count().block();
     }
 
     @TearDown(Level.Trial)

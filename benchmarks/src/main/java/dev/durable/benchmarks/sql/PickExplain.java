@@ -25,7 +25,8 @@ public final class PickExplain {
                 db.fill(backlog, false);
                 String pick = db.statements.picks().pickText().replace("$1", "'" + BenchDatabase.QUEUE + "'").replace("$2", "100")
                         .replace("$3", "'" + BenchDatabase.WORKER + "'")
-                        .replace("$4", Long.toString(BenchDatabase.LEASE_MILLIS));
+                        .replace("$4", Long.toString(BenchDatabase.LEASE_MILLIS))
+                        .replace("$5", "ARRAY['noop']").replace("$6", "ARRAY[1]");
                 System.out.println("== pick of 100 over " + backlog + " runnable rows");
                 for (int run = 0; run < 2; run++) {
                     System.out.println("-- run " + (run + 1));

@@ -15,14 +15,18 @@ import java.util.Set;
  * Claim-on-insert: rows inserted while a local scheduler of their queue sits idle are inserted
  * already claimed by it, saving the pick's round trip (what brings an idle queue's enqueue-to-start
  * down to a few milliseconds). Only rows due now with no concurrency key, gate or rate limit are
- * claimed so, and only up to what each idle scheduler reserves ({@link QueueScheduler#reserve}).
+ * claimed so, of types this engine runs, and only up to what each idle scheduler reserves
+ * ({@link QueueScheduler#reserve}).
  */
 public final class ClaimOnInsert {
 
     private final List<QueueScheduler> schedulers;
+    /** Only types this engine can run are claimed: another engine's type is left for it to pick. */
+    private final Set<String> runnableTypes;
 
-    ClaimOnInsert(List<QueueScheduler> schedulers) {
+    ClaimOnInsert(List<QueueScheduler> schedulers, Set<String> runnableTypes) {
         this.schedulers = List.copyOf(schedulers);
+        this.runnableTypes = Set.copyOf(runnableTypes);
     }
 
     /** No local scheduler takes anything (the engine is not running). */
@@ -57,9 +61,9 @@ public final class ClaimOnInsert {
         return new Plan(rows, claimers, reservations);
     }
 
-    private static boolean claimable(NewInstance row, String queue) {
+    private boolean claimable(NewInstance row, String queue) {
         return row.queue().equals(queue) && row.runAt() == null && row.delayMillis() == 0
-                && row.concurrencyKey() == null && !row.limited();
+                && row.concurrencyKey() == null && !row.limited() && runnableTypes.contains(row.type());
     }
 
     /** The claims of one insert, and the reservations behind them. */

@@ -8,6 +8,7 @@ import dev.durable.QueueStats;
 import dev.durable.RecurringJob;
 import dev.durable.internal.Cleanup;
 import dev.durable.internal.RequestMapper;
+import dev.durable.internal.sql.RegistrySql;
 import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.Statements;
 import dev.durable.limit.Limiter;
@@ -51,10 +52,13 @@ public final class EngineRuntime {
     private final List<QueueScheduler> schedulers;
     private final List<Leases> leases;
     private final MaintenanceTasks maintenance;
+    private final Registry registry;
     private final RecurringRunner recurring;
     private final ClaimOnInsert claims;
     private final boolean runMaintenance;
     private final EngineOptions options;
+    private final java.util.concurrent.atomic.AtomicReference<Mono<Void>> closing =
+            new java.util.concurrent.atomic.AtomicReference<>();
 
     private EngineRuntime(Wiring wiring, Limiter limiter, PokeTransport transport) {
         EngineOptions options = wiring.options();
@@ -85,7 +89,8 @@ public final class EngineRuntime {
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
                     options.heartbeatInterval().toMillis(), sql.leases(), admission);
-            QueueScheduler.Runner runner = row -> executor.run(row, continued -> admission.inlineStep(row.id(), continued))
+            QueueScheduler.Runner runner = (row, cancellation) -> executor.run(row, cancellation,
+                            continued -> admission.inlineStep(row.id(), continued))
                     .doOnNext(result -> admission.runEnded(row.id(), result));
             QueueScheduler scheduler = new QueueScheduler(queue, worker, pick, heartbeat, queueLeases, runner,
                     transport.pokes(), options.heartbeatInterval(), options.pokeWindow(), Schedulers.parallel(),
@@ -96,7 +101,7 @@ public final class EngineRuntime {
         }
         this.schedulers = List.copyOf(made);
         this.leases = List.copyOf(madeLeases);
-        this.claims = new ClaimOnInsert(schedulers);
+        this.claims = new ClaimOnInsert(schedulers, wiring.definitions().keySet());
         this.maintenance = new MaintenanceTasks(sql.leases(), sql.maintenance(), limiter, options.retention(),
                 reaped -> {
                     telemetry.recovered(reaped, false);
@@ -107,6 +112,11 @@ public final class EngineRuntime {
                 });
         this.recurring = new RecurringRunner(wiring.recurringJobs(), options.recurringInterval(),
                 sql.instances().now(), wiring.insert(), RecurringJob::due);
+        List<String> types = new ArrayList<>(wiring.definitions().keySet());
+        this.registry = new Registry(sql.registry(), new RegistrySql.Entry(wiring.identity().origin(), options.name(),
+                List.copyOf(options.queues().keySet()), types,
+                types.stream().map(type -> wiring.definitions().get(type).version()).toList(),
+                options.leaseTtl().toMillis()), Schedulers.parallel(), options.meterRegistry());
     }
 
     /**
@@ -118,9 +128,10 @@ public final class EngineRuntime {
         EngineOptions options = wiring.options();
         WorkerIdentity identity = wiring.identity();
         return options.limiter().create(new LimiterContext(identity.origin(), wiring.connectionFactory(),
-                        options.schema(), options.gates(), options.rateLimits(), options.leaseTtl()))
+                        options.schema(), options.gates(), options.rateLimits(), options.leaseTtl(),
+                        options.callTimeout()))
                 .flatMap(limiter -> options.pokeTransport().create(new PokeContext(identity.origin(),
-                                wiring.connectionFactory(), options.schema()))
+                                wiring.connectionFactory(), options.schema(), options.callTimeout()))
                         .onErrorResume(error -> quietly(limiter.close()).then(Mono.error(error)))
                         .flatMap(transport -> {
                             EngineRuntime runtime = new EngineRuntime(wiring, limiter, transport);
@@ -131,9 +142,11 @@ public final class EngineRuntime {
     }
 
     private Mono<Void> startParts() {
-        return Flux.range(0, schedulers.size())
+        return registry.register()
+                .thenMany(Flux.range(0, schedulers.size()))
                 .concatMap(i -> leases.get(i).reclaim().then(Mono.fromRunnable(schedulers.get(i)::start)))
                 .then(Mono.fromRunnable(() -> {
+                    registry.start(options.heartbeatInterval());
                     if (runMaintenance) {
                         maintenance.start(options.reaperInterval(), options.reconcileInterval());
                     }
@@ -161,6 +174,10 @@ public final class EngineRuntime {
         return claims;
     }
 
+    public Registry registry() {
+        return registry;
+    }
+
     public dev.durable.Maintenance maintenance() {
         return maintenance;
     }
@@ -172,14 +189,16 @@ public final class EngineRuntime {
     /**
      * Stops maintenance and the recurring jobs, drains every scheduler (each gives its buffered rows
      * back and waits up to its drain timeout for running ones), then closes the transport and the
-     * limiter, after the schedulers so their last credits go out. Errors are gathered.
+     * limiter, after the schedulers so their last credits go out. Errors are gathered. Idempotent.
      */
     public Mono<Void> close() {
-        return Mono.defer(() -> {
+        return closing.updateAndGet(made -> made != null ? made : Mono.defer(() -> {
             maintenance.stop();
             recurring.stop();
             return Cleanup.inOrder(Mono.whenDelayError(schedulers.stream().map(QueueScheduler::close).toList()),
-                    Mono.whenDelayError(transport.close(), limiter.close()));
-        });
+                    Mono.whenDelayError(registry.close(), transport.close(), limiter.close())
+                            .timeout(QueueScheduler.CLOSE_STEP, Mono.fromRunnable(() -> log.warn(
+                                    "poke transport or limiter not closed within {}", QueueScheduler.CLOSE_STEP))));
+        }).cache());
     }
 }

@@ -1,5 +1,6 @@
 package dev.durable.internal.engine;
 
+import dev.durable.Cancellation;
 import dev.durable.Definition;
 import dev.durable.DurableException;
 import dev.durable.InstanceStatus;
@@ -35,16 +36,21 @@ import reactor.util.Logger;
 import reactor.util.Loggers;
 
 /**
- * Runs one claimed row: finds its definition and step, decodes its state, invokes the handler on
- * the handler scheduler under the type's timeout, turns what happened into an outcome of the claim
- * and commits it through the group committer. An inline {@code next} runs the following step on
- * the same claim once its transition is committed. Never errors: whatever the handler does becomes
- * an outcome.
+ * Runs one claimed row: finds its definition and step, decodes its state and invokes the handler
+ * on the handler scheduler (never on the event loop that delivered the claim) under the type's
+ * timeout, turns what happened into an outcome of the claim and commits it through the group
+ * committer. An inline {@code next} runs the following step on the same claim once its transition
+ * is committed. When the scheduler stops the run (its instance was cancelled, or its claim was
+ * lost), the handler's subscription is disposed and a cancel is committed in place of its outcome
+ * (on a lost claim, that commit is stale and dropped). Never errors: whatever the handler does
+ * becomes an outcome.
  */
 final class Executor {
 
     private static final Logger log = Loggers.getLogger(Executor.class);
     private static final int MAX_ERROR_LENGTH = 4000;
+    /** How long work this engine handed back unrun waits before any engine picks it again. */
+    static final Duration DEFER_HOLD = Duration.ofSeconds(5);
     /** Micrometer's ObservationThreadLocalAccessor.KEY, spelled out so context-propagation stays optional. */
     private static final String OBSERVATION_KEY = "micrometer.observation";
 
@@ -92,8 +98,8 @@ final class Executor {
      * {@code onInline} hears of each inline step about to run on the same claim once its transition
      * committed (so the scheduler can give back a gate slot the step left).
      */
-    Mono<RunResult> run(ClaimedRow row, Consumer<ClaimedRow> onInline) {
-        return Mono.defer(() -> runStep(row, onInline))
+    Mono<RunResult> run(ClaimedRow row, Cancellation cancellation, Consumer<ClaimedRow> onInline) {
+        return Mono.defer(() -> runStep(row, cancellation, onInline))
                 .onErrorResume(error -> {
                     log.warn("outcome of instance {} not committed ({}); its lease will expire and"
                             + " the reaper returns it", row.id(), error.toString());
@@ -101,25 +107,34 @@ final class Executor {
                 });
     }
 
-    private Mono<RunResult> runStep(ClaimedRow row, Consumer<ClaimedRow> onInline) {
+    private Mono<RunResult> runStep(ClaimedRow row, Cancellation cancellation, Consumer<ClaimedRow> onInline) {
         Definition definition = definitions.get(row.type());
         Telemetry.Run run = telemetry.runStarted(row);
-        Mono<Decision> decision;
-        if (definition instanceof JobDefinition<?, ?> job) {
-            decision = decideJob(job, row);
-        } else if (definition instanceof WorkflowDefinition<?> workflow) {
-            decision = decideWorkflow(workflow, row);
-        } else {
-            decision = Mono.just(Decision.of(failed(row, "unknown type '" + row.type()
-                    + "': no definition is registered for it on the engine that picked it")));
-        }
-        return decision
+        // Decoding and the handler's own work start on the handler scheduler: the claim arrives on
+        // a database event loop, which must never decode JSON or run user code.
+        Mono<Decision> decided = Mono.defer(() -> {
+                    if (definition == null || row.typeVersion() > definition.version()) {
+                        return Mono.just(Decision.of(deferred(row, definition == null
+                                ? "type '" + row.type() + "' is unknown"
+                                : "version " + row.typeVersion() + " of " + row.type() + " is newer than "
+                                        + definition.version())));
+                    }
+                    if (definition instanceof JobDefinition<?, ?> job) {
+                        return decideJob(job, row, cancellation);
+                    }
+                    return decideWorkflow((WorkflowDefinition<?>) definition, row, cancellation);
+                })
+                .subscribeOn(handlerScheduler);
+        Mono<Decision> stopped = cancellation.requested()
+                .then(Mono.fromSupplier(() -> Decision.of(OutcomeRow.cancelled(row, List.of()))));
+        return Mono.firstWithSignal(decided, stopped)
                 // Spans the handler makes become children of the run's observation.
                 .contextWrite(context -> context.put(OBSERVATION_KEY, run.observation()))
-                .flatMap(decided -> commit(decided, run, onInline));
+                .flatMap(decision -> commit(decision, run, cancellation, onInline));
     }
 
-    private Mono<RunResult> commit(Decision decision, Telemetry.Run run, Consumer<ClaimedRow> onInline) {
+    private Mono<RunResult> commit(Decision decision, Telemetry.Run run, Cancellation cancellation,
+            Consumer<ClaimedRow> onInline) {
         OutcomeRow outcome = decision.outcome();
         return committer.commit(outcome)
                 // An inline next whose new concurrency key is executing elsewhere cannot keep its
@@ -144,7 +159,7 @@ final class Executor {
                     onCommitted.accept(transition);
                     if (transition.status() == InstanceStatus.EXECUTING && decision.inlineNext() != null) {
                         onInline.accept(decision.inlineNext());
-                        return runStep(decision.inlineNext(), onInline);
+                        return runStep(decision.inlineNext(), cancellation, onInline);
                     }
                     return Mono.just(RunResult.COMMITTED);
                 });
@@ -152,7 +167,8 @@ final class Executor {
 
     // ---- Jobs ----------------------------------------------------------------------------
 
-    private <A, R> Mono<Decision> decideJob(JobDefinition<A, R> definition, ClaimedRow row) {
+    private <A, R> Mono<Decision> decideJob(JobDefinition<A, R> definition, ClaimedRow row,
+            Cancellation cancellation) {
         A args;
         try {
             args = row.stateJson() == null ? null : codec.decode(row.stateJson(), definition.argsType());
@@ -160,10 +176,10 @@ final class Executor {
             return Mono.just(Decision.of(failed(row, "malformed arguments for "
                     + definition.argsType().getName() + ": " + malformed.getMessage())));
         }
-        JobContext context = new JobContext(row.id(), row.type(), row.queue(), row.attempt(), row.maxAttempts());
+        JobContext context = new JobContext(row.id(), row.type(), row.queue(), row.attempt(), row.maxAttempts(),
+                cancellation);
         A decoded = args;
         return Mono.defer(() -> definition.handler().handle(decoded, context))
-                .subscribeOn(handlerScheduler)
                 .timeout(definition.timeout())
                 .map(result -> done(row, result, List.of()))
                 .defaultIfEmpty(done(row, null, List.of()))
@@ -173,12 +189,12 @@ final class Executor {
 
     // ---- Workflows -----------------------------------------------------------------------
 
-    private <S> Mono<Decision> decideWorkflow(WorkflowDefinition<S> definition, ClaimedRow row) {
+    private <S> Mono<Decision> decideWorkflow(WorkflowDefinition<S> definition, ClaimedRow row,
+            Cancellation cancellation) {
         StepHandler<S> handler = definition.step(row.step());
         if (handler == null) {
-            return Mono.just(Decision.of(failed(row, "unknown step '" + row.step() + "' of workflow "
-                    + row.type() + " (version " + row.typeVersion() + " on the row, " + definition.version()
-                    + " registered): no handler for it on the engine that picked it")));
+            return Mono.just(Decision.of(deferred(row, "step '" + row.step() + "' of workflow " + row.type()
+                    + " (version " + row.typeVersion() + " on the row, " + definition.version() + " here) is unknown")));
         }
         S state;
         try {
@@ -190,9 +206,9 @@ final class Executor {
         Set<String> awaited = new HashSet<>(row.awaitedSignals());
         List<Signal> signals = row.inbox().stream().filter(signal -> awaited.contains(signal.name())).toList();
         StepContext<S> context = new StepContext<>(row.id(), row.type(), row.queue(), row.step(), row.attempt(),
-                row.maxAttempts(), state, !awaited.isEmpty(), signals, row.inbox(), row.children(), codec);
+                row.maxAttempts(), state, !awaited.isEmpty(), signals, row.inbox(), row.children(), codec,
+                cancellation);
         return Mono.defer(() -> handler.run(context))
-                .subscribeOn(handlerScheduler)
                 .timeout(definition.timeout())
                 .switchIfEmpty(Mono.error(() -> new IllegalStateException("step '" + row.step()
                         + "' completed without an outcome")))
@@ -268,6 +284,17 @@ final class Executor {
             return failed(row, message);
         }
         return OutcomeRow.retryAfterError(row, message, definition.backoff().delay(row.attempt()).toMillis());
+    }
+
+    /**
+     * Work this engine cannot run goes back for an engine that can, unpaid: never failed because an
+     * old node of a rolling deploy picked it. It waits {@link #DEFER_HOLD} so this engine does not
+     * pick it again at once; the registry of live engines shows it if no engine ever can.
+     */
+    private OutcomeRow deferred(ClaimedRow row, String why) {
+        log.warn("instance {} handed back unrun: {} on engine worker {}", row.id(), why, row.worker());
+        return OutcomeRow.deferred(row, truncate(why + " on the engine that picked it (" + row.worker()
+                + "); left for an engine that knows it"), DEFER_HOLD.toMillis());
     }
 
     private static OutcomeRow failed(ClaimedRow row, @Nullable String error) {

@@ -1,7 +1,10 @@
 package dev.durable.internal.engine;
 
 import dev.durable.internal.sql.LeaseSql;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
 import reactor.core.publisher.Mono;
 import reactor.util.Logger;
 import reactor.util.Loggers;
@@ -9,8 +12,10 @@ import reactor.util.Loggers;
 /**
  * One queue's heartbeat: on every tick, one statement renews the lease of every row the scheduler
  * holds (buffered and running alike, so buffer depth never races the lease), and the limiter's gate
- * slots are renewed beside it. A failed beat is logged and the next tick tries again; the lease TTL
- * is more than two beats, so one lost beat loses no lease.
+ * slots are renewed beside it. The answer says which rows are still this worker's and which of them
+ * have a cancel requested, so the scheduler stops what it must not run. A failed beat is logged and
+ * says nothing (the next tick tries again; the lease TTL is more than two beats, so one lost beat
+ * loses no lease).
  */
 final class Heartbeat implements QueueScheduler.Beat {
 
@@ -27,22 +32,35 @@ final class Heartbeat implements QueueScheduler.Beat {
     }
 
     @Override
-    public Mono<Void> beat(List<Long> held) {
+    public Mono<QueueScheduler.Renewal> beat(List<Long> held) {
         if (held.isEmpty()) {
             return Mono.empty();
         }
         queue.counters().heartbeats.incrementAndGet();
-        Mono<Void> renewLeases = leases.heartbeat(held, queue.worker(), queue.leaseMillis())
-                .doOnNext(renewed -> {
-                    if (renewed < held.size()) {
-                        log.debug("queue {}: {} of {} held rows no longer owned", queue.queue(), held.size() - renewed, held.size());
+        Mono<QueueScheduler.Renewal> renewLeases = leases.heartbeat(held, queue.worker(), queue.leaseMillis())
+                .collectList()
+                .map(rows -> {
+                    Set<Long> renewed = new HashSet<>();
+                    Set<Long> cancelRequested = new HashSet<>();
+                    for (LeaseSql.Renewed row : rows) {
+                        renewed.add(row.id());
+                        if (row.cancelRequested()) {
+                            cancelRequested.add(row.id());
+                        }
                     }
+                    if (renewed.size() < held.size()) {
+                        log.debug("queue {}: {} of {} held rows no longer owned", queue.queue(),
+                                held.size() - renewed.size(), held.size());
+                    }
+                    return new QueueScheduler.Renewal(renewed, cancelRequested);
                 })
                 .onErrorResume(error -> {
                     log.warn("queue {}: heartbeat failed: {}", queue.queue(), error.toString());
                     return Mono.empty();
-                })
-                .then();
-        return Mono.when(renewLeases, admission.renew());
+                });
+        // Leases and limiter slots are renewed side by side: a slow limiter must not delay the leases.
+        AtomicReference<QueueScheduler.Renewal> answer = new AtomicReference<>();
+        return Mono.when(renewLeases.doOnNext(answer::set), admission.renew())
+                .then(Mono.fromSupplier(answer::get));
     }
 }

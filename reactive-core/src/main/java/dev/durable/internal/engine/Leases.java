@@ -44,7 +44,7 @@ final class Leases implements QueueScheduler.Releaser {
         }
         List<Long> ids = rows.stream().map(ClaimedRow::id).toList();
         List<LimitClaim> held = admission.stopRenewing(ids);
-        return leases.release(ids, queue.worker())
+        return leases.release(rows, queue.worker())
                 .count()
                 .doOnNext(released -> {
                     queue.counters().released.addAndGet(released);
@@ -56,6 +56,12 @@ final class Leases implements QueueScheduler.Releaser {
                     return Mono.empty();
                 })
                 .then();
+    }
+
+    /** Lost rows: their slots are no longer renewed, and expire in the limiter. */
+    @Override
+    public void forget(List<ClaimedRow> rows) {
+        admission.stopRenewing(rows.stream().map(ClaimedRow::id).toList());
     }
 
     /**

@@ -51,14 +51,16 @@ final class OutcomeCommit {
     private Mono<Committed> withRiders(Connection connection, List<OutcomeRow> batch) {
         List<Long> signalIds = new ArrayList<>();
         List<String> signalWorkers = new ArrayList<>();
+        List<Integer> signalAttempts = new ArrayList<>();
         for (OutcomeRow outcome : batch) {
             for (Long signal : outcome.consumedSignals()) {
                 signalIds.add(signal);
                 signalWorkers.add(outcome.worker());
+                signalAttempts.add(outcome.claimedAttempt());
             }
         }
         Mono<Void> consume = signalIds.isEmpty() ? Mono.empty()
-                : outcomes.consumeSignals(connection, signalIds, signalWorkers);
+                : outcomes.consumeSignals(connection, signalIds, signalWorkers, signalAttempts);
         return outcomes.lockForCommit(connection, batch.stream().map(OutcomeRow::id).toList())
                 .then(consume)
                 .thenMany(outcomes.commit(connection, batch))

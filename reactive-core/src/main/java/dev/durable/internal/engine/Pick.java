@@ -1,6 +1,7 @@
 package dev.durable.internal.engine;
 
 import dev.durable.internal.Errors;
+import java.time.Duration;
 import dev.durable.internal.sql.PickSql;
 import dev.durable.limit.Limiter;
 import reactor.core.publisher.Mono;
@@ -8,12 +9,15 @@ import reactor.util.retry.Retry;
 
 /**
  * One queue's pick, as its scheduler calls it: the statement that claims (or, with a limiter
- * outside the database, the {@link Admission} protocol around it) and the retry policy. A pick is
- * retried a bounded number of times when a concurrency key was claimed under it by another pick
- * (the executing-key unique index refused it) or it lost a deadlock; any other failure is the
- * scheduler's to report, and the poll tries again.
+ * outside the database, the {@link Admission} protocol around it) and the retry policy. Keys that
+ * another pick is claiming are skipped by the statement itself; a pick is retried a bounded number
+ * of times, after a short jittered pause, when a key was claimed under it anyway (the executing-key
+ * unique index refused it) or it lost a deadlock; any other failure is the scheduler's to report,
+ * and the poll tries again.
  */
 final class Pick implements QueueScheduler.Picker {
+
+    private static final Duration RETRY_PAUSE = Duration.ofMillis(5);
 
     private final QueueContext queue;
     private final int retries;
@@ -37,7 +41,8 @@ final class Pick implements QueueScheduler.Picker {
                         .map(rows -> new QueueScheduler.Picked(rows, 0))
                 : admission.pick(limit);
         return once
-                .retryWhen(Retry.max(retries)
+                // After a short random pause: two picks that raced for a key must not race again in step.
+                .retryWhen(Retry.backoff(retries, RETRY_PAUSE).maxBackoff(RETRY_PAUSE.multipliedBy(8)).jitter(0.75)
                         .filter(error -> Errors.isExecutingKeyTaken(error) || Errors.isDeadlock(error))
                         .doBeforeRetry(retry -> counters.pickRetries.incrementAndGet()))
                 .doOnSubscribe(subscription -> counters.picks.incrementAndGet())

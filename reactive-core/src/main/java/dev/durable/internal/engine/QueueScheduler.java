@@ -1,5 +1,6 @@
 package dev.durable.internal.engine;
 
+import dev.durable.Cancellation;
 import dev.durable.PickTrigger;
 import dev.durable.QueueOptions;
 import dev.durable.QueueStats;
@@ -9,8 +10,10 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
@@ -45,6 +48,12 @@ import reactor.util.Loggers;
 public final class QueueScheduler {
 
     private static final Logger log = Loggers.getLogger(QueueScheduler.class);
+    /**
+     * The most each shutdown step that talks to the database may take (giving buffered rows back,
+     * closing the transport, the pool): close() ends within the drain timeout plus a few of these,
+     * whatever the database does. What a step leaves undone, the leases undo.
+     */
+    public static final Duration CLOSE_STEP = Duration.ofSeconds(2);
 
     /** Claims up to {@code limit} rows of the queue. */
     @FunctionalInterface
@@ -52,26 +61,55 @@ public final class QueueScheduler {
         Mono<Picked> pick(int limit);
     }
 
-    /** Renews the leases of the rows held (buffered and running). */
+    /**
+     * Renews the leases of the rows held (buffered and running); says which are still held and
+     * which of those have a cancel requested, or nothing when the beat failed.
+     */
     @FunctionalInterface
     interface Beat {
-        Mono<Void> beat(List<Long> held);
+        Mono<Renewal> beat(List<Long> held);
     }
 
     /** Gives claimed, unstarted rows back; never errors. */
     @FunctionalInterface
     interface Releaser {
         Mono<Void> release(List<ClaimedRow> rows);
+
+        /** Rows no longer this worker's (their lease was lost): nothing to give back, only to forget. */
+        default void forget(List<ClaimedRow> rows) {
+        }
     }
 
-    /** Runs one claimed row to its committed outcome; never errors. */
+    /** Runs one claimed row to its committed outcome, stopping when asked to; never errors. */
     @FunctionalInterface
     interface Runner {
-        Mono<Executor.RunResult> run(ClaimedRow row);
+        Mono<Executor.RunResult> run(ClaimedRow row, Cancellation cancellation);
     }
 
     /** The rows a pick claimed, and how many limited rows a limiter refused. */
     record Picked(List<ClaimedRow> rows, int refused) {
+    }
+
+    /** What a heartbeat renewed, and which of the renewed rows have a cancel requested. */
+    record Renewal(Set<Long> renewed, Set<Long> cancelRequested) {
+    }
+
+    /** A row handed to a run, and the switch that stops the run. */
+    private static final class Running {
+
+        private final ClaimedRow row;
+        private final Sinks.Empty<Void> stop = Sinks.empty();
+        private volatile boolean stopped;
+        private final Cancellation cancellation = new Cancellation(stop.asMono(), () -> stopped);
+
+        private Running(ClaimedRow row) {
+            this.row = row;
+        }
+
+        void stop() {
+            stopped = true;
+            stop.tryEmitEmpty();
+        }
     }
 
     private final QueueOptions options;
@@ -104,7 +142,7 @@ public final class QueueScheduler {
     private @Nullable Mono<Void> closing;
 
     /** Rows handed to a run and not yet finished, by id; read by the heartbeat. */
-    private final Map<Long, ClaimedRow> running = new ConcurrentHashMap<>();
+    private final Map<Long, Running> running = new ConcurrentHashMap<>();
     private final Sinks.Empty<Void> drained = Sinks.empty();
     /** The poll and poke loops: they stop first on close. */
     private final Disposable.Composite loops = Disposables.composite();
@@ -193,7 +231,10 @@ public final class QueueScheduler {
                 .subscribe(null, error -> log.error("queue {}: poke loop failed", queue(), error)));
         heartbeatLoop.update(Flux.interval(heartbeatInterval, timer)
                 .onBackpressureDrop(tick -> counters.heartbeatsSkipped.incrementAndGet())
-                .concatMap(tick -> beat.beat(held()), 0)
+                .concatMap(tick -> {
+                    List<Long> held = held();
+                    return beat.beat(held).doOnNext(renewal -> renewed(held, renewal));
+                }, 0)
                 .subscribe(null, error -> log.error("queue {}: heartbeat loop failed", queue(), error)));
     }
 
@@ -205,6 +246,57 @@ public final class QueueScheduler {
             ids.add(row.id());
         }
         return ids;
+    }
+
+    /**
+     * What a heartbeat found about the rows it held: a buffered row no longer this worker's is
+     * dropped unstarted, a buffered row whose cancel was requested is given back (it ends cancelled
+     * at once), and a running row that is either is stopped (its handler's subscription is
+     * disposed; its outcome would be dropped or turned into the cancel anyway).
+     */
+    private void renewed(List<Long> held, Renewal renewal) {
+        List<ClaimedRow> lost = new ArrayList<>();
+        List<ClaimedRow> cancelled = new ArrayList<>();
+        List<Running> toStop = new ArrayList<>();
+        Set<Long> wasHeld = new HashSet<>(held);
+        synchronized (this) {
+            for (java.util.Iterator<ClaimedRow> rows = buffer.iterator(); rows.hasNext(); ) {
+                ClaimedRow row = rows.next();
+                if (!wasHeld.contains(row.id())) {
+                    continue; // claimed after the beat read what it held
+                }
+                if (!renewal.renewed().contains(row.id())) {
+                    rows.remove();
+                    lost.add(row);
+                } else if (renewal.cancelRequested().contains(row.id())) {
+                    rows.remove();
+                    cancelled.add(row);
+                }
+            }
+            for (Running run : running.values()) {
+                if (wasHeld.contains(run.row.id()) && !run.stopped
+                        && (!renewal.renewed().contains(run.row.id())
+                            || renewal.cancelRequested().contains(run.row.id()))) {
+                    toStop.add(run);
+                }
+            }
+        }
+        if (lost.isEmpty() && cancelled.isEmpty() && toStop.isEmpty()) {
+            return;
+        }
+        counters.leasesLost.addAndGet(lost.size()
+                + toStop.stream().filter(run -> !renewal.renewed().contains(run.row.id())).count());
+        counters.runsCancelled.addAndGet(cancelled.size()
+                + toStop.stream().filter(run -> renewal.cancelRequested().contains(run.row.id())).count());
+        log.debug("queue {}: heartbeat found {} buffered rows lost, {} buffered rows cancelled, {} runs to stop",
+                queue(), lost.size(), cancelled.size(), toStop.size());
+        releaser.forget(lost);
+        if (!cancelled.isEmpty()) {
+            releaser.release(cancelled).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
+        }
+        toStop.forEach(Running::stop);
+        // The buffer shrank: room for more.
+        dispatch(Trigger.DEMAND);
     }
 
     // ---- Claim-on-insert ---------------------------------------------------------------------
@@ -275,7 +367,7 @@ public final class QueueScheduler {
                 toRun = new ArrayList<>();
                 while (requested > 0 && !buffer.isEmpty()) {
                     ClaimedRow row = buffer.poll();
-                    running.put(row.id(), row);
+                    running.put(row.id(), new Running(row));
                     toRun.add(row);
                     requested--;
                 }
@@ -388,7 +480,9 @@ public final class QueueScheduler {
     // ---- Runs --------------------------------------------------------------------------------
 
     private Mono<Void> run(ClaimedRow row) {
-        return runner.run(row)
+        Running run = running.get(row.id());
+        Cancellation cancellation = run == null || run.row != row ? Cancellation.NEVER : run.cancellation;
+        return runner.run(row, cancellation)
                 .doOnNext(result -> {
                     if (result == Executor.RunResult.STALE) {
                         counters.stale.incrementAndGet();
@@ -404,7 +498,7 @@ public final class QueueScheduler {
     }
 
     private void finished(ClaimedRow row) {
-        running.remove(row.id(), row);
+        running.computeIfPresent(row.id(), (id, run) -> run.row == row ? null : run);
         counters.completed.incrementAndGet();
         boolean empty;
         synchronized (this) {
@@ -418,9 +512,10 @@ public final class QueueScheduler {
     // ---- Close -------------------------------------------------------------------------------
 
     /**
-     * Graceful shutdown: stop claiming, give buffered rows back at once, wait up to the drain
-     * timeout for running ones (still heartbeated meanwhile), then cancel what is left, whose
-     * leases the reaper recovers. Idempotent.
+     * Graceful shutdown: stop claiming, give buffered rows back at once (after the pick in flight,
+     * within {@link #CLOSE_STEP}), wait up to the drain timeout for running ones (still heartbeated
+     * meanwhile), then cancel what is left, whose leases the reaper recovers. Ends within the longer
+     * of the two bounds, whatever the database does. Idempotent.
      */
     public Mono<Void> close() {
         List<ClaimedRow> buffered;
@@ -436,15 +531,18 @@ public final class QueueScheduler {
             buffer.clear();
             idle = running.isEmpty();
             pickInFlight = currentPick;
-            closed = Mono.defer(() -> {
+            Mono<Void> giveBack = Mono.defer(() -> {
                         loops.dispose();
                         return pickInFlight.then(releaser.release(buffered));
                     })
-                    .then(drained.asMono().timeout(options.drainTimeout(), Mono.fromRunnable(() -> {
-                        counters.drainAbandoned.addAndGet(running.size());
-                        log.warn("queue {}: {} runs still going after the drain timeout; their leases will expire",
-                                queue(), running.size());
-                    }), timer))
+                    .timeout(CLOSE_STEP, Mono.fromRunnable(() -> log.warn("queue {}: buffered rows not given back"
+                            + " within {}; their leases will expire", queue(), CLOSE_STEP)), timer);
+            Mono<Void> drain = drained.asMono().timeout(options.drainTimeout(), Mono.fromRunnable(() -> {
+                counters.drainAbandoned.addAndGet(running.size());
+                log.warn("queue {}: {} runs still going after the drain timeout; their leases will expire",
+                        queue(), running.size());
+            }), timer);
+            closed = Mono.when(giveBack, drain)
                     .doFinally(signal -> {
                         loops.dispose();
                         heartbeatLoop.dispose();

@@ -29,6 +29,8 @@ final class SchedulerCounters {
     final AtomicLong released = new AtomicLong();
     final AtomicLong drainAbandoned = new AtomicLong();
     final AtomicLong throttled = new AtomicLong();
+    final AtomicLong leasesLost = new AtomicLong();
+    final AtomicLong runsCancelled = new AtomicLong();
     private final EnumMap<PickTrigger, AtomicLong> byTrigger = new EnumMap<>(PickTrigger.class);
 
     SchedulerCounters() {
@@ -47,6 +49,7 @@ final class SchedulerCounters {
         return new QueueStats(options.name(), worker, running, buffered, options.concurrency(), options.prefetch(),
                 pollInterval, picks.get(), triggers, picked.get(), pickRetries.get(), pickFailures.get(),
                 pokesHandled.get(), pokesDropped.get(), heartbeats.get(), heartbeatsSkipped.get(), completed.get(),
-                stale.get(), reclaimed.get(), released.get(), drainAbandoned.get(), throttled.get());
+                stale.get(), reclaimed.get(), released.get(), drainAbandoned.get(), throttled.get(), leasesLost.get(),
+                runsCancelled.get());
     }
 }

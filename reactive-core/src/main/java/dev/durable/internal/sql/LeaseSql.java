@@ -1,9 +1,11 @@
 package dev.durable.internal.sql;
 
 import dev.durable.internal.Db;
+import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.Transition;
 import io.r2dbc.spi.Statement;
 import java.util.Collection;
+import java.util.List;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -13,14 +15,18 @@ public final class LeaseSql {
 
     /**
      * Renews the leases of every row one worker holds, in one statement per tick, whatever the
-     * buffer's depth. Index: primary key (id = ANY). Locks: each renewed row, for the statement.
+     * buffer's depth, and says for each row it renewed whether a cancel was requested. A held row
+     * it did not renew is no longer this worker's (reaped, released, settled). Index: primary key
+     * (id = ANY). Locks: each renewed row, for the statement.
      */
     private final String heartbeat;
 
     /**
      * Gives claimed rows that never started back to runnable at once (graceful shutdown, a row
-     * claimed twice by one worker), undoing the attempt their claim took; a row whose cancel was
-     * requested ends cancelled. Index: primary key. Locks: each released row.
+     * claimed twice by one worker, a cancelled row in the buffer), undoing the attempt their claim
+     * took; a row whose cancel was requested ends cancelled. Guarded by worker and by the attempt
+     * each claim took, so an old claim never gives back a newer one. Index: primary key. Locks:
+     * each released row.
      */
     private final String release;
 
@@ -41,14 +47,16 @@ public final class LeaseSql {
         this.heartbeat = tables.render("""
                 UPDATE {instances}
                    SET lease_expires_at = now() + $3 * interval '1 millisecond'
-                 WHERE id = ANY($1) AND claimed_by = $2 AND status = 'executing'""");
-        this.release = tables.render("""
-                UPDATE {instances}
-                   SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'runnable' END,
-                       claimed_by = NULL, lease_expires_at = NULL,
-                       attempt = greatest(attempt - 1, 0), updated_at = now()
                  WHERE id = ANY($1) AND claimed_by = $2 AND status = 'executing'
-                RETURNING id, queue, status""");
+                RETURNING id, cancel_requested""");
+        this.release = tables.render("""
+                UPDATE {instances} i
+                   SET status = CASE WHEN i.cancel_requested THEN 'cancelled' ELSE 'runnable' END,
+                       claimed_by = NULL, lease_expires_at = NULL,
+                       attempt = greatest(i.attempt - 1, 0), updated_at = now()
+                  FROM unnest($1::bigint[], $3::int[]) AS r(id, attempt)
+                 WHERE i.id = r.id AND i.attempt = r.attempt AND i.claimed_by = $2 AND i.status = 'executing'
+                RETURNING i.id, i.queue, i.status""");
         this.recoverExpired = tables.render("""
                 WITH expired AS (
                     SELECT id FROM {instances}
@@ -72,18 +80,23 @@ public final class LeaseSql {
                 RETURNING i.id, i.queue, i.status""");
     }
 
-    /** Renews the leases; emits how many rows the worker still holds. */
-    public Mono<Long> heartbeat(Collection<Long> ids, String worker, long leaseMillis) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(heartbeat)
-                        .bind(0, ids.toArray(Long[]::new)).bind(1, worker).bind(2, leaseMillis).execute())
-                .concatMap(result -> result.getRowsUpdated()))
-                .reduce(0L, Long::sum);
+    /** A row the heartbeat renewed, and whether its cancel was requested. */
+    public record Renewed(long id, boolean cancelRequested) {
     }
 
-    /** Gives the worker's unstarted rows back; emits the rows it gave back. */
-    public Flux<Transition> release(Collection<Long> ids, String worker) {
+    /** Renews the leases; emits each row the worker still holds. */
+    public Flux<Renewed> heartbeat(Collection<Long> ids, String worker, long leaseMillis) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(heartbeat)
+                        .bind(0, ids.toArray(Long[]::new)).bind(1, worker).bind(2, leaseMillis).execute())
+                .concatMap(result -> result.map(row -> new Renewed(row.get("id", Long.class),
+                        Boolean.TRUE.equals(row.get("cancel_requested", Boolean.class))))));
+    }
+
+    /** Gives the worker's unstarted claims back; emits the rows it gave back. */
+    public Flux<Transition> release(List<ClaimedRow> claims, String worker) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(release)
-                        .bind(0, ids.toArray(Long[]::new)).bind(1, worker).execute())
+                        .bind(0, claims.stream().map(ClaimedRow::id).toArray(Long[]::new)).bind(1, worker)
+                        .bind(2, claims.stream().map(ClaimedRow::attempt).toArray(Integer[]::new)).execute())
                 .concatMap(result -> result.map(Transition::read)));
     }
 

@@ -24,7 +24,8 @@ public final class Migrator {
     private static final Logger log = Loggers.getLogger(Migrator.class);
 
     /** Every migration, in order. A new version adds a line here and its V and U files. */
-    static final List<Migration> MIGRATIONS = List.of(new Migration(1, "durable_schema"));
+    static final List<Migration> MIGRATIONS = List.of(new Migration(1, "durable_schema"),
+            new Migration(2, "engine_registry"));
 
     /** Advisory lock class for Durable's migrations; the object id is the schema's hash. */
     private static final int LOCK_CLASS = 0x0D0AB1E;
@@ -63,8 +64,15 @@ public final class Migrator {
     /** The scripts by resource name, read once here so no reactive thread reads the jar. */
     private final java.util.Map<String, String> scripts = new java.util.HashMap<>();
 
+    /**
+     * A migration may rewrite a big table: it gets a generous bound of its own, and lifts the
+     * server's statement timeout for its transaction only.
+     */
+    private static final java.time.Duration MIGRATION_TIMEOUT = java.time.Duration.ofMinutes(30);
+    private static final String NO_STATEMENT_TIMEOUT = "SET LOCAL statement_timeout = 0";
+
     public Migrator(Db db, String schema) {
-        this.db = db;
+        this.db = db.withTimeout(MIGRATION_TIMEOUT);
         this.schema = schema;
         String quotedSchema = '"' + schema + '"';
         String versionTable = quotedSchema + ".durable_schema_version";
@@ -126,7 +134,8 @@ public final class Migrator {
     }
 
     private Mono<Void> lockAndPrepare(io.r2dbc.spi.Connection connection) {
-        return Db.execute(connection, LOCK, LOCK_CLASS, schema)
+        return Db.execute(connection, NO_STATEMENT_TIMEOUT)
+                .then(Db.execute(connection, LOCK, LOCK_CLASS, schema))
                 .then(Db.execute(connection, createSchema))
                 .then(Db.execute(connection, createVersionTable));
     }

@@ -97,6 +97,16 @@ public final class OutcomeRow {
                 Math.max(claim.attempt() - 1, 0), 0, null, null, LimitChange.NONE, List.of(), List.of());
     }
 
+    /**
+     * This engine cannot run the claim (its type, version or step is unknown here: a rolling deploy
+     * is under way): it goes back to the queue for an engine that can, after {@code delayMillis},
+     * without spending the attempt, the reason kept as its last error.
+     */
+    public static OutcomeRow deferred(ClaimedRow claim, String reason, long delayMillis) {
+        return new OutcomeRow(claim, InstanceStatus.RUNNABLE, null, null, null, reason, delayMillis,
+                Math.max(claim.attempt() - 1, 0), 0, null, null, LimitChange.NONE, List.of(), List.of());
+    }
+
     /** Go on with {@code step} through the queue after {@code delayMillis}, with a fresh attempt budget. */
     public static OutcomeRow next(ClaimedRow claim, String step, @Nullable String stateJson, long delayMillis,
             LimitChange change, List<Long> consumed) {

@@ -64,9 +64,10 @@ public final class OutcomeSql {
     private final String lockForCommit;
 
     /**
-     * Marks the signals the committed steps consumed, guarded by the same ownership. Marked, not
-     * deleted, so their dedup keys keep refusing redeliveries. Index: the signals' primary key and
-     * the instances' primary key. Locks: the marked signal rows.
+     * Marks the signals the committed steps consumed, guarded by the same ownership as the commit
+     * (worker and claimed attempt), so a stale run of an earlier claim cannot consume the signals
+     * a newer run awaits. Marked, not deleted, so their dedup keys keep refusing redeliveries.
+     * Index: the signals' primary key and the instances' primary key. Locks: the marked signal rows.
      */
     private final String consumeSignals;
 
@@ -127,9 +128,9 @@ public final class OutcomeSql {
         this.lockForCommit = tables.render("SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE");
         this.consumeSignals = tables.render("""
                 UPDATE {signals} s SET consumed_at = now()
-                  FROM unnest($1::bigint[], $2::text[]) AS c(signal_id, worker), {instances} i
+                  FROM unnest($1::bigint[], $2::text[], $3::int[]) AS c(signal_id, worker, attempt), {instances} i
                  WHERE s.id = c.signal_id AND i.id = s.instance_id
-                   AND i.claimed_by = c.worker AND i.status = 'executing'""");
+                   AND i.claimed_by = c.worker AND i.attempt = c.attempt AND i.status = 'executing'""");
         this.wokenParents = tables.render("""
                 SELECT id, queue, status FROM {instances}
                  WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");
@@ -148,11 +149,13 @@ public final class OutcomeSql {
                 .then();
     }
 
-    /** Marks signals consumed, each by the worker of the step that consumed it. */
-    public Mono<Void> consumeSignals(Connection connection, List<Long> signalIds, List<String> workers) {
+    /** Marks signals consumed, each guarded by the claim (worker, attempt) of the step that consumed it. */
+    public Mono<Void> consumeSignals(Connection connection, List<Long> signalIds, List<String> workers,
+            List<Integer> attempts) {
         return Flux.from(connection.createStatement(consumeSignals)
                         .bind(0, signalIds.toArray(Long[]::new))
-                        .bind(1, workers.toArray(String[]::new)).execute())
+                        .bind(1, workers.toArray(String[]::new))
+                        .bind(2, attempts.toArray(Integer[]::new)).execute())
                 .concatMap(result -> result.getRowsUpdated())
                 .then();
     }

@@ -9,6 +9,7 @@ import io.r2dbc.spi.Readable;
 import io.r2dbc.spi.Statement;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import reactor.core.publisher.Flux;
 
 /**
@@ -17,14 +18,22 @@ import reactor.core.publisher.Flux;
  * <p>Every pick starts from the same candidates: the queue's runnable, eligible rows in urgency
  * order (priority, eligible time, id), read from the pick index, locked {@code FOR UPDATE SKIP
  * LOCKED} so concurrent picks never wait on each other, skipping rows whose ungated concurrency key
- * is executing now (a probe of the executing-key unique index). Of the locked candidates at most
- * one per ungated key is claimed, the most urgent. Two concurrent picks can still claim one key
- * from two rows: the unique index refuses the second and the caller retries. Claiming bumps the
- * attempt, so a run that dies counts against max attempts.
+ * is executing now (a probe of the executing-key unique index) or is being claimed by another pick
+ * right now (a transaction-scoped advisory lock on the key's hash, tried, never waited on; a hash
+ * collision only defers an unrelated key to the next pick). Of the locked candidates at most one
+ * per ungated key is claimed, the most urgent. One narrow race remains: a pick whose snapshot
+ * predates another's commit of the same key, and whose try comes after that commit; the unique
+ * index refuses it and the caller retries after a short random pause. Claiming bumps the attempt,
+ * so a run that dies counts against max attempts.
  */
 public final class PickSql {
 
-    /** The candidates and the one-per-key guard; {@code %s} takes the limit filters. */
+    /**
+     * The candidates and the one-per-key guard. The first two placeholders name the parameters of
+     * the versions and the types this engine knows: a row of another type, or of a newer version, is
+     * left for an engine that knows it (a rolling deploy never fails work an old node cannot run).
+     * The third takes the limit filters.
+     */
     private static final String CANDIDATES = """
             candidates AS (
                 SELECT c.id, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
@@ -32,10 +41,12 @@ public final class PickSql {
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
                   FROM {instances} c
                  WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
-                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR NOT EXISTS (
-                        SELECT 1 FROM {instances} e
-                         WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
-                           AND e.gate_name IS NULL))
+                   AND c.type_version <= (%s::int[])[array_position(%s::text[], c.type)]
+                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
+                        WHEN EXISTS (SELECT 1 FROM {instances} e
+                                      WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
+                                        AND e.gate_name IS NULL) THEN false
+                        ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
                    %s
                  ORDER BY c.priority, c.eligible_at, c.id
                  LIMIT $2
@@ -75,7 +86,8 @@ public final class PickSql {
      * the same way. Candidates whose bucket or counter is already known to be full are skipped
      * before the LIMIT, so throttled rows never crowd unrelated work out of a pick. Rows of limits
      * this engine does not know are left for an engine that does. $5-$7 are the gates (name,
-     * capacity, shards), $8-$10 the rate limits (name, tokens a second, burst). A bucket's clock
+     * capacity, shards), $8-$10 the rate limits (name, tokens a second, burst), $11-$12 the known
+     * types and their versions. A bucket's clock
      * only moves forward, so a pick whose transaction started before another's admission cannot
      * rewind it and over-refill.
      * Index: as {@link #pick}, plus the primary keys of the counters and buckets. Locks: the
@@ -90,7 +102,7 @@ public final class PickSql {
      * unclaimed with their limits; then {@link #claimLocked} claims the admitted and unlimited ones
      * in the same transaction. Rows of a (gate, key, shard) or (rate limit, partition) the limiter
      * refused a moment ago ($5, $6: name, chr(31), key [, chr(31), shard]) are skipped before the
-     * LIMIT. $3, $4: the gates and rate limits this engine knows.
+     * LIMIT. $3, $4: the gates and rate limits this engine knows; $7, $8: the types and versions.
      * Index: as {@link #pick}. Locks: the candidates (skip locked), until the transaction ends.
      */
     private final String lockCandidates;
@@ -109,8 +121,12 @@ public final class PickSql {
     private final String[] rateNames;
     private final Double[] rates;
     private final Integer[] bursts;
+    private final String[] types;
+    private final Integer[] versions;
 
-    public PickSql(Db db, Tables tables, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits) {
+    /** The statements of an engine that knows these limits, and these types at these versions. */
+    public PickSql(Db db, Tables tables, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits,
+            Map<String, Integer> knownTypes) {
         this.db = db;
         this.limits = !gates.isEmpty() || !rateLimits.isEmpty();
         this.gateNames = gates.stream().map(Limits.Gate::name).toArray(String[]::new);
@@ -119,14 +135,17 @@ public final class PickSql {
         this.rateNames = rateLimits.stream().map(Limits.RateLimit::name).toArray(String[]::new);
         this.rates = rateLimits.stream().map(Limits.RateLimit::ratePerSecond).toArray(Double[]::new);
         this.bursts = rateLimits.stream().map(Limits.RateLimit::burst).toArray(Integer[]::new);
-        this.pick = tables.render("WITH " + CANDIDATES.formatted("AND c.gate_name IS NULL AND c.rate_limit IS NULL")
+        this.types = knownTypes.keySet().toArray(String[]::new);
+        this.versions = knownTypes.values().toArray(Integer[]::new);
+        this.pick = tables.render("WITH " + CANDIDATES.formatted("$6", "$5",
+                        "AND c.gate_name IS NULL AND c.rate_limit IS NULL")
                 + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
         this.pickWithLimits = tables.render("""
                 WITH gates AS (
                     SELECT * FROM unnest($5::text[], $6::int[], $7::int[]) AS g(name, capacity, shards)
                 ), rates AS (
                     SELECT * FROM unnest($8::text[], $9::float8[], $10::int[]) AS r(name, rate, burst)
-                ),\s""" + CANDIDATES.formatted("""
+                ),\s""" + CANDIDATES.formatted("$12", "$11", """
                        AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT EXISTS (
                             SELECT 1 FROM {gate_slots} s
                              WHERE s.gate = c.gate_name AND s.key = c.concurrency_key AND s.shard = c.gate_shard
@@ -191,7 +210,7 @@ public final class PickSql {
                      WHERE w.gate_name IS NULL OR w.gate_rank <= t.admitted
                 )
                 """ + CLAIM.formatted("admitted") + ClaimColumns.SELECT);
-        this.lockCandidates = tables.render("WITH " + CANDIDATES.formatted("""
+        this.lockCandidates = tables.render("WITH " + CANDIDATES.formatted("$8", "$7", """
                        AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
                             (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
                        AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
@@ -208,7 +227,7 @@ public final class PickSql {
                 RETURNING\s""" + ClaimColumns.SELECT);
     }
 
-    /** The text of the pick of an engine without limits, with its four parameters, for EXPLAIN. */
+    /** The text of the pick of an engine without limits ($1-$4 as in a pick, $5-$6 the known types), for EXPLAIN. */
     public String pickText() {
         return pick;
     }
@@ -227,7 +246,9 @@ public final class PickSql {
                 .bind(0, queue).bind(1, limit).bind(2, worker).bind(3, leaseMillis);
         if (limits) {
             statement.bind(4, gateNames).bind(5, gateCapacities).bind(6, gateShards)
-                    .bind(7, rateNames).bind(8, rates).bind(9, bursts);
+                    .bind(7, rateNames).bind(8, rates).bind(9, bursts).bind(10, types).bind(11, versions);
+        } else {
+            statement.bind(4, types).bind(5, versions);
         }
         return Flux.from(statement.execute()).concatMap(result -> result.map(ClaimColumns::read));
     }
@@ -237,7 +258,7 @@ public final class PickSql {
             String[] refusedRates) {
         return Flux.from(connection.createStatement(lockCandidates)
                         .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateNames)
-                        .bind(4, refusedGates).bind(5, refusedRates).execute())
+                        .bind(4, refusedGates).bind(5, refusedRates).bind(6, types).bind(7, versions).execute())
                 .concatMap(result -> result.map(PickSql::toCandidate));
     }
 

@@ -42,6 +42,20 @@ class QueueSchedulerTest {
     private final Map<Long, Sinks.One<Executor.RunResult>> runs = new ConcurrentHashMap<>();
     private final AtomicLong nextId = new AtomicLong();
     private Duration beatTakes = Duration.ZERO;
+    /** What the heartbeat answers: held rows not in {@code lost} are renewed; those in {@code cancel} flagged. */
+    private final java.util.Set<Long> lost = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.Set<Long> cancel = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final List<List<ClaimedRow>> released = new CopyOnWriteArrayList<>();
+    private final List<ClaimedRow> forgotten = new CopyOnWriteArrayList<>();
+    private final Map<Long, dev.durable.Cancellation> cancellations = new ConcurrentHashMap<>();
+
+    private QueueScheduler.Renewal renewal(List<Long> held) {
+        java.util.Set<Long> renewed = new java.util.HashSet<>(held);
+        renewed.removeAll(lost);
+        java.util.Set<Long> flagged = new java.util.HashSet<>(renewed);
+        flagged.retainAll(cancel);
+        return new QueueScheduler.Renewal(renewed, flagged);
+    }
     private QueueScheduler scheduler;
 
     @BeforeEach
@@ -67,10 +81,24 @@ class QueueSchedulerTest {
                 },
                 held -> {
                     beats.add(List.copyOf(held));
-                    return beatTakes.isZero() ? Mono.empty() : Mono.delay(beatTakes, time).then();
+                    QueueScheduler.Renewal renewal = renewal(held);
+                    return beatTakes.isZero() ? Mono.just(renewal) : Mono.delay(beatTakes, time).thenReturn(renewal);
                 },
-                rows -> Mono.empty(),
-                row -> runs.computeIfAbsent(row.id(), id -> Sinks.one()).asMono(),
+                new QueueScheduler.Releaser() {
+                    @Override
+                    public Mono<Void> release(List<ClaimedRow> rows) {
+                        return Mono.fromRunnable(() -> released.add(rows));
+                    }
+
+                    @Override
+                    public void forget(List<ClaimedRow> rows) {
+                        forgotten.addAll(rows);
+                    }
+                },
+                (row, cancellation) -> {
+                    cancellations.put(row.id(), cancellation);
+                    return runs.computeIfAbsent(row.id(), id -> Sinks.one()).asMono();
+                },
                 pokes.asFlux(), HEARTBEAT, POKE_WINDOW, time, new SchedulerCounters(),
                 new Telemetry(new SimpleMeterRegistry(), ObservationRegistry.NOOP, null, 16));
         scheduler.start();
@@ -192,16 +220,8 @@ class QueueSchedulerTest {
 
     @Test
     void closeGivesBufferedRowsBackAndWaitsForRunningOnesUpToTheDrainTimeout() {
-        List<List<ClaimedRow>> released = new CopyOnWriteArrayList<>();
-        scheduler = new QueueScheduler(QueueOptions.builder("q").concurrency(1).prefetch(2).pollInterval(POLL)
-                .drainTimeout(Duration.ofSeconds(5)).build(), "worker-1",
-                limit -> Mono.just(new QueueScheduler.Picked(backlog.isEmpty() ? List.of() : backlog.remove(0), 0)),
-                held -> Mono.empty(),
-                rows -> Mono.fromRunnable(() -> released.add(rows)),
-                row -> runs.computeIfAbsent(row.id(), id -> Sinks.one()).asMono(),
-                pokes.asFlux(), HEARTBEAT, POKE_WINDOW, time, new SchedulerCounters(),
-                new Telemetry(new SimpleMeterRegistry(), ObservationRegistry.NOOP, null, 16));
-        scheduler.start();
+        start(QueueOptions.builder("q").concurrency(1).prefetch(2).pollInterval(POLL)
+                .drainTimeout(Duration.ofSeconds(5)).build());
         backlog.add(rows(3));
         time.advanceTimeBy(POLL);
 
@@ -217,5 +237,34 @@ class QueueSchedulerTest {
         int picksAfterClose = picks.size();
         time.advanceTimeBy(Duration.ofSeconds(10));
         assertThat(picks).hasSize(picksAfterClose);
+    }
+
+    @Test
+    void aBeatThatFindsRowsLostOrCancelledDropsThemFromTheBufferAndStopsTheirRuns() {
+        start(queue(2, 3, 1));
+        backlog.add(rows(5)); // 1 and 2 run; 3, 4 and 5 wait
+        time.advanceTimeBy(POLL);
+        lost.add(2L);
+        lost.add(3L);
+        cancel.add(1L);
+        cancel.add(4L);
+        time.advanceTimeBy(HEARTBEAT);
+
+        // Buffered: 3 was lost (forgotten, never started), 4 was cancelled (given back to end cancelled).
+        assertThat(forgotten).extracting(ClaimedRow::id).containsExactly(3L);
+        assertThat(released).hasSize(1);
+        assertThat(released.get(0)).extracting(ClaimedRow::id).containsExactly(4L);
+        // Running: 1 was cancelled and 2 lost: both runs are told to stop; 5 stays buffered.
+        assertThat(cancellations.get(1L).isRequested()).isTrue();
+        assertThat(cancellations.get(2L).isRequested()).isTrue();
+        assertThat(scheduler.buffered()).isEqualTo(1);
+        assertThat(scheduler.stats().leasesLost()).isEqualTo(2);
+        assertThat(scheduler.stats().runsCancelled()).isEqualTo(2);
+
+        // The stopped runs end; 5 starts, and is never stopped.
+        finish(1);
+        finish(2);
+        assertThat(cancellations.get(5L).isRequested()).isFalse();
+        assertThat(cancellations).doesNotContainKeys(3L, 4L);
     }
 }

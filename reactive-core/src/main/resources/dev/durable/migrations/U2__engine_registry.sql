@@ -1,0 +1,2 @@
+-- Undo of version 2.
+DROP TABLE IF EXISTS durable_engines;
