@@ -129,7 +129,7 @@ public final class DurableEngine {
         Map<String, Integer> knownTypes = new LinkedHashMap<>();
         this.definitions.values().forEach(definition -> knownTypes.put(definition.type(), definition.version()));
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
-                options.rateLimits().values(), knownTypes);
+                options.rateLimits().values(), knownTypes, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
@@ -360,6 +360,9 @@ public final class DurableEngine {
                 }))
                 .flatMap(json -> statements.signals().deliver(id, correlationKey, name, json.orElse(null), dedupKey))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException(target)))
+                .flatMap(delivery -> delivery.inboxFull()
+                        ? Mono.error(new InboxFullException(delivery.id(), options.maxInboxSignals()))
+                        : Mono.just(delivery))
                 .map(delivery -> {
                     telemetry.signalled(delivery.id(), delivery.queue(), delivery.woken());
                     if (delivery.woken()) {

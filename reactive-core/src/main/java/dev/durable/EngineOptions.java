@@ -52,6 +52,7 @@ public final class EngineOptions {
     public static final Duration DEFAULT_ACQUIRE_TIMEOUT = Duration.ofSeconds(5);
     public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(10);
     public static final Duration DEFAULT_CALL_TIMEOUT = Duration.ofSeconds(15);
+    public static final int DEFAULT_MAX_INBOX_SIGNALS = 1000;
 
     /** One option: its name (in messages and toString), its default, its check and how it prints. */
     private static final class Option<T> {
@@ -120,6 +121,8 @@ public final class EngineOptions {
             (name, value) -> Options.requireAtLeast(name, value, 0));
     private static final Option<Integer> MAX_PAYLOAD_BYTES = option("maxPayloadBytes", DEFAULT_MAX_PAYLOAD_BYTES,
             (name, value) -> Options.requireAtLeast(name, value, 16));
+    private static final Option<Integer> MAX_INBOX_SIGNALS = option("maxInboxSignals", DEFAULT_MAX_INBOX_SIGNALS,
+            (name, value) -> Options.requireAtLeast(name, value, 1));
     private static final Option<Boolean> REJECT_UNKNOWN_TYPES = option("rejectUnknownTypes", true, EngineOptions::any);
     private static final Option<Boolean> APPLY_MIGRATIONS = option("applyMigrations", true, EngineOptions::any);
     private static final Option<JsonCodec> CODEC = option("codec", new JacksonJsonCodec(), EngineOptions::any);
@@ -250,6 +253,14 @@ public final class EngineOptions {
 
     public int maxPayloadBytes() {
         return get(MAX_PAYLOAD_BYTES);
+    }
+
+    /**
+     * The most unconsumed signals an instance's inbox holds: every claim of the instance carries its
+     * inbox, so it is bounded; a signal past it is refused with {@link InboxFullException}.
+     */
+    public int maxInboxSignals() {
+        return get(MAX_INBOX_SIGNALS);
     }
 
     public boolean rejectUnknownTypes() {
@@ -495,6 +506,11 @@ public final class EngineOptions {
         /** The largest JSON of arguments, state or a payload that an insert accepts. */
         public Builder maxPayloadBytes(int maxPayloadBytes) {
             return set(MAX_PAYLOAD_BYTES, maxPayloadBytes);
+        }
+
+        /** The most unconsumed signals an instance's inbox holds (default 1,000). */
+        public Builder maxInboxSignals(int maxInboxSignals) {
+            return set(MAX_INBOX_SIGNALS, maxInboxSignals);
         }
 
         /** Whether inserting a type with no definition on this engine is an error (default true). */

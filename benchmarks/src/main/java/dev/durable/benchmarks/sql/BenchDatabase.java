@@ -48,7 +48,7 @@ final class BenchDatabase implements AutoCloseable {
         this.pool = new ConnectionPool(ConnectionPoolConfiguration.builder(ConnectionFactories.get(database.url()))
                 .maxSize(4).build());
         this.statements = Statements.create(new Db(pool, Duration.ofMinutes(1)), database.schema(), java.util.List.of(), java.util.List.of(),
-                java.util.Map.of("noop", 1));
+                java.util.Map.of("noop", 1), EngineOptions.DEFAULT_MAX_INBOX_SIGNALS);
         this.admin = Mono.from(ConnectionFactories.get(database.url()).create()).block(WAIT);
     }
 

@@ -15,8 +15,11 @@ import org.jspecify.annotations.Nullable;
  * What every statement that claims returns (the picks, and the insert that claims for an idle
  * scheduler), and how it is read into a {@link ClaimedRow}.
  *
- * <p>The inbox and children come in the same statement, only for rows flagged as ever having had
- * any (never for plain jobs), as two-dimensional text arrays the driver decodes without JSON. Times
+ * <p>The inbox and children come in the same statement, as two-dimensional text arrays the driver
+ * decodes without JSON: the inbox only for rows that ever had a signal (never for plain jobs), at
+ * most {@code EngineOptions.maxInboxSignals} unconsumed ones since deliveries stop there; the
+ * children only for a claim that joins them (the step a parent parked for), not for every later
+ * step of the parent. Times
  * travel as epoch microseconds: the driver decodes a timestamptz by parsing text, which cost a fifth
  * of the engine's CPU on a busy queue.
  */

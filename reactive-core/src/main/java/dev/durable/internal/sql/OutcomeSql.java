@@ -47,7 +47,11 @@ public final class OutcomeSql {
      * outcome is stale and is not returned. A row whose cancel was requested ends cancelled and
      * keeps its step and state. An outcome that stays executing (inline run-ahead) keeps the claim
      * and renews the lease. An await whose signal is already in the inbox goes straight back to
-     * runnable (the lost-wakeup check). Key and rate changes are coded as the ordinals of
+     * runnable (the lost-wakeup check). An outcome that runs the same step again (a retry, an error
+     * retried with backoff, work handed back) keeps what woke the step: its awaited signals stay
+     * awaited and unconsumed, and a join keeps its children, so the redo sees what the first try
+     * saw. {@code has_children} marks a claim that joins: set when a step parks for children,
+     * cleared by the first outcome that moves to another step. Key and rate changes are coded as the ordinals of
      * {@code Outcome.KeyChange} (keep, set, release, gate) and {@code Outcome.RateChange}.
      * Index: the primary key per outcome; the inbox index for the await check. Locks: each
      * committed row (and, through the triggers, its parent's row and its gate counter).
@@ -96,13 +100,16 @@ public final class OutcomeSql {
                                       ELSE o.attempt END,
                        eligible_at = CASE WHEN o.delay_ms IS NULL OR i.cancel_requested THEN i.eligible_at
                                           ELSE now() + o.delay_ms * interval '1 millisecond' END,
-                       awaited_signals = CASE WHEN i.cancel_requested THEN i.awaited_signals
+                       awaited_signals = CASE WHEN i.cancel_requested OR (o.step IS NULL AND o.status = 'runnable')
+                                              THEN i.awaited_signals
                                               ELSE string_to_array(o.awaited, ',') END,
                        await_deadline = CASE WHEN o.await_ms IS NULL OR i.cancel_requested THEN NULL
                                              ELSE now() + o.await_ms * interval '1 millisecond' END,
                        children_pending = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested
                                                THEN o.children ELSE i.children_pending END,
-                       has_children = i.has_children OR (o.status = 'awaiting_children' AND NOT i.cancel_requested),
+                       has_children = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested THEN true
+                                           WHEN o.step IS NOT NULL THEN false
+                                           ELSE i.has_children END,
                        concurrency_key = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.concurrency_key
                                               WHEN o.key_change IN (1, 3) THEN o.new_key END,
                        gate_name = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_name

@@ -109,8 +109,8 @@ public final class Rows {
         }
     }
 
-    /** What a signal delivery found: the target (null when none is live) and what it did. */
-    public record Delivery(long id, String queue, boolean stored, boolean woken) {
+    /** What a signal delivery found: the target, and what it did (nothing stored when its inbox was full). */
+    public record Delivery(long id, String queue, boolean stored, boolean woken, boolean inboxFull) {
     }
 
     /** What a cancel found and left. */

@@ -11,9 +11,9 @@ import reactor.core.publisher.Mono;
 public final class SignalSql {
 
     /**
-     * Stores a signal in a live instance's inbox (a repeated dedup key stores nothing) and wakes the
-     * instance when it awaits that name. The target is addressed by id ($1) or by live correlation
-     * key, per {@code %s}.
+     * Stores a signal in a live instance's inbox (a repeated dedup key stores nothing, and neither
+     * does an inbox already holding $5 unconsumed signals) and wakes the instance when it awaits that
+     * name. The target is addressed by id ($1) or by live correlation key, per {@code %s}.
      * Index: the target by primary key or by the correlation index; the inbox's dedup index.
      * Locks: the target row first, so a commit that parks it either comes before (and the delivery
      * sees it parked) or after (and the commit's lost-wakeup check sees the signal).
@@ -23,9 +23,14 @@ public final class SignalSql {
                 SELECT id, queue, status, awaited_signals FROM {instances}
                  WHERE %s AND status NOT IN ('done', 'failed', 'cancelled')
                    FOR UPDATE
+            ), room AS (
+                SELECT t.id, (SELECT count(*) FROM (SELECT 1 FROM {signals} s
+                                                      WHERE s.instance_id = t.id AND s.consumed_at IS NULL
+                                                      LIMIT $5) unconsumed) >= $5 AS inbox_full
+                  FROM target t
             ), stored AS (
                 INSERT INTO {signals} (instance_id, name, payload, dedup_key)
-                SELECT id, $2, $3::jsonb, $4 FROM target
+                SELECT id, $2, $3::jsonb, $4 FROM room WHERE NOT inbox_full
                 ON CONFLICT (instance_id, dedup_key) DO NOTHING
                 RETURNING instance_id
             ), flagged AS (
@@ -42,7 +47,7 @@ public final class SignalSql {
                  WHERE i.id = t.id AND EXISTS (SELECT 1 FROM stored)
                 RETURNING i.id, i.status
             )
-            SELECT t.id, t.queue, (SELECT count(*) FROM stored) AS stored,
+            SELECT t.id, t.queue, (SELECT count(*) FROM stored) AS stored, (SELECT inbox_full FROM room) AS inbox_full,
                    (SELECT count(*) FROM flagged f WHERE f.status = 'runnable' AND t.status = 'awaiting_signal')
                    AS woken
               FROM target t""";
@@ -50,9 +55,11 @@ public final class SignalSql {
     private final String deliverById;
     private final String deliverByKey;
     private final Db db;
+    private final int maxInbox;
 
-    public SignalSql(Db db, Tables tables) {
+    public SignalSql(Db db, Tables tables, int maxInbox) {
         this.db = db;
+        this.maxInbox = maxInbox;
         this.deliverById = tables.render(DELIVER.formatted("id = $1"));
         this.deliverByKey = tables.render(DELIVER.formatted("correlation_slot = $1"));
     }
@@ -70,9 +77,11 @@ public final class SignalSql {
             statement.bind(1, name);
             Db.bind(statement, 2, payloadJson, String.class);
             Db.bind(statement, 3, dedupKey, String.class);
+            statement.bind(4, maxInbox);
             return Flux.from(statement.execute()).concatMap(result -> result.map(row -> new Delivery(
                     row.get("id", Long.class), row.get("queue", String.class),
-                    row.get("stored", Long.class) > 0, row.get("woken", Long.class) > 0)));
+                    row.get("stored", Long.class) > 0, row.get("woken", Long.class) > 0,
+                    Boolean.TRUE.equals(row.get("inbox_full", Boolean.class)))));
         }).next();
     }
 }

@@ -11,10 +11,10 @@ public record Statements(Db db, InstanceSql instances, PickSql picks, OutcomeSql
 
     /** The statements of an engine that knows these limits, and these types at these versions. */
     public static Statements create(Db db, String schema, Collection<Limits.Gate> gates,
-            Collection<Limits.RateLimit> rateLimits, Map<String, Integer> knownTypes) {
+            Collection<Limits.RateLimit> rateLimits, Map<String, Integer> knownTypes, int maxInboxSignals) {
         Tables tables = new Tables(schema);
         return new Statements(db, new InstanceSql(db, tables), new PickSql(db, tables, gates, rateLimits, knownTypes),
-                new OutcomeSql(tables), new LeaseSql(db, tables), new SignalSql(db, tables),
+                new OutcomeSql(tables), new LeaseSql(db, tables), new SignalSql(db, tables, maxInboxSignals),
                 new MaintenanceSql(db, tables), new RegistrySql(db, tables));
     }
 }
