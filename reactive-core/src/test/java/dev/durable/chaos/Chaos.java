@@ -727,7 +727,7 @@ public final class Chaos {
         }
     }
 
-    private static String javaBinary() {
+    static String javaBinary() {
         return ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     }
@@ -736,7 +736,7 @@ public final class Chaos {
      * The test classpath: the class loader's URLs under exec:java (which runs inside Maven's JVM),
      * else java.class.path (under Surefire/Failsafe a manifest-only jar whose Class-Path is followed).
      */
-    private static String classpath() {
+    static String classpath() {
         Set<String> entries = new LinkedHashSet<>();
         for (ClassLoader loader = Chaos.class.getClassLoader(); loader != null; loader = loader.getParent()) {
             if (loader instanceof URLClassLoader urls) {
