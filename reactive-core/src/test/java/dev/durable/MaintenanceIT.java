@@ -223,5 +223,10 @@ class MaintenanceIT {
         assertThat(meters.counter("durable.gc.deleted").count()).isEqualTo(3.0);
         assertThat(engine.options().garbageCollector().enabled()).isFalse();
         assertThat(engine.options().toString()).contains("garbageCollector=off", "reaper=every PT0.1S");
+
+        Maintenance maintenance = engine.maintenance().orElseThrow();
+        engine.close().block(WAIT);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> maintenance.collectGarbage().block(WAIT))
+                .isInstanceOf(EngineClosedException.class);
     }
 }

@@ -148,6 +148,7 @@ public final class Chaos {
                 .leaseTtl(Duration.ofSeconds(3))
                 .heartbeatInterval(Duration.ofMillis(500))
                 .reaperInterval(Duration.ofMillis(500))
+                .awaitExpiry(dev.durable.Maintenance.TaskOptions.every(Duration.ofMillis(500)))
                 .applyMigrations(false)
                 .queue(jobs.build())
                 .queue(flows.build());

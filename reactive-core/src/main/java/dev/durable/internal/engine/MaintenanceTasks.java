@@ -30,7 +30,7 @@ public final class MaintenanceTasks implements Maintenance {
             Consumer<Transition> onAwaitExpired) {
     }
 
-    private final Lane lane = new Lane();
+    private final Lane lane;
     private final Reaper reaper;
     private final AwaitExpiry awaitExpiry;
     private final GarbageCollector garbageCollector;
@@ -41,6 +41,7 @@ public final class MaintenanceTasks implements Maintenance {
     MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, Limiter limiter,
             LeaseSql.RetryDelay delays, Scheduler timer, Listeners listeners) {
         var meters = options.meterRegistry();
+        this.lane = new Lane(options.name());
         this.reaper = new Reaper(options.reaper(), lane, timer, meters, leases, delays, listeners.onRecovered(),
                 listeners.onWokenParent());
         this.awaitExpiry = new AwaitExpiry(options.awaitExpiry(), lane, timer, meters, sql,

@@ -1,8 +1,10 @@
 package dev.durable.internal.maintenance;
 
+import dev.durable.EngineClosedException;
 import reactor.core.publisher.Mono;
 import reactor.pool.InstrumentedPool;
 import reactor.pool.PoolBuilder;
+import reactor.pool.PoolShutdownException;
 
 /**
  * One batch of maintenance at a time per engine: the engine's pool is sized for one maintenance
@@ -17,13 +19,20 @@ public final class Lane {
 
     private final InstrumentedPool<Object> permit = PoolBuilder.from(Mono.just(PERMIT)).sizeBetween(0, 1)
             .buildPool();
+    private final String engine;
+
+    /** {@code engine}: the engine's name, for the error of a batch asked for after {@link #close()}. */
+    public Lane(String engine) {
+        this.engine = engine;
+    }
 
     /** Runs {@code work} when the lane is free; the lane is free again when it ends, fails or is cancelled. */
     public <T> Mono<T> run(Mono<T> work) {
-        return permit.withPoolable(held -> work).singleOrEmpty();
+        return permit.withPoolable(held -> work).singleOrEmpty()
+                .onErrorMap(PoolShutdownException.class, closed -> new EngineClosedException(engine));
     }
 
-    /** Refuses every batch from now on; one waiting for the lane fails. */
+    /** Refuses every batch from now on (EngineClosedException); one waiting for the lane fails. */
     public void close() {
         permit.dispose();
     }

@@ -21,7 +21,7 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 class MaintenanceServiceTest {
 
     private final VirtualTimeScheduler time = VirtualTimeScheduler.create();
-    private final Lane lane = new Lane();
+    private final Lane lane = new Lane("test");
     private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
 
     @AfterEach
@@ -99,6 +99,20 @@ class MaintenanceServiceTest {
             stuck.stop();
             reaper.stop();
         }
+    }
+
+    @Test
+    void taskOptionsCheckTheirArguments() {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> TaskOptions.every(Duration.ZERO))
+                .hasMessage("interval must be positive, was PT0S");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> TaskOptions.every(Duration.ofSeconds(1)).withBatchSize(0))
+                .hasMessage("batchSize must be at least 1, was 0");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> TaskOptions.every(Duration.ofSeconds(1))
+                .withBudget(Duration.ofMillis(-1))).hasMessage("budget must be positive, was PT-0.001S");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> TaskOptions.every(Duration.ofSeconds(1)).withTimeout(null))
+                .hasMessage("timeout must not be null");
+        assertThat(dev.durable.EngineOptions.builder().url("r2dbc:postgresql://h/db").reaperInterval(Duration.ofSeconds(2))
+                .build().reaper()).isEqualTo(TaskOptions.every(Duration.ofSeconds(2)));
     }
 
     @Test
