@@ -53,6 +53,7 @@ public final class EngineOptions {
     public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(10);
     public static final Duration DEFAULT_CALL_TIMEOUT = Duration.ofSeconds(15);
     public static final int DEFAULT_MAX_INBOX_SIGNALS = 1000;
+    public static final Duration DEFAULT_BUCKET_SWEEP_INTERVAL = Duration.ofMinutes(1);
 
     /** One option: its name (in messages and toString), its default, its check and how it prints. */
     private static final class Option<T> {
@@ -106,8 +107,12 @@ public final class EngineOptions {
     private static final Option<Duration> LEASE_TTL = option("leaseTtl", DEFAULT_LEASE_TTL, Options::requirePositive);
     private static final Option<Duration> HEARTBEAT_INTERVAL = option("heartbeatInterval",
             DEFAULT_HEARTBEAT_INTERVAL, Options::requirePositive);
-    private static final Option<Duration> REAPER_INTERVAL = option("reaperInterval", DEFAULT_REAPER_INTERVAL,
-            Options::requirePositive);
+    private static final Option<Maintenance.TaskOptions> REAPER = option("reaper",
+            Maintenance.TaskOptions.every(DEFAULT_REAPER_INTERVAL), EngineOptions::any);
+    private static final Option<Maintenance.TaskOptions> AWAIT_EXPIRY = option("awaitExpiry",
+            Maintenance.TaskOptions.every(DEFAULT_REAPER_INTERVAL), EngineOptions::any);
+    private static final Option<Maintenance.TaskOptions> GARBAGE_COLLECTOR = option("garbageCollector",
+            Maintenance.TaskOptions.every(DEFAULT_REAPER_INTERVAL), EngineOptions::any);
     private static final Option<Boolean> RUN_MAINTENANCE = option("runMaintenance", true, EngineOptions::any);
     private static final Option<Duration> POKE_WINDOW = option("pokeWindow", DEFAULT_POKE_WINDOW,
             Options::requirePositive);
@@ -143,8 +148,10 @@ public final class EngineOptions {
     private static final Option<Map<String, Limits.RateLimit>> RATE_LIMITS = new Option<>("rateLimits", Map.of(),
             EngineOptions::any, limits -> limits.values().toString());
     private static final Option<Duration> RETENTION = option("retention", DEFAULT_RETENTION, Options::requirePositive);
-    private static final Option<Duration> RECONCILE_INTERVAL = option("reconcileInterval",
-            DEFAULT_RECONCILE_INTERVAL, Options::requirePositive);
+    private static final Option<Maintenance.TaskOptions> LIMITER_RECONCILE = option("limiterReconcile",
+            Maintenance.TaskOptions.every(DEFAULT_RECONCILE_INTERVAL), EngineOptions::any);
+    private static final Option<Maintenance.TaskOptions> BUCKET_SWEEPER = option("bucketSweeper",
+            Maintenance.TaskOptions.every(DEFAULT_BUCKET_SWEEP_INTERVAL), EngineOptions::any);
     private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
             EngineOptions::any);
 
@@ -223,10 +230,22 @@ public final class EngineOptions {
         return get(HEARTBEAT_INTERVAL);
     }
 
-    public Duration reaperInterval() {
-        return get(REAPER_INTERVAL);
+    /** The reaper: expired leases back to runnable after their backoff, or to failed past max attempts. */
+    public Maintenance.TaskOptions reaper() {
+        return get(REAPER);
     }
 
+    /** The expiry of await deadlines: parked instances past their deadline resume. */
+    public Maintenance.TaskOptions awaitExpiry() {
+        return get(AWAIT_EXPIRY);
+    }
+
+    /** The garbage collector: settled instances past the {@link #retention()} are deleted. */
+    public Maintenance.TaskOptions garbageCollector() {
+        return get(GARBAGE_COLLECTOR);
+    }
+
+    /** Whether this engine runs any maintenance tick; each task also has its own switch. */
     public boolean runMaintenance() {
         return get(RUN_MAINTENANCE);
     }
@@ -313,9 +332,14 @@ public final class EngineOptions {
         return get(RETENTION);
     }
 
-    /** How often maintenance recounts gate counters. */
-    public Duration reconcileInterval() {
-        return get(RECONCILE_INTERVAL);
+    /** The limiter's healing of its counters (PostgreSQL: gate counters recounted). */
+    public Maintenance.TaskOptions limiterReconcile() {
+        return get(LIMITER_RECONCILE);
+    }
+
+    /** The sweep of rate-limit buckets that have been full again for a while. */
+    public Maintenance.TaskOptions bucketSweeper() {
+        return get(BUCKET_SWEEPER);
     }
 
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
@@ -383,6 +407,11 @@ public final class EngineOptions {
         private <T> Builder set(Option<T> option, T value) {
             values.put(option, option.checked(value));
             return this;
+        }
+
+        @SuppressWarnings("unchecked")
+        private <T> T current(Option<T> option) {
+            return values.containsKey(option) ? (T) values.get(option) : option.defaultValue;
         }
 
         /** Adds {@code value} under {@code key} to a map option; a key is configured once. */
@@ -470,11 +499,31 @@ public final class EngineOptions {
             return set(HEARTBEAT_INTERVAL, heartbeatInterval);
         }
 
+        /** How often the reaper runs: short for {@code reaper(reaper.withInterval(reaperInterval))}. */
         public Builder reaperInterval(Duration reaperInterval) {
-            return set(REAPER_INTERVAL, reaperInterval);
+            Options.requirePositive("reaperInterval", reaperInterval);
+            return set(REAPER, current(REAPER).withInterval(reaperInterval));
         }
 
-        /** Whether this engine runs the reaper and the other maintenance ticks (any node may). */
+        /** The reaper's switch, tick, batch size, budget and timeout. */
+        public Builder reaper(Maintenance.TaskOptions reaper) {
+            return set(REAPER, reaper);
+        }
+
+        /** The await-deadline expiry's switch, tick, batch size, budget and timeout. */
+        public Builder awaitExpiry(Maintenance.TaskOptions awaitExpiry) {
+            return set(AWAIT_EXPIRY, awaitExpiry);
+        }
+
+        /** The garbage collector's switch, tick, batch size, budget and timeout (what it keeps: {@link #retention}). */
+        public Builder garbageCollector(Maintenance.TaskOptions garbageCollector) {
+            return set(GARBAGE_COLLECTOR, garbageCollector);
+        }
+
+        /**
+         * Whether this engine runs maintenance ticks at all (any node may; every task is safe on
+         * several nodes at once). False switches every task off, whatever its own switch says.
+         */
         public Builder runMaintenance(boolean runMaintenance) {
             return set(RUN_MAINTENANCE, runMaintenance);
         }
@@ -580,8 +629,20 @@ public final class EngineOptions {
             return set(RETENTION, retention);
         }
 
+        /** How often limiter counters are healed: short for {@code limiterReconcile(...withInterval(reconcileInterval))}. */
         public Builder reconcileInterval(Duration reconcileInterval) {
-            return set(RECONCILE_INTERVAL, reconcileInterval);
+            Options.requirePositive("reconcileInterval", reconcileInterval);
+            return set(LIMITER_RECONCILE, current(LIMITER_RECONCILE).withInterval(reconcileInterval));
+        }
+
+        /** The limiter reconcile's switch, tick and timeout (it has no batches). */
+        public Builder limiterReconcile(Maintenance.TaskOptions limiterReconcile) {
+            return set(LIMITER_RECONCILE, limiterReconcile);
+        }
+
+        /** The idle-bucket sweeper's switch, tick, batch size, budget and timeout. */
+        public Builder bucketSweeper(Maintenance.TaskOptions bucketSweeper) {
+            return set(BUCKET_SWEEPER, bucketSweeper);
         }
 
         /**

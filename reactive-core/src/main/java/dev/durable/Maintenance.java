@@ -1,27 +1,45 @@
 package dev.durable;
 
+import java.time.Duration;
 import reactor.core.publisher.Mono;
 
 /**
  * An engine's maintenance tasks: the reaper, the expiry of await deadlines, the garbage collection
- * of settled instances and the healing of limiter counters. An engine with
- * {@link EngineOptions.Builder#runMaintenance(boolean) runMaintenance} runs them on their own ticks;
- * each can also be run once now (a tool, a test, an operator's button), on any engine that started.
- * Every pass is bounded, and safe on any number of nodes at once.
+ * of settled instances, the healing of limiter counters and the sweep of idle rate-limit buckets.
+ *
+ * <p>Each task is its own service with its own {@link TaskOptions} (switch, tick, batch size, time
+ * budget, bound of one batch): on each tick it runs one <em>pass</em>, batch after batch while each
+ * batch comes back full and the budget lasts, so it keeps up with the engine's throughput instead of
+ * taking a fixed number of rows per tick. A failing or stalled task costs its own pass only.
+ * {@link EngineOptions.Builder#runMaintenance(boolean) runMaintenance(false)} switches every tick off.
+ *
+ * <p>The methods below run one pass now (a tool, a test, an operator's button), whether or not the
+ * task's tick is switched on, on any engine that started. Every task is safe on any number of nodes
+ * at once: each batch locks the rows it takes and skips rows another node holds.
  */
 public interface Maintenance {
 
-    /** One reaper pass: expired leases back to runnable, or to failed past max attempts; emits how many. */
+    /**
+     * One reaper pass: expired leases go back to runnable after the type's backoff for the attempt
+     * that was lost (to failed past max attempts, to cancelled when a cancel was requested); parents
+     * that a failed child woke are poked. Emits how many claims it recovered.
+     */
     Mono<Long> reap();
 
     /** One pass over parked instances whose await deadline passed: they resume; emits how many. */
     Mono<Long> expireAwaits();
 
-    /** One batch of settled instances past the retention deleted (children of live parents spared); emits how many. */
+    /** One pass of deleting settled instances past the retention (children of live parents spared); emits how many. */
     Mono<Long> collectGarbage();
 
     /** Has the limiter heal its counters (PostgreSQL: recount gate counters); emits how many were wrong. */
     Mono<Long> reconcileLimits();
+
+    /**
+     * One pass of deleting rate-limit buckets that have been full again for a while: a missing
+     * bucket is a full one, so no admission changes. Emits how many it deleted.
+     */
+    Mono<Long> sweepBuckets();
 
     /** What this engine's maintenance did so far, by its ticks and by the calls above. */
     MaintenanceStats stats();
@@ -33,7 +51,69 @@ public interface Maintenance {
      * @param awaitsExpired parked instances resumed at their deadline
      * @param collected settled instances deleted
      * @param limitsHealed limiter counters found wrong and healed
+     * @param bucketsSwept idle rate-limit buckets deleted
+     * @param failures passes that failed or timed out (each is tried again on its next tick)
      */
-    record MaintenanceStats(long reaped, long awaitsExpired, long collected, long limitsHealed) {
+    record MaintenanceStats(long reaped, long awaitsExpired, long collected, long limitsHealed, long bucketsSwept,
+            long failures) {
+    }
+
+    /**
+     * How one maintenance task runs on an engine. Immutable; each {@code with...} returns a copy.
+     *
+     * @param enabled whether the engine runs the task on its tick (one pass can always be run by hand)
+     * @param interval the time between two passes
+     * @param batchSize the most rows one batch takes (one statement, one short transaction)
+     * @param budget how long one pass keeps taking batches while they come back full
+     * @param timeout the bound of one batch, on the client and as the batch's statement timeout
+     */
+    record TaskOptions(boolean enabled, Duration interval, int batchSize, Duration budget, Duration timeout) {
+
+        public static final int DEFAULT_BATCH_SIZE = 1000;
+        public static final Duration DEFAULT_BUDGET = Duration.ofSeconds(4);
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
+
+        public TaskOptions {
+            Options.requirePositive("interval", interval);
+            Options.requireAtLeast("batchSize", batchSize, 1);
+            Options.requirePositive("budget", budget);
+            Options.requirePositive("timeout", timeout);
+        }
+
+        /** A task switched on, a pass every {@code interval}, with the default batch size, budget and timeout. */
+        public static TaskOptions every(Duration interval) {
+            return new TaskOptions(true, interval, DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_TIMEOUT);
+        }
+
+        public TaskOptions withEnabled(boolean enabled) {
+            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+        }
+
+        /** The same task, not run on a tick by this engine. */
+        public TaskOptions disabled() {
+            return withEnabled(false);
+        }
+
+        public TaskOptions withInterval(Duration interval) {
+            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+        }
+
+        public TaskOptions withBatchSize(int batchSize) {
+            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+        }
+
+        public TaskOptions withBudget(Duration budget) {
+            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+        }
+
+        public TaskOptions withTimeout(Duration timeout) {
+            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+        }
+
+        @Override
+        public String toString() {
+            return (enabled ? "every " + interval : "off") + " (batch " + batchSize + ", budget " + budget
+                    + ", timeout " + timeout + ")";
+        }
     }
 }

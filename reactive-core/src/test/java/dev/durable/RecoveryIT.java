@@ -84,9 +84,9 @@ class RecoveryIT {
 
         Instance done = engines.awaitStatus(engine, again, InstanceStatus.DONE, WAIT);
         assertThat(done.attempt()).isEqualTo(2);
-        assertThat(done.lastError()).isEqualTo("lease of dead-worker expired on attempt 1 of 20");
+        assertThat(done.lastError()).isEqualTo("worker dead-worker lost: its lease expired on attempt 1 of 20");
         Instance failed = engines.awaitStatus(engine, spent, InstanceStatus.FAILED, WAIT);
-        assertThat(failed.lastError()).isEqualTo("lease of dead-worker expired on attempt 1 of 1");
+        assertThat(failed.lastError()).isEqualTo("worker dead-worker lost: its lease expired on attempt 1 of 1");
         assertThat(engine.maintenance().orElseThrow().stats().reaped()).isGreaterThanOrEqualTo(2);
     }
 

@@ -148,6 +148,7 @@ public final class Chaos {
                 .leaseTtl(Duration.ofSeconds(3))
                 .heartbeatInterval(Duration.ofMillis(500))
                 .reaperInterval(Duration.ofMillis(500))
+                .awaitExpiry(dev.durable.Maintenance.TaskOptions.every(Duration.ofMillis(500)))
                 .applyMigrations(false)
                 .queue(jobs.build())
                 .queue(flows.build());
@@ -727,7 +728,7 @@ public final class Chaos {
         }
     }
 
-    private static String javaBinary() {
+    static String javaBinary() {
         return ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     }
@@ -736,7 +737,7 @@ public final class Chaos {
      * The test classpath: the class loader's URLs under exec:java (which runs inside Maven's JVM),
      * else java.class.path (under Surefire/Failsafe a manifest-only jar whose Class-Path is followed).
      */
-    private static String classpath() {
+    static String classpath() {
         Set<String> entries = new LinkedHashSet<>();
         for (ClassLoader loader = Chaos.class.getClassLoader(); loader != null; loader = loader.getParent()) {
             if (loader instanceof URLClassLoader urls) {

@@ -3,6 +3,7 @@ package dev.durable.support;
 import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
 import dev.durable.Instance;
+import dev.durable.Maintenance;
 import dev.durable.InstanceStatus;
 import dev.durable.Definition;
 import dev.durable.testing.TestDatabase;
@@ -27,12 +28,13 @@ public final class Engines implements AfterEachCallback {
         return this;
     }
 
-    /** Test timings: 3 s leases beaten every 500 ms, the reaper every 500 ms. */
+    /** Test timings: 3 s leases beaten every 500 ms, the reaper and the await expiry every 500 ms. */
     public EngineOptions.Builder options(String name) {
         return db.engineOptions().name(name)
                 .leaseTtl(Duration.ofSeconds(3))
                 .heartbeatInterval(Duration.ofMillis(500))
-                .reaperInterval(Duration.ofMillis(500));
+                .reaperInterval(Duration.ofMillis(500))
+                .awaitExpiry(Maintenance.TaskOptions.every(Duration.ofMillis(500)));
     }
 
     public DurableEngine start(EngineOptions.Builder options, Definition... definitions) {

@@ -54,7 +54,7 @@ class DurableAutoConfigurationTest {
                     assertThat(options.name()).isEqualTo("node-a");
                     assertThat(options.leaseTtl()).isEqualTo(Duration.ofSeconds(45));
                     assertThat(options.heartbeatInterval()).isEqualTo(Duration.ofSeconds(3));
-                    assertThat(options.reaperInterval()).isEqualTo(Duration.ofSeconds(7));
+                    assertThat(options.reaper().interval()).isEqualTo(Duration.ofSeconds(7));
                     assertThat(options.runMaintenance()).isFalse();
                     assertThat(options.poolMaxSize()).isEqualTo(4);
                     assertThat(options.pokeTransport().toString()).containsIgnoringCase("notify");

@@ -77,6 +77,7 @@ public final class EngineRuntime {
         Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
                 options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry);
         long leaseMillis = options.leaseTtl().toMillis();
+        RetryDelays delays = new RetryDelays(wiring.definitions());
         List<QueueScheduler> made = new ArrayList<>();
         List<Leases> madeLeases = new ArrayList<>();
         for (QueueOptions queue : options.queues().values()) {
@@ -88,7 +89,7 @@ public final class EngineRuntime {
             Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission);
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
-                    options.heartbeatInterval().toMillis(), sql.leases(), admission);
+                    options.heartbeatInterval().toMillis(), sql.leases(), delays, admission);
             QueueScheduler.Runner runner = (row, cancellation) -> executor.run(row, cancellation,
                             continued -> admission.inlineStep(row.id(), continued))
                     .doOnNext(result -> admission.runEnded(row.id(), result));
@@ -102,14 +103,17 @@ public final class EngineRuntime {
         this.schedulers = List.copyOf(made);
         this.leases = List.copyOf(madeLeases);
         this.claims = new ClaimOnInsert(schedulers, wiring.definitions().keySet());
-        this.maintenance = new MaintenanceTasks(sql.leases(), sql.maintenance(), limiter, options.retention(),
-                reaped -> {
+        this.maintenance = new MaintenanceTasks(options, sql.leases(), sql.maintenance(), limiter, delays,
+                Schedulers.parallel(), new MaintenanceTasks.Listeners(reaped -> {
                     telemetry.recovered(reaped, false);
                     onTransition.accept(reaped);
+                }, parent -> {
+                    telemetry.wokenParent(parent);
+                    onTransition.accept(parent);
                 }, expired -> {
                     telemetry.recovered(expired, true);
                     onTransition.accept(expired);
-                });
+                }));
         this.recurring = new RecurringRunner(wiring.recurringJobs(), options.recurringInterval(),
                 sql.instances().now(), wiring.insert(), RecurringJob::due);
         List<String> types = new ArrayList<>(wiring.definitions().keySet());
@@ -148,7 +152,7 @@ public final class EngineRuntime {
                 .then(Mono.fromRunnable(() -> {
                     registry.start(options.heartbeatInterval());
                     if (runMaintenance) {
-                        maintenance.start(options.reaperInterval(), options.reconcileInterval());
+                        maintenance.start();
                     }
                     recurring.start();
                 }));

@@ -3,6 +3,7 @@ package dev.durable.internal.engine;
 import dev.durable.internal.sql.LeaseSql;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.limit.LimitClaim;
+import java.time.Duration;
 import java.util.List;
 import reactor.core.publisher.Mono;
 import reactor.util.Logger;
@@ -18,18 +19,22 @@ final class Leases implements QueueScheduler.Releaser {
 
     private static final Logger log = Loggers.getLogger(Leases.class);
     private static final int RECLAIM_LIMIT = 10_000;
+    private static final Duration RECLAIM_TIMEOUT = Duration.ofSeconds(30);
 
     private final QueueContext queue;
     private final String prefix;
     private final long heartbeatMillis;
     private final LeaseSql leases;
+    private final LeaseSql.RetryDelay delays;
     private final Admission admission;
 
-    Leases(QueueContext queue, String prefix, long heartbeatMillis, LeaseSql leases, Admission admission) {
+    Leases(QueueContext queue, String prefix, long heartbeatMillis, LeaseSql leases, LeaseSql.RetryDelay delays,
+            Admission admission) {
         this.queue = queue;
         this.prefix = prefix;
         this.heartbeatMillis = heartbeatMillis;
         this.leases = leases;
+        this.delays = delays;
         this.admission = admission;
     }
 
@@ -67,12 +72,14 @@ final class Leases implements QueueScheduler.Releaser {
     /**
      * Reclaims the stale claims of this scheduler's dead predecessors (same identity prefix, older
      * incarnation) at once. The margin spares any claim beaten within the last two heartbeats, so
-     * a live owner that happens to share the prefix keeps its rows. Emits how many it reclaimed.
+     * a live owner that happens to share the prefix keeps its rows. A reclaimed row waits out its
+     * backoff as a reaped one does (its run may be what killed the predecessor). Emits how many it
+     * reclaimed.
      */
     Mono<Long> reclaim() {
         long margin = Math.max(queue.leaseMillis() - 2 * heartbeatMillis, 0);
-        return leases.recoverExpired(margin, prefix, queue.worker(), RECLAIM_LIMIT)
-                .count()
+        return leases.recoverExpired(margin, prefix, queue.worker(), RECLAIM_LIMIT, delays, RECLAIM_TIMEOUT)
+                .map(recovery -> (long) recovery.recovered().size())
                 .doOnNext(reclaimed -> {
                     if (reclaimed > 0) {
                         queue.counters().reclaimed.addAndGet(reclaimed);

@@ -3,7 +3,10 @@ package dev.durable.internal.sql;
 import dev.durable.internal.Db;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.Transition;
+import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
@@ -31,14 +34,32 @@ public final class LeaseSql {
     private final String release;
 
     /**
-     * Returns expired claims to runnable, or to failed once their attempts are spent, or to
-     * cancelled when a cancel was requested. The reaper passes no prefix and a zero margin; the
-     * startup reclaim passes its dead predecessors' identity prefix and a margin, so it takes their
-     * rows before the lease runs out but never a live owner's freshly beaten one. Bounded per
-     * statement. Index: the lease index, oldest lease first. Locks: the recovered rows, skipping
-     * rows another transaction holds (left for the next tick).
+     * The first statement of a recovery: locks up to $4 expired claims and returns what their
+     * backoff depends on (type, attempt). The reaper passes no prefix and a zero margin; the startup
+     * reclaim passes its dead predecessors' identity prefix and a margin, so it takes their rows
+     * before the lease runs out but never a live owner's freshly beaten one. Index: the lease index,
+     * oldest lease first. Locks: the rows returned, to the end of the recovery's transaction,
+     * skipping rows another transaction holds (another node's reaper, a commit: left for later).
+     * A heartbeat of a locked row waits for the recovery, then finds the row no longer its own.
      */
-    private final String recoverExpired;
+    private final String lockExpired;
+
+    /**
+     * The second statement: settles the locked claims $1 with their retry delays $2 (ms, computed
+     * from each type's backoff for the attempt the lost worker ran): runnable once the delay has
+     * passed, failed once the attempts are spent (so a step that keeps killing its worker cannot
+     * retry for ever), cancelled when a cancel was requested. The error names the lost worker.
+     * A child settling here counts itself off its parent through the durable_child_settled trigger.
+     * Index: primary key. Locks: the rows, which the transaction already holds, and the parents
+     * the trigger updates.
+     */
+    private final String recoverLocked;
+
+    /**
+     * The third statement, when recovered children settled: the parents $1 the trigger woke, so the
+     * engine pokes their queues instead of leaving them to the poll. Index: primary key. Locks: none.
+     */
+    private final String wokenParents;
 
     private final Db db;
 
@@ -57,27 +78,31 @@ public final class LeaseSql {
                   FROM unnest($1::bigint[], $3::int[]) AS r(id, attempt)
                  WHERE i.id = r.id AND i.attempt = r.attempt AND i.claimed_by = $2 AND i.status = 'executing'
                 RETURNING i.id, i.queue, i.status""");
-        this.recoverExpired = tables.render("""
-                WITH expired AS (
-                    SELECT id FROM {instances}
-                     WHERE status = 'executing'
-                       AND lease_expires_at < now() + $1 * interval '1 millisecond'
-                       AND ($2::text IS NULL OR (left(claimed_by, length($2)) = $2 AND claimed_by <> $3))
-                     ORDER BY lease_expires_at
-                     LIMIT $4
-                       FOR UPDATE SKIP LOCKED
-                )
+        this.lockExpired = tables.render("""
+                SELECT id, type, attempt FROM {instances}
+                 WHERE status = 'executing'
+                   AND lease_expires_at < now() + $1 * interval '1 millisecond'
+                   AND ($2::text IS NULL OR (left(claimed_by, length($2)) = $2 AND claimed_by <> $3))
+                 ORDER BY lease_expires_at
+                 LIMIT $4
+                   FOR UPDATE SKIP LOCKED""");
+        this.recoverLocked = tables.render("""
                 UPDATE {instances} i
                    SET status = CASE WHEN i.cancel_requested THEN 'cancelled'
                                      WHEN i.attempt >= i.max_attempts THEN 'failed'
                                      ELSE 'runnable' END,
+                       eligible_at = CASE WHEN i.cancel_requested OR i.attempt >= i.max_attempts THEN i.eligible_at
+                                          ELSE now() + l.delay_ms * interval '1 millisecond' END,
                        last_error = CASE WHEN i.cancel_requested THEN i.last_error
-                                         ELSE 'lease of ' || i.claimed_by || ' expired on attempt ' || i.attempt
-                                              || ' of ' || i.max_attempts END,
+                                         ELSE 'worker ' || i.claimed_by || ' lost: its lease expired on attempt '
+                                              || i.attempt || ' of ' || i.max_attempts END,
                        claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
-                  FROM expired x
-                 WHERE i.id = x.id
-                RETURNING i.id, i.queue, i.status""");
+                  FROM unnest($1::bigint[], $2::bigint[]) AS l(id, delay_ms)
+                 WHERE i.id = l.id AND i.claimed_by IS NOT NULL
+                RETURNING i.id, i.queue, i.status, i.parent_id""");
+        this.wokenParents = tables.render("""
+                SELECT id, queue, status FROM {instances}
+                 WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");
     }
 
     /** A row the heartbeat renewed, and whether its cancel was requested. */
@@ -100,18 +125,67 @@ public final class LeaseSql {
                 .concatMap(result -> result.map(Transition::read)));
     }
 
+    /** How long a recovered claim waits before it runs again: the backoff of its type for the lost attempt. */
+    @FunctionalInterface
+    public interface RetryDelay {
+        long millis(String type, int attempt);
+    }
+
+    /** What one recovery did: the claims it recovered and the parents their settling woke. */
+    public record Recovery(List<Transition> recovered, List<Transition> wokenParents) {
+    }
+
+    private record Lost(long id, String type, int attempt) {
+    }
+
     /**
-     * Recovers expired claims: every worker's when {@code prefix} is null (the reaper), else only
-     * those of {@code prefix}'s dead incarnations other than {@code self}, {@code marginMillis}
-     * before they expire.
+     * Recovers up to {@code limit} expired claims in one transaction bounded by {@code timeout}:
+     * every worker's when {@code prefix} is null (the reaper), else only those of {@code prefix}'s
+     * dead incarnations other than {@code self}, {@code marginMillis} before they expire.
      */
-    public Flux<Transition> recoverExpired(long marginMillis, @Nullable String prefix, String self, int limit) {
-        return db.withConnection(connection -> {
-            Statement statement = connection.createStatement(recoverExpired).bind(0, marginMillis);
-            Db.bind(statement, 1, prefix, String.class);
-            statement.bind(2, self).bind(3, limit);
-            return Flux.from(statement.execute()).concatMap(result -> result.map(Transition::read));
-        });
+    public Mono<Recovery> recoverExpired(long marginMillis, @Nullable String prefix, String self, int limit,
+            RetryDelay delay, Duration timeout) {
+        return db.inTransaction(connection -> MaintenanceSql.boundStatements(connection, timeout)
+                        .thenMany(lock(connection, marginMillis, prefix, self, limit))
+                        .collectList()
+                        .flatMap(lost -> lost.isEmpty() ? Mono.just(new Recovery(List.of(), List.of()))
+                                : settle(connection, lost, delay)))
+                .single();
+    }
+
+    private Flux<Lost> lock(Connection connection, long marginMillis, @Nullable String prefix, String self,
+            int limit) {
+        Statement statement = connection.createStatement(lockExpired).bind(0, marginMillis);
+        Db.bind(statement, 1, prefix, String.class);
+        statement.bind(2, self).bind(3, limit);
+        return Flux.from(statement.execute()).concatMap(result -> result.map(row -> new Lost(
+                row.get("id", Long.class), row.get("type", String.class), row.get("attempt", Integer.class))));
+    }
+
+    private Mono<Recovery> settle(Connection connection, List<Lost> lost, RetryDelay delay) {
+        Long[] ids = new Long[lost.size()];
+        Long[] delays = new Long[lost.size()];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = lost.get(i).id();
+            delays[i] = Math.max(0L, delay.millis(lost.get(i).type(), lost.get(i).attempt()));
+        }
+        List<Long> parents = new ArrayList<>();
+        return Flux.from(connection.createStatement(recoverLocked).bind(0, ids).bind(1, delays).execute())
+                .concatMap(result -> result.map(row -> {
+                    Transition transition = Transition.read(row);
+                    Long parent = row.get("parent_id", Long.class);
+                    if (parent != null && transition.status().isTerminal()) {
+                        parents.add(parent);
+                    }
+                    return transition;
+                }))
+                .collectList()
+                .flatMap(recovered -> parents.isEmpty() ? Mono.just(new Recovery(recovered, List.of()))
+                        : Flux.from(connection.createStatement(wokenParents)
+                                        .bind(0, parents.stream().distinct().toArray(Long[]::new)).execute())
+                                .concatMap(result -> result.map(Transition::read))
+                                .collectList()
+                                .map(woken -> new Recovery(recovered, woken)));
     }
 
 }

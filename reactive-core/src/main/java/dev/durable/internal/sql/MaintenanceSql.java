@@ -1,12 +1,28 @@
 package dev.durable.internal.sql;
 
+import dev.durable.Limits;
 import dev.durable.internal.Db;
 import dev.durable.internal.sql.Rows.Transition;
+import io.r2dbc.spi.Connection;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
-/** Maintenance that is not about leases: await deadlines and the garbage collection of settled rows. */
+/**
+ * Maintenance that is not about leases: await deadlines, the garbage collection of settled rows and
+ * the sweep of idle rate-limit buckets. Each runner is one batch in one short transaction whose
+ * statements are bounded by a statement timeout, so a stalled batch ends on the server too, not only
+ * on the client.
+ */
 public final class MaintenanceSql {
+
+    /**
+     * Bounds the statements of the current transaction: {@code SET LOCAL statement_timeout} with a
+     * bound parameter. Index: none. Locks: none.
+     */
+    private static final String STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', $1, true)";
 
     /**
      * Resumes up to $1 parked instances whose await deadline passed, with no awaited signal.
@@ -22,6 +38,18 @@ public final class MaintenanceSql {
      * transaction holds.
      */
     private final String collectGarbage;
+
+    /**
+     * Deletes up to $5 buckets of the rate limits this engine knows ($1-$3: name, tokens a second,
+     * burst) that were already full again $4 ms ago. A missing bucket is created full by the next
+     * pick that needs it, so deleting a full one changes no admission: the pick would have found
+     * it full. The margin covers a pick whose transaction clock (now()) is older than the sweep's:
+     * such a pick, bounded by its statement timeout, still finds the bucket full at its own now().
+     * Buckets of limits this engine does not know are left to an engine that does. Index: none, a
+     * scan of the buckets (one row per limit and partition that was used lately, which is what this
+     * keeps small). Locks: the deleted buckets, skipping those a pick holds.
+     */
+    private final String sweepBuckets;
 
     private final Db db;
 
@@ -55,20 +83,61 @@ public final class MaintenanceSql {
                     DELETE FROM {signals} s USING doomed d WHERE s.instance_id = d.id
                 )
                 DELETE FROM {instances} i USING doomed d WHERE i.id = d.id""");
+        this.sweepBuckets = tables.render("""
+                WITH idle AS (
+                    SELECT b.name, b.partition_key
+                      FROM {buckets} b
+                      JOIN unnest($1::text[], $2::float8[], $3::int[]) AS r(name, rate, burst) ON r.name = b.name
+                     WHERE b.tokens + r.rate * extract(epoch FROM now() - $4 * interval '1 millisecond' - b.refilled_at)
+                           >= r.burst
+                     LIMIT $5
+                       FOR UPDATE OF b SKIP LOCKED
+                )
+                DELETE FROM {buckets} b USING idle i
+                 WHERE b.name = i.name AND b.partition_key = i.partition_key""");
     }
 
-    /** Resumes up to {@code limit} parked instances whose await deadline passed. */
-    public Flux<Transition> expireAwaits(int limit) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(expireAwaits)
-                        .bind(0, limit).execute())
-                .concatMap(result -> result.map(Transition::read)));
+    /** Bounds every statement of the transaction on {@code connection} by {@code timeout}. */
+    static Mono<Void> boundStatements(Connection connection, Duration timeout) {
+        return Flux.from(connection.createStatement(STATEMENT_TIMEOUT)
+                        .bind(0, Long.toString(Math.max(1, timeout.toMillis()))).execute())
+                .concatMap(result -> result.map(row -> 1))
+                .then();
+    }
+
+    /** Resumes up to {@code limit} parked instances whose await deadline passed; emits them once committed. */
+    public Mono<List<Transition>> expireAwaits(int limit, Duration timeout) {
+        return db.inTransaction(connection -> boundStatements(connection, timeout)
+                        .thenMany(Flux.from(connection.createStatement(expireAwaits).bind(0, limit).execute()))
+                        .concatMap(result -> result.map(Transition::read)))
+                .collectList();
     }
 
     /** Deletes up to {@code limit} settled instances older than the retention; emits how many. */
-    public Mono<Long> collectGarbage(long retentionMillis, int limit) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(collectGarbage)
-                        .bind(0, retentionMillis).bind(1, limit).execute())
-                .concatMap(result -> result.getRowsUpdated()))
+    public Mono<Long> collectGarbage(long retentionMillis, int limit, Duration timeout) {
+        return db.inTransaction(connection -> boundStatements(connection, timeout)
+                        .thenMany(Flux.from(connection.createStatement(collectGarbage)
+                                .bind(0, retentionMillis).bind(1, limit).execute()))
+                        .concatMap(result -> result.getRowsUpdated()))
+                .reduce(0L, Long::sum);
+    }
+
+    /**
+     * Deletes up to {@code limit} buckets of {@code rateLimits} that were full again {@code idleMillis}
+     * ago; emits how many.
+     */
+    public Mono<Long> sweepBuckets(Collection<Limits.RateLimit> rateLimits, long idleMillis, int limit,
+            Duration timeout) {
+        if (rateLimits.isEmpty()) {
+            return Mono.just(0L);
+        }
+        String[] names = rateLimits.stream().map(Limits.RateLimit::name).toArray(String[]::new);
+        Double[] rates = rateLimits.stream().map(Limits.RateLimit::ratePerSecond).toArray(Double[]::new);
+        Integer[] bursts = rateLimits.stream().map(Limits.RateLimit::burst).toArray(Integer[]::new);
+        return db.inTransaction(connection -> boundStatements(connection, timeout)
+                        .thenMany(Flux.from(connection.createStatement(sweepBuckets).bind(0, names).bind(1, rates)
+                                .bind(2, bursts).bind(3, idleMillis).bind(4, limit).execute()))
+                        .concatMap(result -> result.getRowsUpdated()))
                 .reduce(0L, Long::sum);
     }
 }

@@ -1,0 +1,66 @@
+package dev.durable.chaos;
+
+import dev.durable.Backoff;
+import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
+import dev.durable.JobContext;
+import dev.durable.JobDefinition;
+import dev.durable.QueueOptions;
+import io.r2dbc.pool.ConnectionPool;
+import java.time.Duration;
+import reactor.core.publisher.Mono;
+
+/**
+ * A worker JVM of {@link PoisonJobIT}: runs the poison queue, whose one job records its run (its
+ * claim as the database holds it) and then halts this JVM, as an OOM or a segfault would. The test
+ * restarts workers that die. Arguments: the R2DBC URL, the schema, the label of this incarnation.
+ */
+public final class PoisonWorker {
+
+    static final String QUEUE = "poison";
+    static final String TYPE = "poison";
+    static final Duration LEASE = Duration.ofSeconds(2);
+    static final Backoff BACKOFF = Backoff.exponential(Duration.ofMillis(500), Duration.ofSeconds(10));
+
+    private PoisonWorker() {
+    }
+
+    /** The poison job; in the test's own JVM it is only registered, never run. */
+    static JobDefinition<String, String> poison(JobHandlerFactory handler) {
+        return JobDefinition.of(TYPE, String.class, handler.handler()).queue(QUEUE).backoff(BACKOFF);
+    }
+
+    interface JobHandlerFactory {
+        dev.durable.JobHandler<String, String> handler();
+    }
+
+    public static void main(String[] args) throws InterruptedException {
+        String url = args[0];
+        String schema = args[1];
+        String label = args[2];
+        ConnectionPool recorder = Chaos.pool(url, "poison-recorder", 2);
+        ConnectionPool enginePool = Chaos.pool(url, "poison-worker", 6);
+        JobDefinition<String, String> poison = poison(() -> (String ignored, JobContext context) -> Mono.fromCallable(() -> {
+            // The run as the database sees it, committed before the JVM goes.
+            Chaos.execute(recorder, "INSERT INTO \"" + schema + "\".poison_runs (instance_id, attempt, claimed_by,"
+                    + " eligible_at, label) SELECT id, attempt, claimed_by, eligible_at, $2"
+                    + " FROM \"" + schema + "\".durable_instances WHERE id = $1", context.id(), label);
+            System.out.println("HALT " + label + " on attempt " + context.attempt());
+            System.out.flush();
+            Runtime.getRuntime().halt(3);
+            return "unreachable";
+        }));
+        DurableEngine engine = DurableEngine.builder(EngineOptions.builder().connectionFactory(enginePool)
+                        .schema(schema).name("poison").applyMigrations(false)
+                        .leaseTtl(LEASE).heartbeatInterval(Duration.ofMillis(500)).reaperInterval(Duration.ofMillis(250))
+                        .queue(QueueOptions.builder(QUEUE).concurrency(1).prefetch(0).pollInterval(Duration.ofMillis(100))
+                                .maxPollInterval(Duration.ofMillis(500)).build())
+                        .build())
+                .register(poison)
+                .build();
+        engine.start().block(Duration.ofSeconds(60));
+        System.out.println("READY " + label);
+        System.out.flush();
+        Thread.currentThread().join(); // until it runs the poison job, or the test kills it
+    }
+}
