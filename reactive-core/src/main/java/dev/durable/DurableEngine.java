@@ -133,6 +133,13 @@ public final class DurableEngine {
         this.migrator = new Migrator(db, options.schema());
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
+        for (Definition definition : this.definitions.values()) {
+            if (definition instanceof JobDefinition<?, ?> job) {
+                options.codec().prepare(job.argsType());
+            } else if (definition instanceof WorkflowDefinition<?> workflow) {
+                options.codec().prepare(workflow.stateType());
+            }
+        }
         this.telemetry = new Telemetry(options.meterRegistry(), options.observationRegistry(),
                 options.runObservationConvention(), options.eventBufferSize());
     }

@@ -33,6 +33,12 @@ public final class JacksonJsonCodec implements JsonCodec {
         }
     }
 
+    /** Builds and caches the type's deserializer now (Jackson guards its cache with a lock). */
+    @Override
+    public void prepare(Class<?> type) {
+        mapper.canDeserialize(mapper.constructType(type));
+    }
+
     @Override
     public <T> T decode(String json, Class<T> type) {
         try {

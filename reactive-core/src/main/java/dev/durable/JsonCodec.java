@@ -11,4 +11,12 @@ public interface JsonCodec {
 
     /** The value of JSON text as the given type; malformed JSON is a {@link DurableException}. */
     <T> T decode(String json, Class<T> type);
+
+    /**
+     * Gets ready to decode {@code type}, once, when the engine is built (off any event loop): a
+     * codec that builds and caches a decoder per type under a lock does it here, so the first runs
+     * of a type never wait on that lock on a handler thread. Does nothing by default.
+     */
+    default void prepare(Class<?> type) {
+    }
 }
