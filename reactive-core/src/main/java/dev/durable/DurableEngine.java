@@ -33,6 +33,7 @@ import java.util.function.Predicate;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import reactor.util.Logger;
 import reactor.util.Loggers;
 
@@ -87,7 +88,7 @@ public final class DurableEngine {
     private final Migrator migrator;
     private final WorkerIdentity identity;
     private final RequestMapper mapper;
-    private final SettleWaiters waiters = new SettleWaiters();
+    private final SettleWaiters waiters;
     private final Telemetry telemetry;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
@@ -123,6 +124,8 @@ public final class DurableEngine {
         this.mapper = new RequestMapper(this.definitions, options);
         this.telemetry = new Telemetry(options.meterRegistry(), options.observationRegistry(),
                 options.runObservationConvention(), options.eventBufferSize());
+        this.waiters = new SettleWaiters(watches -> whenOpen().thenMany(statements.instances().watch(watches)),
+                options.settlePollInterval(), SettleWaiters.READ_TIMEOUT, Schedulers.parallel());
     }
 
     public static Builder builder(EngineOptions options) {
@@ -374,12 +377,25 @@ public final class DurableEngine {
     }
 
     /**
-     * Completes with the instance once it has settled (done, failed or cancelled), or a
-     * {@link DurableTimeoutException} after {@code timeout}. Transitions made by this engine
-     * answer at once; others are noticed by a read every so often, backing off to one a second.
+     * Completes with the instance once it has settled (done, failed or cancelled); with a
+     * {@link NoTargetException} when no instance has that id; after {@code timeout}, with a
+     * {@link DurableTimeoutException} carrying the last snapshot the wait read
+     * ({@link DurableTimeoutException#lastSeen()}). Transitions made by this engine answer at once;
+     * others are found by one read shared by every waiter of the engine, every
+     * {@link EngineOptions#settlePollInterval()}: a thousand waiters cost one statement a tick.
      */
     public Mono<Instance> awaitSettled(long id, Duration timeout) {
         return awaitStatus(id, timeout, InstanceStatus::isTerminal);
+    }
+
+    /**
+     * As {@link #awaitSettled}, but after {@code timeout} completes with the instance as it stands
+     * then (read afresh, in the shared read), settled or not: check {@code status()}.
+     */
+    public Mono<Instance> awaitSettledOrCurrent(long id, Duration timeout) {
+        return awaitSettled(id, timeout).onErrorResume(DurableTimeoutException.class, late -> whenOpen()
+                .then(waiters.current(id))
+                .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id))));
     }
 
     /** As {@link #awaitSettled}, also completing when the instance parks (awaits a signal or children). */
@@ -388,8 +404,10 @@ public final class DurableEngine {
     }
 
     private Mono<Instance> awaitStatus(long id, Duration timeout, Predicate<InstanceStatus> wanted) {
-        return waiters.await(id, wanted, () -> get(id))
-                .timeout(timeout, Mono.error(() -> new DurableTimeoutException(id, timeout)))
+        if (timeout == null || timeout.isNegative() || timeout.isZero()) {
+            return Mono.error(new InvalidRequestException("timeout must be positive, was " + timeout));
+        }
+        return whenOpen().then(waiters.await(id, wanted, timeout))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id)));
     }
 

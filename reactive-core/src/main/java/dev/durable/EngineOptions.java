@@ -49,6 +49,7 @@ public final class EngineOptions {
     public static final int DEFAULT_EVENT_BUFFER_SIZE = 1024;
     public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
     public static final Duration DEFAULT_RECONCILE_INTERVAL = Duration.ofMinutes(5);
+    public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
 
     /** One option: its name (in messages and toString), its default, its check and how it prints. */
     private static final class Option<T> {
@@ -135,6 +136,8 @@ public final class EngineOptions {
             DEFAULT_RECONCILE_INTERVAL, Options::requirePositive);
     private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
             EngineOptions::any);
+    private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
+            DEFAULT_SETTLE_POLL_INTERVAL, Options::requirePositive);
 
     /** The values set, by option; an option not in it has its default. */
     private final Map<Option<?>, Object> values;
@@ -281,6 +284,11 @@ public final class EngineOptions {
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
     public LimiterFactory limiter() {
         return get(LIMITER);
+    }
+
+    /** How often the shared read of {@code awaitSettled} looks for changes made by other engines. */
+    public Duration settlePollInterval() {
+        return get(SETTLE_POLL_INTERVAL);
     }
 
     /** Every option with its value, passwords masked; options with no value (no factory, say) left out. */
@@ -522,6 +530,14 @@ public final class EngineOptions {
          */
         public Builder limiter(LimiterFactory limiter) {
             return set(LIMITER, limiter);
+        }
+
+        /**
+         * How often {@code awaitSettled} reads, in one statement for all its callers, the instances
+         * they wait for (changes made by this engine answer at once).
+         */
+        public Builder settlePollInterval(Duration settlePollInterval) {
+            return set(SETTLE_POLL_INTERVAL, settlePollInterval);
         }
 
         /** The options, once the rules across them hold. */

@@ -29,6 +29,13 @@ public final class InstanceSql {
     public record Inserted(long id, @Nullable ClaimedRow claim) {
     }
 
+    /** An instance a settle-waiter watches, with the status it last saw it in (null: read it in full). */
+    public record Watch(long id, @Nullable InstanceStatus seen) {
+    }
+
+    /** The most ids one read of {@link #watch} sends in one statement; more go in further statements. */
+    public static final int WATCH_IDS_PER_STATEMENT = 1000;
+
     private static final Columns<Insertion> INSERT_COLUMNS = Columns.<Insertion>builder()
             .text("type", i -> i.row().type())
             .integer("type_version", i -> i.row().typeVersion())
@@ -72,6 +79,16 @@ public final class InstanceSql {
 
     /** One instance. Index: primary key. Locks: none. */
     private final String select;
+
+    /**
+     * The settle-waiters' shared read: of the watched ids (at most
+     * {@link #WATCH_IDS_PER_STATEMENT}), the instances whose status is not the one the waiter last
+     * saw (a null seen status always differs), so an unchanged instance costs an index probe and no
+     * row. An id that comes back in no row while its seen status was null has no instance.
+     * Index: primary key ({@code id = ANY}), then a hashed anti-join against the seen statuses.
+     * Locks: none.
+     */
+    private final String watch;
 
     /**
      * A page of instances by optional queue and status, keyset-paginated on id. For dashboards and
@@ -120,6 +137,11 @@ public final class InstanceSql {
                  ORDER BY u.ord
                 RETURNING\s""" + ClaimColumns.SELECT);
         this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1");
+        this.watch = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
+                  FROM {instances} i
+                 WHERE i.id = ANY ($1::bigint[])
+                   AND NOT EXISTS (SELECT 1 FROM unnest($1::bigint[], $2::text[]) AS w(wid, seen)
+                                    WHERE w.wid = i.id AND w.seen = i.status)""");
         this.list = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
                  FROM {instances}
                  WHERE ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR status = $2) AND id > $3
@@ -160,6 +182,31 @@ public final class InstanceSql {
                 .concatMap(result -> result.map(row -> new Inserted(row.get("id", Long.class),
                         row.get("claimed_by", String.class) == null ? null : ClaimColumns.read(row))))
                 .onErrorMap(Errors::translate);
+    }
+
+    /**
+     * The watched instances whose status differs from the one seen, in statements of at most
+     * {@link #WATCH_IDS_PER_STATEMENT} ids, one after the other on one connection.
+     */
+    public Flux<Instance> watch(List<Watch> watches) {
+        if (watches.isEmpty()) {
+            return Flux.empty();
+        }
+        List<List<Watch>> chunks = new java.util.ArrayList<>();
+        for (int from = 0; from < watches.size(); from += WATCH_IDS_PER_STATEMENT) {
+            chunks.add(watches.subList(from, Math.min(watches.size(), from + WATCH_IDS_PER_STATEMENT)));
+        }
+        return db.withConnection(connection -> Flux.fromIterable(chunks).concatMap(chunk -> {
+            Long[] ids = new Long[chunk.size()];
+            String[] seen = new String[chunk.size()];
+            for (int i = 0; i < chunk.size(); i++) {
+                ids[i] = chunk.get(i).id();
+                InstanceStatus status = chunk.get(i).seen();
+                seen[i] = status == null ? null : status.sqlName();
+            }
+            return Flux.from(connection.createStatement(watch).bind(0, ids).bind(1, seen).execute())
+                    .concatMap(result -> result.map(InstanceSql::toInstance));
+        }));
     }
 
     public Mono<Instance> get(long id) {
