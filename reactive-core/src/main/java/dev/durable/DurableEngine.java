@@ -220,7 +220,7 @@ public final class DurableEngine {
                                 plan.handOver(inserted);
                                 List<Long> ids = inserted.stream().map(Inserted::id).toList();
                                 telemetry.inserted(rows, ids);
-                                plan.queuesToPoke().forEach(this::poke);
+                                queuesToPoke(rows, inserted).forEach(this::poke);
                                 return ids;
                             });
                     if (!plan.claimsAny()) {
@@ -246,14 +246,14 @@ public final class DurableEngine {
     public Mono<List<Long>> insertAll(Connection connection, List<JobRequest> requests) {
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
                 .flatMap(rows -> statements.instances().insert(connection, ClaimOnInsert.none(rows).insertions(), 0)
-                        .map(Inserted::id)
                         .collectList()
-                        .flatMap(ids -> {
+                        .flatMap(inserted -> {
+                            List<Long> ids = inserted.stream().map(Inserted::id).toList();
                             EngineRuntime runtime = runtime();
                             if (runtime == null) {
                                 return Mono.just(ids);
                             }
-                            return Flux.fromIterable(queuesOf(rows))
+                            return Flux.fromIterable(queuesToPoke(rows, inserted))
                                     .concatMap(queue -> runtime.transport().pokeOnCommit(connection, queue))
                                     .then(Mono.just(ids));
                         }));
@@ -500,10 +500,13 @@ public final class DurableEngine {
         return runtime == null ? Optional.empty() : Optional.of(runtime.maintenance());
     }
 
-    private static Set<String> queuesOf(List<NewInstance> rows) {
+    /** The queues of inserted rows due now (by the database clock) that no local scheduler claimed. */
+    private static Set<String> queuesToPoke(List<NewInstance> rows, List<Inserted> inserted) {
         Set<String> queues = new LinkedHashSet<>();
-        for (NewInstance row : rows) {
-            queues.add(row.queue());
+        for (int i = 0; i < rows.size(); i++) {
+            if (inserted.get(i).due() && inserted.get(i).claim() == null) {
+                queues.add(rows.get(i).queue());
+            }
         }
         return queues;
     }

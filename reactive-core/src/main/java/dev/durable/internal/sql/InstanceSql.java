@@ -25,8 +25,11 @@ public final class InstanceSql {
     public record Insertion(NewInstance row, @Nullable String claimer) {
     }
 
-    /** An inserted row's id and, when the insert claimed it, the claim. */
-    public record Inserted(long id, @Nullable ClaimedRow claim) {
+    /**
+     * An inserted row's id, whether it was due at once by the database clock (only such rows are
+     * worth a poke), and, when the insert claimed it, the claim.
+     */
+    public record Inserted(long id, boolean due, @Nullable ClaimedRow claim) {
     }
 
     /** An instance a settle-waiter watches, with the status it last saw it in (null: read it in full). */
@@ -135,7 +138,7 @@ public final class InstanceSql {
                   FROM\s""" + INSERT_COLUMNS.unnest(1, "u", true) + """
 
                  ORDER BY u.ord
-                RETURNING\s""" + ClaimColumns.SELECT);
+                RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due");
         this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1");
         this.watch = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
                   FROM {instances} i
@@ -179,9 +182,13 @@ public final class InstanceSql {
         Statement statement = INSERT_COLUMNS.bind(connection.createStatement(insert), 0, rows)
                 .bind(INSERT_COLUMNS.size(), leaseMillis);
         return Flux.from(statement.execute())
-                .concatMap(result -> result.map(row -> new Inserted(row.get("id", Long.class),
-                        row.get("claimed_by", String.class) == null ? null : ClaimColumns.read(row))))
+                .concatMap(result -> result.map(InstanceSql::inserted))
                 .onErrorMap(Errors::translate);
+    }
+
+    private static Inserted inserted(Readable row) {
+        return new Inserted(row.get("id", Long.class), Boolean.TRUE.equals(row.get("due", Boolean.class)),
+                row.get("claimed_by", String.class) == null ? null : ClaimColumns.read(row));
     }
 
     /**
