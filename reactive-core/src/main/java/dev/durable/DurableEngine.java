@@ -2,6 +2,7 @@ package dev.durable;
 
 import dev.durable.internal.Cleanup;
 import dev.durable.internal.Db;
+import dev.durable.internal.Errors;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.engine.ClaimOnInsert;
 import dev.durable.internal.engine.EngineRuntime;
@@ -9,7 +10,7 @@ import dev.durable.internal.engine.SettleWaiters;
 import dev.durable.internal.engine.Telemetry;
 import dev.durable.internal.engine.WorkerIdentity;
 import dev.durable.internal.sql.InstanceSql.Inserted;
-import dev.durable.internal.sql.InstanceSql.Insertion;
+import dev.durable.internal.sql.InstanceSql.Placed;
 import dev.durable.internal.sql.Migrator;
 import dev.durable.internal.sql.Rows.CancelRow;
 import dev.durable.internal.sql.Rows.NewInstance;
@@ -22,6 +23,7 @@ import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -36,6 +38,7 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 import reactor.util.Logger;
 import reactor.util.Loggers;
+import reactor.util.retry.Retry;
 
 /**
  * A Durable engine: the client that inserts, queries and cancels instances, and, once
@@ -207,31 +210,130 @@ public final class DurableEngine {
 
     /** Inserts many instances in one round trip; emits their ids in request order. */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
+        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null))).flatMap(this::insertRows);
+    }
+
+    /**
+     * Inserts many instances in one round trip. With {@link InsertMode#SKIP_DUPLICATES}, a request
+     * whose correlation key is held by a live instance (or by an earlier request of the batch) is
+     * skipped, and its result names the holder; with {@link InsertMode#REJECT_DUPLICATES} (as
+     * {@link #insertAll(List)}) one such key fails the whole batch and nothing is inserted.
+     * Results come in request order.
+     */
+    public Mono<List<InsertResult>> insertAll(List<JobRequest> requests, InsertMode mode) {
+        if (mode == null) {
+            return Mono.error(new InvalidRequestException("mode must not be null"));
+        }
+        if (mode == InsertMode.REJECT_DUPLICATES) {
+            return insertAll(requests).map(ids -> ids.stream().map(id -> new InsertResult(id, true)).toList());
+        }
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
-                .flatMap(rows -> {
-                    Lifecycle now = lifecycle.get();
-                    ClaimOnInsert.Plan plan = now.runtime() == null || now.closing() != null
-                            ? ClaimOnInsert.none(rows) : now.runtime().claims().plan(rows);
-                    Mono<List<Long>> insert = statements.instances().insert(plan.insertions(),
-                                    options.leaseTtl().toMillis())
-                            .collectList()
-                            .doOnError(error -> plan.cancel())
-                            .map(inserted -> {
-                                plan.handOver(inserted);
-                                List<Long> ids = inserted.stream().map(Inserted::id).toList();
-                                telemetry.inserted(rows, ids);
-                                queuesToPoke(rows, inserted).forEach(this::poke);
-                                return ids;
-                            });
-                    if (!plan.claimsAny()) {
-                        return insert;
-                    }
-                    // Rows inserted claimed must reach their scheduler whatever the caller does: a caller
-                    // that cancels (a timeout, a client gone) must not strand the reservation or the rows.
-                    Mono<List<Long>> detached = insert.cache();
-                    detached.subscribe(null, error -> log.debug("insert with claims failed: {}", error.toString()));
-                    return detached;
+                .flatMap(rows -> insertSkippingDuplicates(rows, true, 1));
+    }
+
+    /**
+     * Inserts checked rows in one round trip, claimed by idle local schedulers where they can take
+     * them; pokes the queues of the rows due now that no scheduler took.
+     */
+    private Mono<List<Long>> insertRows(List<NewInstance> rows) {
+        ClaimOnInsert.Plan plan = claimPlan(rows);
+        Mono<List<Long>> insert = statements.instances().insert(plan.insertions(), options.leaseTtl().toMillis())
+                .collectList()
+                .doOnError(error -> plan.cancel())
+                .map(inserted -> {
+                    plan.handOver(inserted);
+                    List<Long> ids = inserted.stream().map(Inserted::id).toList();
+                    telemetry.inserted(rows, ids);
+                    queuesToPoke(rows, inserted).forEach(this::poke);
+                    return ids;
                 });
+        return detachedIfClaiming(plan, insert);
+    }
+
+    /** Claims for the idle local schedulers, none while the engine is not running. */
+    private ClaimOnInsert.Plan claimPlan(List<NewInstance> rows) {
+        Lifecycle now = lifecycle.get();
+        return now.runtime() == null || now.closing() != null ? ClaimOnInsert.none(rows) : now.runtime().claims().plan(rows);
+    }
+
+    /**
+     * Rows inserted claimed must reach their scheduler whatever the caller does: a caller that
+     * cancels (a timeout, a client gone) must not strand the reservation or the rows.
+     */
+    private static <T> Mono<T> detachedIfClaiming(ClaimOnInsert.Plan plan, Mono<T> insert) {
+        if (!plan.claimsAny()) {
+            return insert;
+        }
+        Mono<T> detached = insert.cache();
+        detached.subscribe(null, error -> log.debug("insert with claims failed: {}", error.toString()));
+        return detached;
+    }
+
+    /**
+     * The skip-duplicates insert ({@code InstanceSql.insertSkippingDuplicates}). A request whose key
+     * holder committed after the statement's snapshot comes back unnamed; those requests go again in
+     * a new statement, which sees the holder (or finds the key free and inserts), a bounded number
+     * of times. A deadlock with another batch rolled the statement back whole: it goes again too.
+     */
+    private Mono<List<InsertResult>> insertSkippingDuplicates(List<NewInstance> rows, boolean claim, int attempt) {
+        ClaimOnInsert.Plan plan = claim ? claimPlan(rows) : ClaimOnInsert.none(rows);
+        Mono<List<InsertResult>> insert = statements.instances()
+                .insertSkippingDuplicates(plan.insertions(), options.leaseTtl().toMillis())
+                .collectList()
+                .retryWhen(Retry.max(SKIP_ATTEMPTS).filter(Errors::isDeadlock))
+                .doOnError(error -> plan.cancel())
+                .flatMap(placed -> {
+                    List<Inserted> inserted = new ArrayList<>();
+                    List<NewInstance> insertedRows = new ArrayList<>();
+                    List<Integer> unnamed = new ArrayList<>();
+                    List<@Nullable InsertResult> results = new ArrayList<>(rows.size());
+                    for (int i = 0; i < placed.size(); i++) {
+                        Placed place = placed.get(i);
+                        if (place.inserted() != null) {
+                            inserted.add(place.inserted());
+                            insertedRows.add(rows.get(i));
+                            results.add(new InsertResult(place.inserted().id(), true));
+                        } else if (place.heldBy() != null) {
+                            results.add(new InsertResult(place.heldBy(), false));
+                        } else {
+                            unnamed.add(i);
+                            results.add(null);
+                        }
+                    }
+                    plan.handOver(inserted);
+                    telemetry.inserted(insertedRows, inserted.stream().map(Inserted::id).toList());
+                    queuesToPoke(insertedRows, inserted).forEach(this::poke);
+                    if (unnamed.isEmpty()) {
+                        return Mono.just(List.<InsertResult>copyOf(results));
+                    }
+                    List<NewInstance> again = unnamed.stream().map(rows::get).toList();
+                    if (attempt >= SKIP_ATTEMPTS) {
+                        return Mono.error(new DuplicateCorrelationKeyException(again.get(0).correlationKey(),
+                                new IllegalStateException("the live holder of the key changed under each of "
+                                        + SKIP_ATTEMPTS + " attempts to name it")));
+                    }
+                    return insertSkippingDuplicates(again, false, attempt + 1).map(later -> {
+                        for (int j = 0; j < unnamed.size(); j++) {
+                            results.set(unnamed.get(j), later.get(j));
+                        }
+                        return List.<InsertResult>copyOf(results);
+                    });
+                });
+        return detachedIfClaiming(plan, insert);
+    }
+
+    /** How often a skip-duplicates insert goes again (a deadlock, an unnamed holder) before it gives up. */
+    private static final int SKIP_ATTEMPTS = 3;
+
+    /** The queues of inserted rows due now (by the database clock) that no local scheduler claimed. */
+    private static Set<String> queuesToPoke(List<NewInstance> rows, List<Inserted> inserted) {
+        Set<String> queues = new LinkedHashSet<>();
+        for (int i = 0; i < rows.size(); i++) {
+            if (inserted.get(i).due() && inserted.get(i).claim() == null) {
+                queues.add(rows.get(i).queue());
+            }
+        }
+        return queues;
     }
 
     /**
@@ -498,17 +600,6 @@ public final class DurableEngine {
     public Optional<Maintenance> maintenance() {
         EngineRuntime runtime = runtime();
         return runtime == null ? Optional.empty() : Optional.of(runtime.maintenance());
-    }
-
-    /** The queues of inserted rows due now (by the database clock) that no local scheduler claimed. */
-    private static Set<String> queuesToPoke(List<NewInstance> rows, List<Inserted> inserted) {
-        Set<String> queues = new LinkedHashSet<>();
-        for (int i = 0; i < rows.size(); i++) {
-            if (inserted.get(i).due() && inserted.get(i).claim() == null) {
-                queues.add(rows.get(i).queue());
-            }
-        }
-        return queues;
     }
 
     @Override

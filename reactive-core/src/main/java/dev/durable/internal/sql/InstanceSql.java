@@ -32,6 +32,14 @@ public final class InstanceSql {
     public record Inserted(long id, boolean due, @Nullable ClaimedRow claim) {
     }
 
+    /**
+     * What a request of an insert that skips duplicates came to: the row it inserted, or the id of
+     * the live instance that holds its correlation key. Neither when the holder could not be named
+     * in the statement's snapshot (see {@link #insertSkippingDuplicates}): ask again.
+     */
+    public record Placed(@Nullable Inserted inserted, @Nullable Long heldBy) {
+    }
+
     /** An instance a settle-waiter watches, with the status it last saw it in (null: read it in full). */
     public record Watch(long id, @Nullable InstanceStatus seen) {
     }
@@ -79,6 +87,33 @@ public final class InstanceSql {
      * key that another transaction is inserting waits for it, then is refused as a duplicate.
      */
     private final String insert;
+
+    /**
+     * As {@link #insert}, but a request whose correlation key is live (held by a row, or by an
+     * earlier request of the same batch) is skipped instead of failing the batch, and answered
+     * with the id of the holder. One round trip:
+     * <ol>
+     * <li>{@code u} numbers the requests, draws each its id from the table's identity sequence up
+     *     front (so the answer of each request can be found by id, whether its row went in or not)
+     *     and works out its slot: the key when the row's first status occupies it, else null;
+     * <li>{@code ins} inserts them in (slot, request) order with ON CONFLICT DO NOTHING on
+     *     durable_instances_correlation_uq, so the first request of a repeated key wins and two
+     *     such batches take their keys in one order (no deadlock between them). A key that another
+     *     transaction is inserting waits for it: taken if it commits, ours if it rolls back;
+     * <li>{@code held} names the holders of the skipped keys from the statement's snapshot, with
+     *     FOR KEY SHARE. It reads after {@code ins} (it needs the set of ids {@code ins} returned),
+     *     and the lock makes PostgreSQL re-check each row's latest committed version, so a holder
+     *     that settled meanwhile is not named. A holder that committed after the snapshot is not
+     *     seen at all: that request comes back with neither row nor holder, and the caller asks
+     *     again in a new statement, whose snapshot sees it (or finds the key free and inserts);
+     * <li>the answer, in request order: the inserted row, else the row of this batch that took
+     *     the key, else the holder.
+     * </ol>
+     * Index: as {@link #insert}; the holders through durable_instances_correlation_uq. Locks: the
+     * new rows, and a key-share lock on each named holder (it blocks neither commits nor picks'
+     * status updates, only deletion, until this statement's transaction ends).
+     */
+    private final String insertSkippingDuplicates;
 
     /** One instance. Index: primary key. Locks: none. */
     private final String select;
@@ -139,6 +174,50 @@ public final class InstanceSql {
 
                  ORDER BY u.ord
                 RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due");
+        this.insertSkippingDuplicates = tables.render("""
+                WITH u AS MATERIALIZED (
+                    SELECT u.*, nextval(pg_get_serial_sequence('{instances}', 'id')) AS new_id,
+                           CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END AS first_status
+                      FROM\s""" + INSERT_COLUMNS.unnest(1, "u", true) + """
+
+                ), slotted AS (
+                    SELECT u.*, CASE WHEN u.first_status = ANY (string_to_array(u.occupied, ','))
+                                     THEN u.correlation_key END AS slot
+                      FROM u
+                ), ins AS (
+                    INSERT INTO {instances} AS i (id, type, type_version, queue, priority, step, state, max_attempts,
+                                             eligible_at, parent_id, concurrency_key, correlation_key,
+                                             correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
+                                             rate_partition, status, claimed_by, lease_expires_at, attempt)
+                    SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
+                           COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
+                           u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
+                           u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
+                           u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                           u.first_status, u.claimer,
+                           CASE WHEN u.claimer IS NOT NULL THEN now() + $20 * interval '1 millisecond' END,
+                           CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END
+                      FROM slotted u
+                     ORDER BY u.slot NULLS LAST, u.ord
+                    ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING
+                    RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due" + """
+
+                ), taken AS (
+                    SELECT s.slot, s.new_id FROM slotted s JOIN ins ON ins.id = s.new_id WHERE s.slot IS NOT NULL
+                ), held AS (
+                    SELECT h.id, h.correlation_slot
+                      FROM {instances} h
+                     WHERE h.correlation_slot = ANY (ARRAY(
+                               SELECT s.slot FROM slotted s
+                                WHERE s.slot IS NOT NULL AND s.new_id NOT IN (SELECT id FROM ins)))
+                       FOR KEY SHARE OF h
+                )
+                SELECT ins.*, COALESCE(taken.new_id, held.id) AS held_by
+                  FROM slotted s
+                  LEFT JOIN ins ON ins.id = s.new_id
+                  LEFT JOIN taken ON ins.id IS NULL AND taken.slot = s.slot
+                  LEFT JOIN held ON ins.id IS NULL AND held.correlation_slot = s.slot
+                 ORDER BY s.ord""");
         this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1");
         this.watch = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
                   FROM {instances} i
@@ -184,6 +263,21 @@ public final class InstanceSql {
         return Flux.from(statement.execute())
                 .concatMap(result -> result.map(InstanceSql::inserted))
                 .onErrorMap(Errors::translate);
+    }
+
+    /**
+     * Inserts the rows in one round trip, skipping each whose correlation key is live; emits, in
+     * request order, what became of each ({@link #insertSkippingDuplicates}).
+     */
+    public Flux<Placed> insertSkippingDuplicates(List<Insertion> rows, long leaseMillis) {
+        return db.withConnection(connection -> {
+            Statement statement = INSERT_COLUMNS.bind(connection.createStatement(insertSkippingDuplicates), 0, rows)
+                    .bind(INSERT_COLUMNS.size(), leaseMillis);
+            return Flux.from(statement.execute())
+                    .concatMap(result -> result.map(row -> row.get("id", Long.class) != null
+                            ? new Placed(inserted(row), null)
+                            : new Placed(null, row.get("held_by", Long.class))));
+        });
     }
 
     private static Inserted inserted(Readable row) {
