@@ -6,6 +6,7 @@ import dev.durable.internal.Errors;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.engine.ClaimOnInsert;
 import dev.durable.internal.engine.EngineRuntime;
+import dev.durable.internal.engine.InsertBatcher;
 import dev.durable.internal.engine.SettleWaiters;
 import dev.durable.internal.engine.Telemetry;
 import dev.durable.internal.engine.WorkerIdentity;
@@ -24,6 +25,7 @@ import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -92,6 +94,7 @@ public final class DurableEngine {
     private final WorkerIdentity identity;
     private final RequestMapper mapper;
     private final SettleWaiters waiters;
+    private final InsertBatcher batcher;
     private final Telemetry telemetry;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
@@ -129,6 +132,8 @@ public final class DurableEngine {
                 options.runObservationConvention(), options.eventBufferSize());
         this.waiters = new SettleWaiters(watches -> whenOpen().thenMany(statements.instances().watch(watches)),
                 options.settlePollInterval(), SettleWaiters.READ_TIMEOUT, Schedulers.parallel());
+        this.batcher = new InsertBatcher(options.name(), this::insertRows, options.insertBatchSize(),
+                options.insertBatchDelay(), options.insertBufferCapacity(), Schedulers.parallel());
     }
 
     public static Builder builder(EngineOptions options) {
@@ -229,6 +234,20 @@ public final class DurableEngine {
         }
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
                 .flatMap(rows -> insertSkippingDuplicates(rows, true, 1));
+    }
+
+    /**
+     * Inserts one instance with others into one round trip: the request is checked at once (a broken
+     * one fails alone, before it is buffered), then waits in a bounded in-memory buffer that is
+     * flushed by size ({@link EngineOptions#insertBatchSize()}) or delay
+     * ({@link EngineOptions#insertBatchDelay()}). Emits the id once its flush has committed. When
+     * the buffer is full the request is inserted on its own at once: none is dropped and the caller
+     * never waits for room. {@link #close()} flushes what is buffered before the pool goes.
+     */
+    public Mono<Long> insertAsync(JobRequest request) {
+        return whenOpen()
+                .then(Mono.fromCallable(() -> mapper.toRows(Collections.singletonList(request), null).get(0)))
+                .flatMap(batcher::insert);
     }
 
     /**
@@ -560,7 +579,7 @@ public final class DurableEngine {
         });
         Mono<Void> pool = Mono.defer(() -> ownPool == null ? Mono.empty() : ownPool.disposeLater());
         return started
-                .then(Cleanup.inOrder(runtime, pool))
+                .then(Cleanup.inOrder(List.of(batcher.drain(), runtime, pool)))
                 .doOnSuccess(closed -> log.info("Durable engine {} closed", options.name()));
     }
 

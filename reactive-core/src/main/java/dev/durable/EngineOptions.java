@@ -50,6 +50,9 @@ public final class EngineOptions {
     public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
     public static final Duration DEFAULT_RECONCILE_INTERVAL = Duration.ofMinutes(5);
     public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
+    public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
+    public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
+    public static final int DEFAULT_INSERT_BUFFER_CAPACITY = 4096;
 
     /** One option: its name (in messages and toString), its default, its check and how it prints. */
     private static final class Option<T> {
@@ -138,6 +141,12 @@ public final class EngineOptions {
             EngineOptions::any);
     private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
             DEFAULT_SETTLE_POLL_INTERVAL, Options::requirePositive);
+    private static final Option<Integer> INSERT_BATCH_SIZE = option("insertBatchSize", DEFAULT_INSERT_BATCH_SIZE,
+            (name, value) -> Options.requireAtLeast(name, value, 1));
+    private static final Option<Duration> INSERT_BATCH_DELAY = option("insertBatchDelay", DEFAULT_INSERT_BATCH_DELAY,
+            Options::requirePositive);
+    private static final Option<Integer> INSERT_BUFFER_CAPACITY = option("insertBufferCapacity",
+            DEFAULT_INSERT_BUFFER_CAPACITY, (name, value) -> Options.requireAtLeast(name, value, 1));
 
     /** The values set, by option; an option not in it has its default. */
     private final Map<Option<?>, Object> values;
@@ -289,6 +298,21 @@ public final class EngineOptions {
     /** How often the shared read of {@code awaitSettled} looks for changes made by other engines. */
     public Duration settlePollInterval() {
         return get(SETTLE_POLL_INTERVAL);
+    }
+
+    /** The most requests of {@code insertAsync} sent in one flush. */
+    public int insertBatchSize() {
+        return get(INSERT_BATCH_SIZE);
+    }
+
+    /** The longest a request of {@code insertAsync} waits for its batch to fill before it is flushed. */
+    public Duration insertBatchDelay() {
+        return get(INSERT_BATCH_DELAY);
+    }
+
+    /** The most requests of {@code insertAsync} buffered or in flight; more are inserted directly. */
+    public int insertBufferCapacity() {
+        return get(INSERT_BUFFER_CAPACITY);
     }
 
     /** Every option with its value, passwords masked; options with no value (no factory, say) left out. */
@@ -538,6 +562,24 @@ public final class EngineOptions {
          */
         public Builder settlePollInterval(Duration settlePollInterval) {
             return set(SETTLE_POLL_INTERVAL, settlePollInterval);
+        }
+
+        /** The most requests of {@code insertAsync} that go in one flush (one round trip). */
+        public Builder insertBatchSize(int insertBatchSize) {
+            return set(INSERT_BATCH_SIZE, insertBatchSize);
+        }
+
+        /** The longest a request of {@code insertAsync} waits for its batch to fill. */
+        public Builder insertBatchDelay(Duration insertBatchDelay) {
+            return set(INSERT_BATCH_DELAY, insertBatchDelay);
+        }
+
+        /**
+         * The most requests of {@code insertAsync} held in memory (buffered or in flight); beyond it
+         * a request is inserted directly, so none is dropped and no caller waits for room.
+         */
+        public Builder insertBufferCapacity(int insertBufferCapacity) {
+            return set(INSERT_BUFFER_CAPACITY, insertBufferCapacity);
         }
 
         /** The options, once the rules across them hold. */
