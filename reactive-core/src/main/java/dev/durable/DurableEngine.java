@@ -272,7 +272,8 @@ public final class DurableEngine {
     /** Claims for the idle local schedulers, none while the engine is not running. */
     private ClaimOnInsert.Plan claimPlan(List<NewInstance> rows) {
         Lifecycle now = lifecycle.get();
-        return now.runtime() == null || now.closing() != null ? ClaimOnInsert.none(rows) : now.runtime().claims().plan(rows);
+        return now.runtime() == null || now.closing() != null ? ClaimOnInsert.none(rows)
+                : now.runtime().claims().plan(rows);
     }
 
     /**

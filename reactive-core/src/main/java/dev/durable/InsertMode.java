@@ -3,7 +3,10 @@ package dev.durable;
 /** What {@link DurableEngine#insertAll(java.util.List, InsertMode)} does with a correlation key already live. */
 public enum InsertMode {
 
-    /** A key held by a live instance, or repeated in the batch, fails the whole batch and inserts nothing (the default). */
+    /**
+     * A key held by a live instance, or repeated in the batch, fails the whole batch and inserts
+     * nothing (the default).
+     */
     REJECT_DUPLICATES,
 
     /**

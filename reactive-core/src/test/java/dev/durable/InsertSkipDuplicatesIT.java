@@ -117,7 +117,8 @@ class InsertSkipDuplicatesIT {
                 CompletableFuture<List<InsertResult>> batch = engine.insertAll(
                         List.of(keyed("free-" + commit), keyed(key)), InsertMode.SKIP_DUPLICATES).toFuture();
                 Eventually.until("the batch waits for the holder's key", WAIT, () -> !Sql.query(db,
-                        "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH u AS MATERIALIZED%'",
+                        "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                + " AND query LIKE 'WITH u AS MATERIALIZED%'",
                         row -> 1).isEmpty());
                 assertThat(batch).isNotDone();
                 Mono.from(commit ? connection.commitTransaction() : connection.rollbackTransaction()).block(WAIT);

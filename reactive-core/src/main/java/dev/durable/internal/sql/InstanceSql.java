@@ -189,7 +189,8 @@ public final class InstanceSql {
                                              eligible_at, parent_id, concurrency_key, correlation_key,
                                              correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
                                              rate_partition, status, claimed_by, lease_expires_at, attempt)
-                    SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
+                    SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb,
+                           u.max_attempts,
                            COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
                            u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                            u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
