@@ -82,7 +82,8 @@ class PokesIT {
     void onlyRowsDueNowPokeTheirQueue() {
         Recording recording = new Recording();
         // A producer: runs no queue, so no row is claimed on insert and every due row is poked.
-        DurableEngine producer = engines.start(engines.options("producer").pokeTransport(recording), noop());
+        DurableEngine producer = engines.start(engines.options("producer").pokeTransport(recording)
+                .runMaintenance(false), noop());
 
         producer.insert(JobRequest.of("noop", "later").queue("later").runIn(Duration.ofHours(1))).block(WAIT);
         producer.insert(JobRequest.of("noop", "at").queue("at").runAt(Instant.now().plus(Duration.ofHours(1))))
