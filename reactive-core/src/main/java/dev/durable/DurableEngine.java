@@ -2,16 +2,18 @@ package dev.durable;
 
 import dev.durable.internal.Cleanup;
 import dev.durable.internal.Db;
+import dev.durable.internal.Errors;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.engine.ClaimOnInsert;
 import dev.durable.internal.engine.EngineRuntime;
+import dev.durable.internal.engine.InsertBatcher;
 import dev.durable.internal.engine.QueueScheduler;
 import dev.durable.internal.engine.Registry;
 import dev.durable.internal.engine.SettleWaiters;
 import dev.durable.internal.engine.Telemetry;
 import dev.durable.internal.engine.WorkerIdentity;
 import dev.durable.internal.sql.InstanceSql.Inserted;
-import dev.durable.internal.sql.InstanceSql.Insertion;
+import dev.durable.internal.sql.InstanceSql.Placed;
 import dev.durable.internal.sql.Migrator;
 import dev.durable.internal.sql.Rows.CancelRow;
 import dev.durable.internal.sql.Rows.NewInstance;
@@ -24,6 +26,8 @@ import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -35,8 +39,10 @@ import java.util.function.Predicate;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import reactor.util.Logger;
 import reactor.util.Loggers;
+import reactor.util.retry.Retry;
 
 /**
  * A Durable engine: the client that inserts, queries and cancels instances, and, once
@@ -91,7 +97,8 @@ public final class DurableEngine {
     private final Migrator migrator;
     private final WorkerIdentity identity;
     private final RequestMapper mapper;
-    private final SettleWaiters waiters = new SettleWaiters();
+    private final SettleWaiters waiters;
+    private final InsertBatcher batcher;
     private final Telemetry telemetry;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
@@ -142,6 +149,10 @@ public final class DurableEngine {
         }
         this.telemetry = new Telemetry(options.meterRegistry(), options.observationRegistry(),
                 options.runObservationConvention(), options.eventBufferSize());
+        this.waiters = new SettleWaiters(watches -> whenOpen().thenMany(statements.instances().watch(watches)),
+                options.settlePollInterval(), options.callTimeout(), Schedulers.parallel());
+        this.batcher = new InsertBatcher(options.name(), this::insertRows, options.insertBatchSize(),
+                options.insertBatchDelay(), options.insertBufferCapacity(), Schedulers.parallel());
     }
 
     public static Builder builder(EngineOptions options) {
@@ -227,34 +238,149 @@ public final class DurableEngine {
 
     /** Inserts many instances in one round trip; emits their ids in request order. */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
+        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null))).flatMap(this::insertRows);
+    }
+
+    /**
+     * Inserts many instances in one round trip. With {@link InsertMode#SKIP_DUPLICATES}, a request
+     * whose correlation key is held by a live instance (or by an earlier request of the batch) is
+     * skipped, and its result names the holder; with {@link InsertMode#REJECT_DUPLICATES} (as
+     * {@link #insertAll(List)}) one such key fails the whole batch and nothing is inserted.
+     * Results come in request order.
+     */
+    public Mono<List<InsertResult>> insertAll(List<JobRequest> requests, InsertMode mode) {
+        if (mode == null) {
+            return Mono.error(new InvalidRequestException("mode must not be null"));
+        }
+        if (mode == InsertMode.REJECT_DUPLICATES) {
+            return insertAll(requests).map(ids -> ids.stream().map(id -> new InsertResult(id, true)).toList());
+        }
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
-                .flatMap(rows -> {
-                    Lifecycle now = lifecycle.get();
-                    ClaimOnInsert.Plan plan = now.runtime() == null || now.closing() != null
-                            ? ClaimOnInsert.none(rows) : now.runtime().claims().plan(rows);
-                    Mono<List<Long>> insert = statements.instances().insert(plan.insertions(),
-                                    options.leaseTtl().toMillis())
-                            .collectList()
-                            .doOnError(error -> plan.cancel())
-                            .map(inserted -> {
-                                plan.handOver(inserted);
-                                List<Long> ids = inserted.stream().map(Inserted::id).toList();
-                                telemetry.inserted(rows, ids);
-                                plan.queuesToPoke().forEach(this::poke);
-                                if (now.runtime() != null) {
-                                    now.runtime().registry().warnIfUnserved(queuesOf(rows));
-                                }
-                                return ids;
-                            });
-                    if (!plan.claimsAny()) {
-                        return insert;
+                .flatMap(rows -> insertSkippingDuplicates(rows, true, 1));
+    }
+
+    /**
+     * Inserts one instance with others into one round trip: the request is checked at once (a broken
+     * one fails alone, before it is buffered), then waits in a bounded in-memory buffer that is
+     * flushed by size ({@link EngineOptions#insertBatchSize()}) or delay
+     * ({@link EngineOptions#insertBatchDelay()}). Emits the id once its flush has committed. When
+     * the buffer is full the request is inserted on its own at once: none is dropped and the caller
+     * never waits for room. {@link #close()} flushes what is buffered before the pool goes.
+     */
+    public Mono<Long> insertAsync(JobRequest request) {
+        return whenOpen()
+                .then(Mono.fromCallable(() -> mapper.toRows(Collections.singletonList(request), null).get(0)))
+                .flatMap(batcher::insert);
+    }
+
+    /**
+     * Inserts checked rows in one round trip, claimed by idle local schedulers where they can take
+     * them; pokes the queues of the rows due now that no scheduler took.
+     */
+    private Mono<List<Long>> insertRows(List<NewInstance> rows) {
+        ClaimOnInsert.Plan plan = claimPlan(rows);
+        Mono<List<Long>> insert = statements.instances().insert(plan.insertions(), options.leaseTtl().toMillis())
+                .collectList()
+                .doOnError(error -> plan.cancel())
+                .map(inserted -> {
+                    plan.handOver(inserted);
+                    List<Long> ids = inserted.stream().map(Inserted::id).toList();
+                    telemetry.inserted(rows, ids);
+                    queuesToPoke(rows, inserted).forEach(this::poke);
+                    EngineRuntime runtime = runtime();
+                    if (runtime != null) {
+                        runtime.registry().warnIfUnserved(rows.stream().map(NewInstance::queue).distinct().toList());
                     }
-                    // Rows inserted claimed must reach their scheduler whatever the caller does: a caller
-                    // that cancels (a timeout, a client gone) must not strand the reservation or the rows.
-                    Mono<List<Long>> detached = insert.cache();
-                    detached.subscribe(null, error -> log.debug("insert with claims failed: {}", error.toString()));
-                    return detached;
+                    return ids;
                 });
+        return detachedIfClaiming(plan, insert);
+    }
+
+    /** Claims for the idle local schedulers, none while the engine is not running. */
+    private ClaimOnInsert.Plan claimPlan(List<NewInstance> rows) {
+        Lifecycle now = lifecycle.get();
+        return now.runtime() == null || now.closing() != null ? ClaimOnInsert.none(rows)
+                : now.runtime().claims().plan(rows);
+    }
+
+    /**
+     * Rows inserted claimed must reach their scheduler whatever the caller does: a caller that
+     * cancels (a timeout, a client gone) must not strand the reservation or the rows.
+     */
+    private static <T> Mono<T> detachedIfClaiming(ClaimOnInsert.Plan plan, Mono<T> insert) {
+        if (!plan.claimsAny()) {
+            return insert;
+        }
+        Mono<T> detached = insert.cache();
+        detached.subscribe(null, error -> log.debug("insert with claims failed: {}", error.toString()));
+        return detached;
+    }
+
+    /**
+     * The skip-duplicates insert ({@code InstanceSql.insertSkippingDuplicates}). A request whose key
+     * holder committed after the statement's snapshot comes back unnamed; those requests go again in
+     * a new statement, which sees the holder (or finds the key free and inserts), a bounded number
+     * of times. A deadlock with another batch rolled the statement back whole: it goes again too.
+     */
+    private Mono<List<InsertResult>> insertSkippingDuplicates(List<NewInstance> rows, boolean claim, int attempt) {
+        ClaimOnInsert.Plan plan = claim ? claimPlan(rows) : ClaimOnInsert.none(rows);
+        Mono<List<InsertResult>> insert = statements.instances()
+                .insertSkippingDuplicates(plan.insertions(), options.leaseTtl().toMillis())
+                .collectList()
+                .retryWhen(Retry.max(SKIP_ATTEMPTS).filter(Errors::isDeadlock))
+                .doOnError(error -> plan.cancel())
+                .flatMap(placed -> {
+                    List<Inserted> inserted = new ArrayList<>();
+                    List<NewInstance> insertedRows = new ArrayList<>();
+                    List<Integer> unnamed = new ArrayList<>();
+                    List<@Nullable InsertResult> results = new ArrayList<>(rows.size());
+                    for (int i = 0; i < placed.size(); i++) {
+                        Placed place = placed.get(i);
+                        if (place.inserted() != null) {
+                            inserted.add(place.inserted());
+                            insertedRows.add(rows.get(i));
+                            results.add(new InsertResult(place.inserted().id(), true));
+                        } else if (place.heldBy() != null) {
+                            results.add(new InsertResult(place.heldBy(), false));
+                        } else {
+                            unnamed.add(i);
+                            results.add(null);
+                        }
+                    }
+                    plan.handOver(inserted);
+                    telemetry.inserted(insertedRows, inserted.stream().map(Inserted::id).toList());
+                    queuesToPoke(insertedRows, inserted).forEach(this::poke);
+                    if (unnamed.isEmpty()) {
+                        return Mono.just(List.<InsertResult>copyOf(results));
+                    }
+                    List<NewInstance> again = unnamed.stream().map(rows::get).toList();
+                    if (attempt >= SKIP_ATTEMPTS) {
+                        return Mono.error(new DuplicateCorrelationKeyException(again.get(0).correlationKey(),
+                                new IllegalStateException("the live holder of the key changed under each of "
+                                        + SKIP_ATTEMPTS + " attempts to name it")));
+                    }
+                    return insertSkippingDuplicates(again, false, attempt + 1).map(later -> {
+                        for (int j = 0; j < unnamed.size(); j++) {
+                            results.set(unnamed.get(j), later.get(j));
+                        }
+                        return List.<InsertResult>copyOf(results);
+                    });
+                });
+        return detachedIfClaiming(plan, insert);
+    }
+
+    /** How often a skip-duplicates insert goes again (a deadlock, an unnamed holder) before it gives up. */
+    private static final int SKIP_ATTEMPTS = 3;
+
+    /** The queues of inserted rows due now (by the database clock) that no local scheduler claimed. */
+    private static Set<String> queuesToPoke(List<NewInstance> rows, List<Inserted> inserted) {
+        Set<String> queues = new LinkedHashSet<>();
+        for (int i = 0; i < rows.size(); i++) {
+            if (inserted.get(i).due() && inserted.get(i).claim() == null) {
+                queues.add(rows.get(i).queue());
+            }
+        }
+        return queues;
     }
 
     /**
@@ -269,14 +395,14 @@ public final class DurableEngine {
     public Mono<List<Long>> insertAll(Connection connection, List<JobRequest> requests) {
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
                 .flatMap(rows -> statements.instances().insert(connection, ClaimOnInsert.none(rows).insertions(), 0)
-                        .map(Inserted::id)
                         .collectList()
-                        .flatMap(ids -> {
+                        .flatMap(inserted -> {
+                            List<Long> ids = inserted.stream().map(Inserted::id).toList();
                             EngineRuntime runtime = runtime();
                             if (runtime == null) {
                                 return Mono.just(ids);
                             }
-                            return Flux.fromIterable(queuesOf(rows))
+                            return Flux.fromIterable(queuesToPoke(rows, inserted))
                                     .concatMap(queue -> runtime.transport().pokeOnCommit(connection, queue))
                                     .then(Mono.just(ids));
                         }));
@@ -403,12 +529,25 @@ public final class DurableEngine {
     }
 
     /**
-     * Completes with the instance once it has settled (done, failed or cancelled), or a
-     * {@link DurableTimeoutException} after {@code timeout}. Transitions made by this engine
-     * answer at once; others are noticed by a read every so often, backing off to one a second.
+     * Completes with the instance once it has settled (done, failed or cancelled); with a
+     * {@link NoTargetException} when no instance has that id; after {@code timeout}, with a
+     * {@link DurableTimeoutException} carrying the last snapshot the wait read
+     * ({@link DurableTimeoutException#lastSeen()}). Transitions made by this engine answer at once;
+     * others are found by one read shared by every waiter of the engine, every
+     * {@link EngineOptions#settlePollInterval()}: a thousand waiters cost one statement a tick.
      */
     public Mono<Instance> awaitSettled(long id, Duration timeout) {
         return awaitStatus(id, timeout, InstanceStatus::isTerminal);
+    }
+
+    /**
+     * As {@link #awaitSettled}, but after {@code timeout} completes with the instance as it stands
+     * then (read afresh, in the shared read), settled or not: check {@code status()}.
+     */
+    public Mono<Instance> awaitSettledOrCurrent(long id, Duration timeout) {
+        return awaitSettled(id, timeout).onErrorResume(DurableTimeoutException.class, late -> whenOpen()
+                .then(waiters.current(id))
+                .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id))));
     }
 
     /** As {@link #awaitSettled}, also completing when the instance parks (awaits a signal or children). */
@@ -417,8 +556,10 @@ public final class DurableEngine {
     }
 
     private Mono<Instance> awaitStatus(long id, Duration timeout, Predicate<InstanceStatus> wanted) {
-        return waiters.await(id, wanted, () -> get(id))
-                .timeout(timeout, Mono.error(() -> new DurableTimeoutException(id, timeout)))
+        if (timeout == null || timeout.isNegative() || timeout.isZero()) {
+            return Mono.error(new InvalidRequestException("timeout must be positive, was " + timeout));
+        }
+        return whenOpen().then(waiters.await(id, wanted, timeout))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id)));
     }
 
@@ -474,7 +615,8 @@ public final class DurableEngine {
                 .timeout(QueueScheduler.CLOSE_STEP, Mono.fromRunnable(() -> log.warn(
                         "engine {}: connection pool not disposed within {}", options.name(), QueueScheduler.CLOSE_STEP)));
         return started
-                .then(Cleanup.inOrder(runtime, pool))
+                .then(Cleanup.inOrder(List.of(batcher.drain().timeout(QueueScheduler.CLOSE_STEP, Mono.empty()), runtime,
+                        pool)))
                 .doOnSuccess(closed -> log.info("Durable engine {} closed", options.name()));
     }
 
@@ -550,14 +692,6 @@ public final class DurableEngine {
     public Optional<Maintenance> maintenance() {
         EngineRuntime runtime = runtime();
         return runtime == null ? Optional.empty() : Optional.of(runtime.maintenance());
-    }
-
-    private static Set<String> queuesOf(List<NewInstance> rows) {
-        Set<String> queues = new LinkedHashSet<>();
-        for (NewInstance row : rows) {
-            queues.add(row.queue());
-        }
-        return queues;
     }
 
     @Override

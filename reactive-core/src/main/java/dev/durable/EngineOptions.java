@@ -54,6 +54,10 @@ public final class EngineOptions {
     public static final Duration DEFAULT_CALL_TIMEOUT = Duration.ofSeconds(15);
     public static final int DEFAULT_MAX_INBOX_SIGNALS = 1000;
     public static final Duration DEFAULT_BUCKET_SWEEP_INTERVAL = Duration.ofMinutes(1);
+    public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
+    public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
+    public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
+    public static final int DEFAULT_INSERT_BUFFER_CAPACITY = 4096;
 
     /** One option: its name (in messages and toString), its default, its check and how it prints. */
     private static final class Option<T> {
@@ -154,6 +158,14 @@ public final class EngineOptions {
             Maintenance.TaskOptions.every(DEFAULT_BUCKET_SWEEP_INTERVAL), EngineOptions::any);
     private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
             EngineOptions::any);
+    private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
+            DEFAULT_SETTLE_POLL_INTERVAL, Options::requirePositive);
+    private static final Option<Integer> INSERT_BATCH_SIZE = option("insertBatchSize", DEFAULT_INSERT_BATCH_SIZE,
+            (name, value) -> Options.requireAtLeast(name, value, 1));
+    private static final Option<Duration> INSERT_BATCH_DELAY = option("insertBatchDelay", DEFAULT_INSERT_BATCH_DELAY,
+            Options::requirePositive);
+    private static final Option<Integer> INSERT_BUFFER_CAPACITY = option("insertBufferCapacity",
+            DEFAULT_INSERT_BUFFER_CAPACITY, (name, value) -> Options.requireAtLeast(name, value, 1));
 
     /** The values set, by option; an option not in it has its default. */
     private final Map<Option<?>, Object> values;
@@ -345,6 +357,26 @@ public final class EngineOptions {
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
     public LimiterFactory limiter() {
         return get(LIMITER);
+    }
+
+    /** How often the shared read of {@code awaitSettled} looks for changes made by other engines. */
+    public Duration settlePollInterval() {
+        return get(SETTLE_POLL_INTERVAL);
+    }
+
+    /** The most requests of {@code insertAsync} sent in one flush. */
+    public int insertBatchSize() {
+        return get(INSERT_BATCH_SIZE);
+    }
+
+    /** The longest a request of {@code insertAsync} waits for its batch to fill before it is flushed. */
+    public Duration insertBatchDelay() {
+        return get(INSERT_BATCH_DELAY);
+    }
+
+    /** The most requests of {@code insertAsync} buffered or in flight; more are inserted directly. */
+    public int insertBufferCapacity() {
+        return get(INSERT_BUFFER_CAPACITY);
     }
 
     /** Every option with its value, passwords masked; options with no value (no factory, say) left out. */
@@ -652,6 +684,32 @@ public final class EngineOptions {
          */
         public Builder limiter(LimiterFactory limiter) {
             return set(LIMITER, limiter);
+        }
+
+        /**
+         * How often {@code awaitSettled} reads, in one statement for all its callers, the instances
+         * they wait for (changes made by this engine answer at once).
+         */
+        public Builder settlePollInterval(Duration settlePollInterval) {
+            return set(SETTLE_POLL_INTERVAL, settlePollInterval);
+        }
+
+        /** The most requests of {@code insertAsync} that go in one flush (one round trip). */
+        public Builder insertBatchSize(int insertBatchSize) {
+            return set(INSERT_BATCH_SIZE, insertBatchSize);
+        }
+
+        /** The longest a request of {@code insertAsync} waits for its batch to fill. */
+        public Builder insertBatchDelay(Duration insertBatchDelay) {
+            return set(INSERT_BATCH_DELAY, insertBatchDelay);
+        }
+
+        /**
+         * The most requests of {@code insertAsync} held in memory (buffered or in flight); beyond it
+         * a request is inserted directly, so none is dropped and no caller waits for room.
+         */
+        public Builder insertBufferCapacity(int insertBufferCapacity) {
+            return set(INSERT_BUFFER_CAPACITY, insertBufferCapacity);
         }
 
         /** The options, once the rules across them hold. */

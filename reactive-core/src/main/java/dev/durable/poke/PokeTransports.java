@@ -1,6 +1,7 @@
 package dev.durable.poke;
 
 import dev.durable.internal.poke.LocalPokeTransport;
+import dev.durable.internal.poke.NoPokeTransport;
 import dev.durable.internal.poke.PostgresNotifyPokeTransport;
 import java.time.Duration;
 import reactor.core.publisher.Mono;
@@ -22,6 +23,28 @@ public final class PokeTransports {
             @Override
             public String toString() {
                 return "local";
+            }
+        };
+    }
+
+    /**
+     * No pokes at all, for deployments that want the database quiet: inserts, signals, retries and
+     * woken parents wake no scheduler, not even the engine's own (the local transport is how an
+     * engine pokes its own schedulers, and this one has none), so every row waits for its queue's
+     * next poll ({@code QueueOptions.pollInterval}, backing off to {@code maxPollInterval} while
+     * the queue stays empty). A row inserted by an engine while one of its own schedulers of that
+     * queue sits idle is still claimed by the insert itself, which costs no statement.
+     */
+    public static PokeTransportFactory none() {
+        return new PokeTransportFactory() {
+            @Override
+            public Mono<PokeTransport> create(PokeContext context) {
+                return Mono.fromSupplier(NoPokeTransport::new);
+            }
+
+            @Override
+            public String toString() {
+                return "none";
             }
         };
     }

@@ -6,7 +6,6 @@ import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -109,17 +108,6 @@ public final class ClaimOnInsert {
         /** The insert failed: the reservations are given back. */
         public void cancel() {
             reservations.forEach(QueueScheduler::cancelReservation);
-        }
-
-        /** The queues of rows no local scheduler took with the insert: only they need a poke. */
-        public Set<String> queuesToPoke() {
-            Set<String> queues = new LinkedHashSet<>();
-            for (int i = 0; i < rows.size(); i++) {
-                if (claimers[i] == null) {
-                    queues.add(rows.get(i).queue());
-                }
-            }
-            return queues;
         }
     }
 }

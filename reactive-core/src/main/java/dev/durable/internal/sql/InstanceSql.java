@@ -25,9 +25,27 @@ public final class InstanceSql {
     public record Insertion(NewInstance row, @Nullable String claimer) {
     }
 
-    /** An inserted row's id and, when the insert claimed it, the claim. */
-    public record Inserted(long id, @Nullable ClaimedRow claim) {
+    /**
+     * An inserted row's id, whether it was due at once by the database clock (only such rows are
+     * worth a poke), and, when the insert claimed it, the claim.
+     */
+    public record Inserted(long id, boolean due, @Nullable ClaimedRow claim) {
     }
+
+    /**
+     * What a request of an insert that skips duplicates came to: the row it inserted, or the id of
+     * the live instance that holds its correlation key. Neither when the holder could not be named
+     * in the statement's snapshot (see {@link #insertSkippingDuplicates}): ask again.
+     */
+    public record Placed(@Nullable Inserted inserted, @Nullable Long heldBy) {
+    }
+
+    /** An instance a settle-waiter watches, with the status it last saw it in (null: read it in full). */
+    public record Watch(long id, @Nullable InstanceStatus seen) {
+    }
+
+    /** The most ids one read of {@link #watch} sends in one statement; more go in further statements. */
+    public static final int WATCH_IDS_PER_STATEMENT = 1000;
 
     private static final Columns<Insertion> INSERT_COLUMNS = Columns.<Insertion>builder()
             .text("type", i -> i.row().type())
@@ -70,8 +88,45 @@ public final class InstanceSql {
      */
     private final String insert;
 
+    /**
+     * As {@link #insert}, but a request whose correlation key is live (held by a row, or by an
+     * earlier request of the same batch) is skipped instead of failing the batch, and answered
+     * with the id of the holder. One round trip:
+     * <ol>
+     * <li>{@code u} numbers the requests, draws each its id from the table's identity sequence up
+     *     front (so the answer of each request can be found by id, whether its row went in or not)
+     *     and works out its slot: the key when the row's first status occupies it, else null;
+     * <li>{@code ins} inserts them in (slot, request) order with ON CONFLICT DO NOTHING on
+     *     durable_instances_correlation_uq, so the first request of a repeated key wins and two
+     *     such batches take their keys in one order (no deadlock between them). A key that another
+     *     transaction is inserting waits for it: taken if it commits, ours if it rolls back;
+     * <li>{@code held} names the holders of the skipped keys from the statement's snapshot, with
+     *     FOR KEY SHARE. It reads after {@code ins} (it needs the set of ids {@code ins} returned),
+     *     and the lock makes PostgreSQL re-check each row's latest committed version, so a holder
+     *     that settled meanwhile is not named. A holder that committed after the snapshot is not
+     *     seen at all: that request comes back with neither row nor holder, and the caller asks
+     *     again in a new statement, whose snapshot sees it (or finds the key free and inserts);
+     * <li>the answer, in request order: the inserted row, else the row of this batch that took
+     *     the key, else the holder.
+     * </ol>
+     * Index: as {@link #insert}; the holders through durable_instances_correlation_uq. Locks: the
+     * new rows, and a key-share lock on each named holder (it blocks neither commits nor picks'
+     * status updates, only deletion, until this statement's transaction ends).
+     */
+    private final String insertSkippingDuplicates;
+
     /** One instance. Index: primary key. Locks: none. */
     private final String select;
+
+    /**
+     * The settle-waiters' shared read: of the watched ids (at most
+     * {@link #WATCH_IDS_PER_STATEMENT}), the instances whose status is not the one the waiter last
+     * saw (a null seen status always differs), so an unchanged instance costs an index probe and no
+     * row. An id that comes back in no row while its seen status was null has no instance.
+     * Index: primary key ({@code id = ANY}), then a hashed anti-join against the seen statuses.
+     * Locks: none.
+     */
+    private final String watch;
 
     /**
      * A page of instances by optional queue and status, keyset-paginated on id. For dashboards and
@@ -118,8 +173,58 @@ public final class InstanceSql {
                   FROM\s""" + INSERT_COLUMNS.unnest(1, "u", true) + """
 
                  ORDER BY u.ord
-                RETURNING\s""" + ClaimColumns.SELECT);
+                RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due");
+        this.insertSkippingDuplicates = tables.render("""
+                WITH u AS MATERIALIZED (
+                    SELECT u.*, nextval(pg_get_serial_sequence('{instances}', 'id')) AS new_id,
+                           CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END AS first_status
+                      FROM\s""" + INSERT_COLUMNS.unnest(1, "u", true) + """
+
+                ), slotted AS (
+                    SELECT u.*, CASE WHEN u.first_status = ANY (string_to_array(u.occupied, ','))
+                                     THEN u.correlation_key END AS slot
+                      FROM u
+                ), ins AS (
+                    INSERT INTO {instances} AS i (id, type, type_version, queue, priority, step, state, max_attempts,
+                                             eligible_at, parent_id, concurrency_key, correlation_key,
+                                             correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
+                                             rate_partition, status, claimed_by, lease_expires_at, attempt)
+                    SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb,
+                           u.max_attempts,
+                           COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
+                           u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
+                           u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
+                           u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                           u.first_status, u.claimer,
+                           CASE WHEN u.claimer IS NOT NULL THEN now() + $20 * interval '1 millisecond' END,
+                           CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END
+                      FROM slotted u
+                     ORDER BY u.slot NULLS LAST, u.ord
+                    ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING
+                    RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due" + """
+
+                ), taken AS (
+                    SELECT s.slot, s.new_id FROM slotted s JOIN ins ON ins.id = s.new_id WHERE s.slot IS NOT NULL
+                ), held AS (
+                    SELECT h.id, h.correlation_slot
+                      FROM {instances} h
+                     WHERE h.correlation_slot = ANY (ARRAY(
+                               SELECT s.slot FROM slotted s
+                                WHERE s.slot IS NOT NULL AND s.new_id NOT IN (SELECT id FROM ins)))
+                       FOR KEY SHARE OF h
+                )
+                SELECT ins.*, COALESCE(taken.new_id, held.id) AS held_by
+                  FROM slotted s
+                  LEFT JOIN ins ON ins.id = s.new_id
+                  LEFT JOIN taken ON ins.id IS NULL AND taken.slot = s.slot
+                  LEFT JOIN held ON ins.id IS NULL AND held.correlation_slot = s.slot
+                 ORDER BY s.ord""");
         this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1");
+        this.watch = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
+                  FROM {instances} i
+                 WHERE i.id = ANY ($1::bigint[])
+                   AND NOT EXISTS (SELECT 1 FROM unnest($1::bigint[], $2::text[]) AS w(wid, seen)
+                                    WHERE w.wid = i.id AND w.seen = i.status)""");
         this.list = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
                  FROM {instances}
                  WHERE ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR status = $2) AND id > $3
@@ -157,9 +262,53 @@ public final class InstanceSql {
         Statement statement = INSERT_COLUMNS.bind(connection.createStatement(insert), 0, rows)
                 .bind(INSERT_COLUMNS.size(), leaseMillis);
         return Flux.from(statement.execute())
-                .concatMap(result -> result.map(row -> new Inserted(row.get("id", Long.class),
-                        row.get("claimed_by", String.class) == null ? null : ClaimColumns.read(row))))
+                .concatMap(result -> result.map(InstanceSql::inserted))
                 .onErrorMap(Errors::translate);
+    }
+
+    /**
+     * Inserts the rows in one round trip, skipping each whose correlation key is live; emits, in
+     * request order, what became of each ({@link #insertSkippingDuplicates}).
+     */
+    public Flux<Placed> insertSkippingDuplicates(List<Insertion> rows, long leaseMillis) {
+        return db.withConnection(connection -> {
+            Statement statement = INSERT_COLUMNS.bind(connection.createStatement(insertSkippingDuplicates), 0, rows)
+                    .bind(INSERT_COLUMNS.size(), leaseMillis);
+            return Flux.from(statement.execute())
+                    .concatMap(result -> result.map(row -> row.get("id", Long.class) != null
+                            ? new Placed(inserted(row), null)
+                            : new Placed(null, row.get("held_by", Long.class))));
+        });
+    }
+
+    private static Inserted inserted(Readable row) {
+        return new Inserted(row.get("id", Long.class), Boolean.TRUE.equals(row.get("due", Boolean.class)),
+                row.get("claimed_by", String.class) == null ? null : ClaimColumns.read(row));
+    }
+
+    /**
+     * The watched instances whose status differs from the one seen, in statements of at most
+     * {@link #WATCH_IDS_PER_STATEMENT} ids, one after the other on one connection.
+     */
+    public Flux<Instance> watch(List<Watch> watches) {
+        if (watches.isEmpty()) {
+            return Flux.empty();
+        }
+        List<List<Watch>> chunks = new java.util.ArrayList<>();
+        for (int from = 0; from < watches.size(); from += WATCH_IDS_PER_STATEMENT) {
+            chunks.add(watches.subList(from, Math.min(watches.size(), from + WATCH_IDS_PER_STATEMENT)));
+        }
+        return db.withConnection(connection -> Flux.fromIterable(chunks).concatMap(chunk -> {
+            Long[] ids = new Long[chunk.size()];
+            String[] seen = new String[chunk.size()];
+            for (int i = 0; i < chunk.size(); i++) {
+                ids[i] = chunk.get(i).id();
+                InstanceStatus status = chunk.get(i).seen();
+                seen[i] = status == null ? null : status.sqlName();
+            }
+            return Flux.from(connection.createStatement(watch).bind(0, ids).bind(1, seen).execute())
+                    .concatMap(result -> result.map(InstanceSql::toInstance));
+        }));
     }
 
     public Mono<Instance> get(long id) {
