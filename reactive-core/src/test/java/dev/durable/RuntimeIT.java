@@ -306,6 +306,38 @@ class RuntimeIT {
     }
 
     @Test
+    void aJoinsChildrenTravelWithTheJoinOnlyNotWithEveryLaterStepOfTheParent() {
+        List<Integer> childrenSeen = new CopyOnWriteArrayList<>();
+        WorkflowDefinition<String> parent = WorkflowDefinition.builder("fan", String.class).queue("joins")
+                .step("spawn", ctx -> Mono.just(Outcome.spawnChildren(List.of(JobRequest.of("quick", "c1"),
+                        JobRequest.of("quick", "c2")), "join", ctx.state())))
+                .step("join", ctx -> {
+                    childrenSeen.add(ctx.children().size());
+                    return Mono.just(Outcome.next("later", ctx.state()));
+                })
+                .step("later", ctx -> {
+                    childrenSeen.add(ctx.children().size());
+                    return Mono.just(Outcome.done(null));
+                })
+                .build();
+        DurableEngine engine = engines.start(engines.options("joiner")
+                .queue(QueueOptions.builder("joins").concurrency(4).pollInterval(Duration.ofMillis(100)).build()),
+                parent, quick("joins"));
+        long id = engine.insert(JobRequest.of("fan", "p")).block();
+        assertThat(engine.awaitSettled(id, WAIT).block().status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(childrenSeen).containsExactly(2, 0);
+    }
+
+    @Test
+    void anEngineThatStoppedRefreshingItsEntryDropsOutOfTheFleet() {
+        DurableEngine engine = engines.start(engines.options("observer"));
+        Sql.update(db, "INSERT INTO {schema}.durable_engines (origin, name, queues, types, versions, expires_at)"
+                + " VALUES ('crashed@host#1-x', 'crashed', ARRAY['q'], ARRAY['t'], ARRAY[1], now() - interval '1 second')");
+        assertThat(engine.liveEngines().collectList().block()).extracting(LiveEngine::name)
+                .contains("observer").doesNotContain("crashed");
+    }
+
+    @Test
     void anInboxIsBoundedAndAFullOneRefusesSignalsTyped() {
         WorkflowDefinition<String> waiter = WorkflowDefinition.builder("waiter", String.class).queue("inbox")
                 .step("wait", ctx -> Mono.just(Outcome.await(Set.of("never"), "wait", ctx.state())))

@@ -65,16 +65,23 @@ public final class Chaos {
     static final String ENGINE_APP = "durable-chaos";
     static final String HARNESS_APP = "chaos-harness";
 
-    /** How long to load, how long recovery may take, how often a fault strikes, in-process engines. */
-    public record Config(Duration load, Duration recovery, Duration faultEvery, int engines) {
+    /**
+     * How long to load (a soak) or how many faults to inject (a count-based run, which loads until
+     * every fault has struck, within a generous cap), how long recovery may take, how often a fault
+     * strikes, in-process engines.
+     */
+    public record Config(Duration load, int faults, Duration recovery, Duration faultEvery, int engines) {
 
-        /** The short run of the test suite: about a minute. */
+        /**
+         * The short run of the test suite: two rounds of every fault kind, however long a loaded
+         * machine takes to inject them (at most ten minutes), then recovery.
+         */
         public static Config shortRun() {
-            return new Config(Duration.ofSeconds(36), Duration.ofSeconds(40), Duration.ofSeconds(3), 3);
+            return new Config(Duration.ofMinutes(10), 2 * CYCLE.size(), Duration.ofMinutes(2), Duration.ofSeconds(3), 3);
         }
 
         public static Config soak(double minutes) {
-            return new Config(Duration.ofMillis((long) (minutes * 60_000)), Duration.ofSeconds(90),
+            return new Config(Duration.ofMillis((long) (minutes * 60_000)), Integer.MAX_VALUE, Duration.ofSeconds(90),
                     Duration.ofSeconds(5), 3);
         }
     }
@@ -407,6 +414,7 @@ public final class Chaos {
             }
 
             long loadEnd = System.nanoTime() + config.load().toNanos();
+            int injected = 0;
             List<Thread> threads = List.of(
                     loop("chaos-insert", 100, this::insertSome),
                     loop("chaos-signal", 50, this::signalOrCancel),
@@ -414,11 +422,12 @@ public final class Chaos {
             threads.forEach(Thread::start);
             int next = 0;
             long progressAt = System.nanoTime();
-            while (System.nanoTime() < loadEnd) {
+            while (System.nanoTime() < loadEnd && injected < config.faults()) {
                 sleep(config.faultEvery().toMillis());
                 if (System.nanoTime() >= loadEnd) {
                     break;
                 }
+                injected++;
                 Fault fault = CYCLE.get(next++ % CYCLE.size());
                 try {
                     inject(fault);
