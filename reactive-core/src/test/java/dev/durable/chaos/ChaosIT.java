@@ -19,7 +19,8 @@ class ChaosIT {
 
         assertThat(report.jobs()).as("instances inserted").isPositive();
         assertThat(report.executions()).as("executions recorded").isPositive();
-        assertThat(report.faults()).as("faults injected").isEqualTo(Chaos.Config.shortRun().faults());
+        // Every fault of the count (the last worker JVM is killed after the load too).
+        assertThat(report.faults()).as("faults injected").isGreaterThanOrEqualTo(Chaos.Config.shortRun().faults());
         assertThat(report.lost()).as("lost: " + report.details()).isZero();
         assertThat(report.stuck()).as("stuck: " + report.details()).isZero();
         assertThat(report.overlap()).as("overlap: " + report.details()).isZero();
