@@ -69,7 +69,14 @@ class DurableStarterIT {
 
             Health health = context.getBean(DurableHealthIndicator.class).health().block(Duration.ofSeconds(10));
             assertThat(health.getStatus()).isEqualTo(Status.UP);
-            assertThat(health.getDetails()).containsEntry("schema", db.schema()).containsEntry("engine", "running");
+            assertThat(health.getDetails()).containsEntry("schema", db.schema()).containsEntry("engine", "running")
+                    .containsKey("liveEngines");
+            // Work no live engine runs shows in the details (the engine stays up: it is the fleet's state).
+            engine.insert(JobRequest.of("greet", "orphan").queue("nobody-runs-this")).block(Duration.ofSeconds(10));
+            Health withOrphan = context.getBean(DurableHealthIndicator.class).health().block(Duration.ofSeconds(10));
+            assertThat(withOrphan.getStatus()).isEqualTo(Status.UP);
+            assertThat(withOrphan.getDetails().get("unservedWork").toString())
+                    .contains("nobody-runs-this").contains("NO_ENGINE_SERVES_QUEUE");
         });
     }
 
