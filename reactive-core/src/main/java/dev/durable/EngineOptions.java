@@ -53,6 +53,7 @@ public final class EngineOptions {
     public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(10);
     public static final Duration DEFAULT_CALL_TIMEOUT = Duration.ofSeconds(15);
     public static final int DEFAULT_MAX_INBOX_SIGNALS = 1000;
+    public static final int DEFAULT_MAX_BATCH_BYTES = 16 << 20;
     public static final Duration DEFAULT_BUCKET_SWEEP_INTERVAL = Duration.ofMinutes(1);
     public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
     public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
@@ -132,6 +133,8 @@ public final class EngineOptions {
             (name, value) -> Options.requireAtLeast(name, value, 16));
     private static final Option<Integer> MAX_INBOX_SIGNALS = option("maxInboxSignals", DEFAULT_MAX_INBOX_SIGNALS,
             (name, value) -> Options.requireAtLeast(name, value, 1));
+    private static final Option<Integer> MAX_BATCH_BYTES = option("maxBatchBytes", DEFAULT_MAX_BATCH_BYTES,
+            (name, value) -> Options.requireAtLeast(name, value, 16));
     private static final Option<Boolean> REJECT_UNKNOWN_TYPES = option("rejectUnknownTypes", true, EngineOptions::any);
     private static final Option<Boolean> APPLY_MIGRATIONS = option("applyMigrations", true, EngineOptions::any);
     private static final Option<JsonCodec> CODEC = option("codec", new JacksonJsonCodec(), EngineOptions::any);
@@ -292,6 +295,17 @@ public final class EngineOptions {
      */
     public int maxInboxSignals() {
         return get(MAX_INBOX_SIGNALS);
+    }
+
+    /**
+     * The most bytes (UTF-8: payloads, keys and names) one insert call may carry in aggregate:
+     * {@code insertAll}, a transactional insert, the children of one step. A batch past it is
+     * refused whole with {@link BatchTooLargeException}, before anything is written, and checked as
+     * it is built, so a huge batch costs the engine no more than this much heap. At least
+     * {@link #maxPayloadBytes()}.
+     */
+    public int maxBatchBytes() {
+        return get(MAX_BATCH_BYTES);
     }
 
     public boolean rejectUnknownTypes() {
@@ -595,6 +609,10 @@ public final class EngineOptions {
         }
 
         /** Whether inserting a type with no definition on this engine is an error (default true). */
+        public Builder maxBatchBytes(int maxBatchBytes) {
+            return set(MAX_BATCH_BYTES, maxBatchBytes);
+        }
+
         public Builder rejectUnknownTypes(boolean rejectUnknownTypes) {
             return set(REJECT_UNKNOWN_TYPES, rejectUnknownTypes);
         }
@@ -728,6 +746,11 @@ public final class EngineOptions {
                 throw new IllegalArgumentException("leaseTtl must be more than twice heartbeatInterval"
                         + " (so a live lease survives a missed beat), was " + options.leaseTtl() + " with heartbeat "
                         + options.heartbeatInterval());
+            }
+            if (options.maxBatchBytes() < options.maxPayloadBytes()) {
+                throw new IllegalArgumentException("maxBatchBytes must be at least maxPayloadBytes (a batch of one"
+                        + " request of the largest payload must fit), was " + options.maxBatchBytes() + " with"
+                        + " maxPayloadBytes " + options.maxPayloadBytes());
             }
             // The engine's own pool serves each queue's pick, the group commits and maintenance at
             // once; fewer connections and a busy queue waits for a commit that waits for a connection.

@@ -18,6 +18,24 @@ import org.jspecify.annotations.Nullable;
  */
 public final class JobRequest {
 
+    /**
+     * The most bytes (UTF-8) of a key: a concurrency, gate or correlation key, a signal's dedup key,
+     * a rate-limit partition. Checked in bytes, not characters: each key lands in a btree index,
+     * whose rows PostgreSQL refuses above about 2,700 bytes (1,024 CJK characters are 3,072 bytes).
+     * Measured on PostgreSQL 15 and 17 with incompressible keys and the longest names (128
+     * characters, 384 bytes), the most each index takes is 2,692 bytes for a concurrency or
+     * correlation key, 2,684 for a dedup key, 2,300 for a gate key and 2,304 for a rate partition
+     * ({@code KeyBoundsIT}): this limit leaves a wide margin under all of them, so no key the API
+     * accepts can make the database refuse a row later, at a pick or a commit.
+     */
+    public static final int MAX_KEY_BYTES = 1024;
+
+    /** The most urgent priority a request may have (lower runs first). */
+    public static final int MIN_PRIORITY = -32_768;
+
+    /** The least urgent priority a request may have. */
+    public static final int MAX_PRIORITY = 32_767;
+
     /** Statuses in which a correlation key is occupied by default: until the instance settles. */
     public static final Set<InstanceStatus> DEFAULT_OCCUPIED = EnumSet.of(
             InstanceStatus.RUNNABLE, InstanceStatus.EXECUTING,
@@ -72,7 +90,10 @@ public final class JobRequest {
         return with(r -> r.queue = queue);
     }
 
-    /** Lower runs first; 0 by default, negative allowed. */
+    /**
+     * Lower runs first; 0 by default, from {@link #MIN_PRIORITY} to {@link #MAX_PRIORITY} (a value
+     * outside is refused at insert with {@link InvalidRequestException}).
+     */
     public JobRequest priority(int priority) {
         return with(r -> r.priority = priority);
     }
@@ -98,7 +119,10 @@ public final class JobRequest {
         return with(r -> r.maxAttempts = maxAttempts);
     }
 
-    /** At most one instance with this key executes at a time, across every node. */
+    /**
+     * At most one instance with this key executes at a time, across every node. At most
+     * {@link #MAX_KEY_BYTES} bytes in UTF-8, as every key.
+     */
     public JobRequest concurrencyKey(String concurrencyKey) {
         return with(r -> {
             r.concurrencyKey = concurrencyKey;

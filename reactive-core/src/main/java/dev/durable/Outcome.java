@@ -1,5 +1,6 @@
 package dev.durable;
 
+import dev.durable.internal.RequestMapper;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -235,8 +236,9 @@ public final class Outcome<S> {
 
     /** For {@code next}: from the next step on, hold this concurrency key instead. */
     public Outcome<S> concurrencyKey(String key) {
-        if (key == null || key.isBlank() || key.length() > 1024) {
-            throw new IllegalArgumentException("concurrencyKey must be 1 to 1024 characters and not blank");
+        String problem = RequestMapper.keyProblem(key);
+        if (problem != null) {
+            throw new IllegalArgumentException("concurrencyKey " + problem);
         }
         return with(Kind.NEXT, "concurrencyKey", f -> {
             f.keyChange = KeyChange.SET;
@@ -259,8 +261,9 @@ public final class Outcome<S> {
      * next step is admitted by a pick, so a gate change cannot be inline.
      */
     public Outcome<S> gate(String gate, String key) {
-        if (gate == null || gate.isBlank() || key == null || key.length() > 1024) {
-            throw new IllegalArgumentException("gate must not be blank and its key must be at most 1024 characters");
+        if (gate == null || gate.isBlank() || key == null || RequestMapper.utf8Length(key) > JobRequest.MAX_KEY_BYTES) {
+            throw new IllegalArgumentException("gate must not be blank and its key must be at most "
+                    + JobRequest.MAX_KEY_BYTES + " bytes in UTF-8");
         }
         return with(Kind.NEXT, "gate", f -> {
             f.keyChange = KeyChange.GATE;
@@ -274,8 +277,8 @@ public final class Outcome<S> {
         if (rateLimit == null || rateLimit.isBlank() || weight < 1) {
             throw new IllegalArgumentException("rateLimit must not be blank and weight must be at least 1");
         }
-        if (partition != null && (partition.isBlank() || partition.length() > 1024)) {
-            throw new IllegalArgumentException("partition must be 1 to 1024 characters and not blank, or null");
+        if (partition != null && RequestMapper.keyProblem(partition) != null) {
+            throw new IllegalArgumentException("partition " + RequestMapper.keyProblem(partition) + " (or null)");
         }
         return with(Kind.NEXT, "rateLimit", f -> {
             f.rateChange = RateChange.SET;

@@ -218,12 +218,16 @@ class ApiPropertiesIT {
                 Gens.strings(Chars.alpha(), 120, 140));
     }
 
-    /** Keys: a few common ones (duplicates), any characters, up to past the 1024 limit. */
+    /**
+     * Keys: a few common ones (duplicates), any characters, up to past the limit of 1024 bytes, in
+     * ASCII and in three-byte characters.
+     */
     static Gen<String> keys() {
         return Gens.<String>oneOf(
                         Gens.of("c1", "c2", "c3"),
                         Gens.strings(Chars.all(), 0, 16),
-                        Gens.strings(Chars.alpha(), 1000, 1100))
+                        Gens.strings(Chars.alpha(), 1000, 1100),
+                        Gens.strings(Chars.cjk(), 330, 350))
                 .injectNull(0.5);
     }
 

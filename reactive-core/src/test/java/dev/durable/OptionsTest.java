@@ -56,6 +56,11 @@ class OptionsTest {
                 .hasMessageContaining("leaseTtl must be more than twice heartbeatInterval");
         assertThatThrownBy(() -> EngineOptions.builder().queue("a").queue("a"))
                 .hasMessage("queue 'a' is configured twice");
+        assertThatThrownBy(() -> EngineOptions.builder().maxBatchBytes(8))
+                .hasMessage("maxBatchBytes must be at least 16, was 8");
+        assertThatThrownBy(() -> EngineOptions.builder().url("r2dbc:postgresql://h/db").maxPayloadBytes(4096)
+                .maxBatchBytes(4095).build())
+                .hasMessageContaining("maxBatchBytes must be at least maxPayloadBytes");
     }
 
     @Test

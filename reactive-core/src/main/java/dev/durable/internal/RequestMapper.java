@@ -1,5 +1,6 @@
 package dev.durable.internal;
 
+import dev.durable.BatchTooLargeException;
 import dev.durable.Definition;
 import dev.durable.EngineOptions;
 import dev.durable.InstanceStatus;
@@ -43,13 +44,28 @@ public final class RequestMapper {
             throw new InvalidRequestException("requests must not be empty");
         }
         List<NewInstance> rows = new ArrayList<>(requests.size());
+        long bytes = 0;
         for (JobRequest request : requests) {
             if (request == null) {
                 throw new InvalidRequestException("requests must not contain null");
             }
-            rows.add(toRow(request, parentId));
+            NewInstance row = toRow(request, parentId);
+            // Counted as the rows are built, so a batch far past the limit stops at the limit.
+            bytes += rowBytes(row);
+            // One request alone is bounded by maxPayloadBytes and the key limits.
+            if (bytes > options.maxBatchBytes() && requests.size() > 1) {
+                throw new BatchTooLargeException(requests.size(), bytes, options.maxBatchBytes());
+            }
+            rows.add(row);
         }
         return rows;
+    }
+
+    /** What a row weighs in a batch: its payload and its texts (keys, names), as UTF-8. */
+    private static long rowBytes(NewInstance row) {
+        return utf8Length(row.stateJson()) + utf8Length(row.type()) + utf8Length(row.queue())
+                + utf8Length(row.concurrencyKey()) + utf8Length(row.correlationKey()) + utf8Length(row.gate())
+                + utf8Length(row.rateLimit()) + utf8Length(row.ratePartition());
     }
 
     private NewInstance toRow(JobRequest request, @Nullable Long parentId) {
@@ -68,6 +84,10 @@ public final class RequestMapper {
                 : definition != null ? definition.maxAttempts() : JobDefinition.DEFAULT_MAX_ATTEMPTS;
         if (maxAttempts < 1) {
             throw new InvalidRequestException("maxAttempts must be at least 1, was " + maxAttempts);
+        }
+        if (request.priority() < JobRequest.MIN_PRIORITY || request.priority() > JobRequest.MAX_PRIORITY) {
+            throw new InvalidRequestException("priority must be " + JobRequest.MIN_PRIORITY + " to "
+                    + JobRequest.MAX_PRIORITY + ", was " + request.priority());
         }
         long delayMillis = 0;
         if (request.runIn() != null) {
@@ -99,8 +119,10 @@ public final class RequestMapper {
         int gateShards = 0;
         if (request.gate() != null) {
             gateShards = gate(request.gate()).shards();
-            if (request.concurrencyKey() == null || request.concurrencyKey().length() > 1024) {
-                throw new InvalidRequestException("the key of gate " + request.gate() + " must be at most 1024 characters");
+            if (request.concurrencyKey() == null || utf8Length(request.concurrencyKey()) > JobRequest.MAX_KEY_BYTES) {
+                throw new InvalidRequestException("the key of gate " + request.gate() + " must be at most "
+                        + JobRequest.MAX_KEY_BYTES + " bytes in UTF-8, was "
+                        + (request.concurrencyKey() == null ? "null" : utf8Length(request.concurrencyKey()) + " bytes"));
             }
             checkText("the key of gate " + request.gate(), request.concurrencyKey());
         }
@@ -173,12 +195,54 @@ public final class RequestMapper {
         checkText(what, value);
     }
 
+    /**
+     * A key: not blank, at most {@link JobRequest#MAX_KEY_BYTES} bytes in UTF-8 (what its index
+     * holds is bytes, not characters), text PostgreSQL can hold.
+     */
     public static void checkKey(String what, @Nullable String value) {
-        if (value == null || value.isBlank() || value.length() > 1024) {
-            throw new InvalidRequestException(what + " must be 1 to 1024 characters and not blank, was '"
-                    + (value != null && value.length() > 64 ? value.substring(0, 64) + "..." : value) + "'");
+        String problem = keyProblem(value);
+        if (problem != null) {
+            throw new InvalidRequestException(what + " " + problem);
         }
         checkText(what, value);
+    }
+
+    /** Why a key is refused (blank, or longer than {@link JobRequest#MAX_KEY_BYTES} in UTF-8), or null. */
+    public static @Nullable String keyProblem(@Nullable String value) {
+        if (value == null || value.isBlank()) {
+            return "must not be blank, was " + (value == null ? "null" : "'" + value + "'");
+        }
+        int bytes = utf8Length(value);
+        if (bytes > JobRequest.MAX_KEY_BYTES) {
+            return "must be at most " + JobRequest.MAX_KEY_BYTES + " bytes in UTF-8, was " + bytes + " bytes ("
+                    + value.length() + " characters) starting '" + value.substring(0, 32) + "...'";
+        }
+        return null;
+    }
+
+    /** The length of {@code value} in UTF-8 (a lone surrogate counts as the one byte '?' it becomes), 0 for null. */
+    public static int utf8Length(@Nullable String value) {
+        if (value == null) {
+            return 0;
+        }
+        int bytes = 0;
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c < 0x80) {
+                bytes += 1;
+            } else if (c < 0x800) {
+                bytes += 2;
+            } else if (Character.isHighSurrogate(c) && i + 1 < value.length()
+                    && Character.isLowSurrogate(value.charAt(i + 1))) {
+                bytes += 4;
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                bytes += 1;
+            } else {
+                bytes += 3;
+            }
+        }
+        return bytes;
     }
 
     /**

@@ -49,6 +49,11 @@ public final class Chars {
                         && !(c >= 0xe000 && c <= 0xf8ff));
     }
 
+    /** CJK unified ideographs, {@code \u4E00} to {@code \u9FFF}: three bytes each in UTF-8. */
+    public static Chars cjk() {
+        return new Chars(List.of(range('\u4e00', '\u9fff')), c -> true);
+    }
+
     /** {@code A-Z} and {@code a-z}. */
     public static Chars alpha() {
         return new Chars(List.of(range('A', 'Z'), range('a', 'z')), c -> true);

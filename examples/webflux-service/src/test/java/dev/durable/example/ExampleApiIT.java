@@ -126,6 +126,17 @@ class ExampleApiIT {
     }
 
     @Test
+    void aKeyTooLongInBytesIsABadRequestAndTheQueueRunsOn() {
+        // The repro: 1,024 CJK characters (3,072 bytes) used to stop queue 'default' until cancelled.
+        String key = "\u6f22".repeat(1024);
+        http.post().uri("/api/jobs").bodyValue(Map.of("type", "greet", "args", "x", "concurrencyKey", key))
+                .exchange().expectStatus().isBadRequest().expectBody().jsonPath("$.detail").value(detail ->
+                        assertThat((String) detail).contains("at most 1024 bytes in UTF-8, was 3072 bytes"));
+        long id = insert("/api/jobs", Map.of("type", "greet", "args", "after"));
+        assertThat(settled(id).status()).isEqualTo(InstanceStatus.DONE);
+    }
+
+    @Test
     void dashboardJsonHasCountsAndNewestInstancesFirst() {
         long first = insert("/api/jobs", Map.of("type", "greet", "args", "c1"));
         long second = insert("/api/jobs", Map.of("type", "greet", "args", "c2"));
