@@ -1,13 +1,14 @@
-package dev.durable.chaos;
+package dev.durable;
 
-import dev.durable.Backoff;
-import dev.durable.DurableEngine;
-import dev.durable.EngineOptions;
-import dev.durable.JobContext;
-import dev.durable.JobDefinition;
-import dev.durable.QueueOptions;
 import io.r2dbc.pool.ConnectionPool;
+import io.r2dbc.pool.ConnectionPoolConfiguration;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactories;
+import io.r2dbc.spi.ConnectionFactoryOptions;
+import io.r2dbc.spi.Option;
+import io.r2dbc.spi.Result;
 import java.time.Duration;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -38,11 +39,11 @@ public final class PoisonWorker {
         String url = args[0];
         String schema = args[1];
         String label = args[2];
-        ConnectionPool recorder = Chaos.pool(url, "poison-recorder", 2);
-        ConnectionPool enginePool = Chaos.pool(url, "poison-worker", 6);
+        ConnectionPool recorder = pool(url, "poison-recorder", 2);
+        ConnectionPool enginePool = pool(url, "poison-worker", 6);
         JobDefinition<String, String> poison = poison(() -> (String ignored, JobContext context) -> Mono.fromCallable(() -> {
             // The run as the database sees it, committed before the JVM goes.
-            Chaos.execute(recorder, "INSERT INTO \"" + schema + "\".poison_runs (instance_id, attempt, claimed_by,"
+            execute(recorder, "INSERT INTO \"" + schema + "\".poison_runs (instance_id, attempt, claimed_by,"
                     + " eligible_at, label) SELECT id, attempt, claimed_by, eligible_at, $2"
                     + " FROM \"" + schema + "\".durable_instances WHERE id = $1", context.id(), label);
             System.out.println("HALT " + label + " on attempt " + context.attempt());
@@ -62,5 +63,25 @@ public final class PoisonWorker {
         System.out.println("READY " + label);
         System.out.flush();
         Thread.currentThread().join(); // until it runs the poison job, or the test kills it
+    }
+
+    private static ConnectionPool pool(String url, String applicationName, int maxSize) {
+        ConnectionFactoryOptions options = ConnectionFactoryOptions.parse(url).mutate()
+                .option(Option.valueOf("applicationName"), applicationName)
+                .option(ConnectionFactoryOptions.CONNECT_TIMEOUT, Duration.ofSeconds(5))
+                .build();
+        return new ConnectionPool(ConnectionPoolConfiguration.builder(ConnectionFactories.get(options))
+                .initialSize(0).maxSize(maxSize).maxAcquireTime(Duration.ofSeconds(10)).build());
+    }
+
+    private static void execute(ConnectionPool pool, String sql, Object... args) {
+        Flux.usingWhen(pool.create(), (Connection c) -> {
+                    var statement = c.createStatement(sql);
+                    for (int i = 0; i < args.length; i++) {
+                        statement.bind(i, args[i]);
+                    }
+                    return Flux.from(statement.execute()).flatMap(Result::getRowsUpdated);
+                }, Connection::close)
+                .blockLast(Duration.ofSeconds(30));
     }
 }

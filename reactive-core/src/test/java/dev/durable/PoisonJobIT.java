@@ -1,13 +1,10 @@
-package dev.durable.chaos;
+package dev.durable;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.durable.DurableEngine;
-import dev.durable.Instance;
-import dev.durable.InstanceStatus;
-import dev.durable.JobRequest;
 import dev.durable.support.Engines;
 import dev.durable.support.Eventually;
+import dev.durable.support.Jvms;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
@@ -117,8 +114,8 @@ class PoisonJobIT {
     }
 
     private static Process startWorker(TestDatabase db, Path logs, String label) {
-        List<String> command = List.of(Chaos.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-cp", Chaos.classpath(), PoisonWorker.class.getName(), db.url(), db.schema(), label);
+        List<String> command = List.of(Jvms.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-cp", Jvms.classpath(), PoisonWorker.class.getName(), db.url(), db.schema(), label);
         try {
             return new ProcessBuilder(command).redirectErrorStream(true)
                     .redirectOutput(logs.resolve(label + ".log").toFile()).start();

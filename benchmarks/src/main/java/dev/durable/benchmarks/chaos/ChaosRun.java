@@ -1,0 +1,754 @@
+package dev.durable.benchmarks.chaos;
+
+import dev.durable.Definition;
+import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
+import dev.durable.JobRequest;
+import dev.durable.NoTargetException;
+import dev.durable.poke.PokeTransports;
+import dev.durable.redis.RedisPokeTransports;
+import dev.durable.redis.testing.TestRedis;
+import dev.durable.redis.testing.TestRedisServer;
+import dev.durable.support.Jvms;
+import dev.durable.support.TcpProxy;
+import io.r2dbc.pool.ConnectionPool;
+import io.r2dbc.spi.Connection;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/** One chaos run: set-up, load and faults, recovery, the checks, and the cleanup. */
+final class ChaosRun implements AutoCloseable {
+
+    /** How long a live owner is kept away: past its lease, and a bit. */
+    private static final Duration HOLD = Chaos.LEASE.plusMillis(2500);
+    /** A stall: past the call timeout (the callers give up), then past the lease (the rows are claimed again). */
+    private static final Duration STALL = Chaos.CALL_TIMEOUT.plus(Chaos.LEASE).plusSeconds(3);
+    /** After a fault's window, how long its engine may still run a row it lost without breaking stale_start. */
+    private static final Duration GRACE = Duration.ofSeconds(15);
+
+    /** An in-process engine slot, behind its own proxy: replaced by a new incarnation when ENGINE strikes it. */
+    private static final class Slot {
+        final int index;
+        final TcpProxy proxy;
+        final Chaos.Pokes pokes;
+        int generation;
+        String label = "";
+        @Nullable DurableEngine engine;
+        @Nullable ConnectionPool pool;
+
+        Slot(int index, TcpProxy proxy, Chaos.Pokes pokes) {
+            this.index = index;
+            this.proxy = proxy;
+            this.pokes = pokes;
+        }
+    }
+
+    private final Chaos.Config config;
+    private final Consumer<String> log;
+    private final Path work;
+    private final ChaosServer server;
+    private final @Nullable TestRedisServer redis;
+    private final String schema = "chaos_" + ProcessHandle.current().pid() + "_" + (System.nanoTime() % 100_000);
+    private final ConnectionPool harness;
+    private final ConnectionPool producerPool;
+    private final DurableEngine producer;
+    private final ConnectionPool signallerPool;
+    private final DurableEngine signaller;
+    private final List<Slot> slots = new ArrayList<>();
+    private final List<DurableEngine> zombies = new CopyOnWriteArrayList<>();
+    private final List<Long> recentIds = new CopyOnWriteArrayList<>();
+    private final List<Long> recentFlows = new CopyOnWriteArrayList<>();
+    private final TcpProxy jvmProxy;
+    private final Object jvmLock = new Object();
+    private @Nullable Process jvm;
+    private String jvmLabel = "";
+    private int jvmCount;
+    private volatile boolean loading = true;
+    private final Map<String, AtomicLong> counters = new ConcurrentSkipListMap<>();
+    private final Map<String, Long> faults = new LinkedHashMap<>();
+    private final List<String> notes = new CopyOnWriteArrayList<>();
+
+    static Report execute(Chaos.Config config, Consumer<String> log) {
+        Path work;
+        try {
+            work = Files.createTempDirectory("durable-chaos-");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Report report = null;
+        try (ChaosRun run = new ChaosRun(config, log, work)) {
+            report = run.run();
+            return report;
+        } finally {
+            // The run's files are kept for a failed run only (said in the report's details).
+            if (report != null && !report.kept()) {
+                deleteRecursively(work);
+            }
+        }
+    }
+
+    private ChaosRun(Chaos.Config config, Consumer<String> log, Path work) {
+        this.config = config;
+        this.log = log;
+        this.work = work;
+        this.server = ChaosServer.start(work);
+        this.redis = config.redis() ? TestRedis.server() : null;
+        this.harness = Chaos.pool(server.url, Chaos.HARNESS_APP, 16);
+        this.producerPool = Chaos.pool(server.url, Chaos.ENGINE_APP, 6);
+        this.signallerPool = Chaos.pool(server.url, Chaos.ENGINE_APP, 4);
+        // The producer's inserts poke the other engines over NOTIFY; the signaller's signals over Redis.
+        this.producer = client(producerPool, "chaos-producer", PokeTransports.postgresNotify(), true);
+        this.signaller = client(signallerPool, "chaos-signaller", redis != null
+                ? RedisPokeTransports.redis(redis.uri()) : PokeTransports.postgresNotify(), false);
+        this.jvmProxy = TcpProxy.forUrl(server.url);
+    }
+
+    private DurableEngine client(ConnectionPool pool, String name, dev.durable.poke.PokeTransportFactory pokes,
+            boolean migrates) {
+        DurableEngine.Builder builder = DurableEngine.builder(EngineOptions.builder().connectionFactory(pool)
+                .schema(schema).name(name).runMaintenance(false).applyMigrations(migrates).pokeTransport(pokes)
+                .gate(ChaosWorkload.GATE, ChaosWorkload.GATE_CAPACITY)
+                .rateLimit(ChaosWorkload.RATE, ChaosWorkload.RATE_PER_SECOND, ChaosWorkload.RATE_BURST).build());
+        for (Definition definition : new ChaosWorkload(name, harness, schema, false).definitions()) {
+            builder.register(definition);
+        }
+        return builder.build();
+    }
+
+    private void tally(String counter, long n) {
+        counters.computeIfAbsent(counter, c -> new AtomicLong()).addAndGet(n);
+    }
+
+    private long counter(String counter) {
+        AtomicLong value = counters.get(counter);
+        return value == null ? 0 : value.get();
+    }
+
+    private Report run() {
+        log.accept("chaos: schema " + schema + " on " + (server.restartable() ? "a dedicated embedded PostgreSQL"
+                : "DURABLE_PG_URL") + (redis != null ? " with Redis " + redis.uri() : "") + "; work directory "
+                + work + "; " + (config.rounds() == Integer.MAX_VALUE ? "load " + config.load()
+                        : config.rounds() + " round(s) of " + config.kinds()) + ", a fault every " + config.faultEvery());
+        producer.start().block(Duration.ofSeconds(60)); // applies the migrations
+        signaller.start().block(Duration.ofSeconds(60));
+        Chaos.execute(harness, ChaosSchema.ddl(schema));
+        List<Chaos.Pokes> pokes = redis != null ? List.of(Chaos.Pokes.LOCAL, Chaos.Pokes.NOTIFY, Chaos.Pokes.REDIS)
+                : List.of(Chaos.Pokes.LOCAL, Chaos.Pokes.NOTIFY);
+        for (int i = 0; i < config.engines(); i++) {
+            Slot slot = new Slot(i, TcpProxy.forUrl(server.url), pokes.get(i % pokes.size()));
+            slots.add(slot);
+            startSlot(slot);
+        }
+        startJvm();
+        if (!server.restartable()) {
+            note("PostgreSQL restarts and crashes replaced by terminations: DURABLE_PG_URL is not ours to restart");
+        }
+        if (redis != null && !redis.isEmbedded()) {
+            note("Redis restarts skipped: DURABLE_REDIS_URL is not ours to restart");
+        }
+        // Poison first: its two attempts halt the worker JVM twice, then it fails.
+        insert(List.of(ChaosWorkload.poisonJob()));
+
+        List<Thread> threads = List.of(
+                loop("chaos-insert", 100, this::insertSome),
+                loop("chaos-signal", 50, this::signalOrCancel),
+                loop("chaos-sample", 250, this::sample),
+                loop("chaos-jvm-watch", 500, this::watchJvm));
+        threads.forEach(Thread::start);
+        long started = System.nanoTime();
+        long loadEnd = started + config.load().toNanos();
+        List<Fault> round = config.kinds();
+        int injected = 0;
+        long progressAt = System.nanoTime();
+        while (System.nanoTime() < loadEnd && injected < config.faults() && !round.isEmpty()) {
+            Chaos.sleep(config.faultEvery().toMillis());
+            if (System.nanoTime() >= loadEnd) {
+                break;
+            }
+            Fault fault = round.get(injected++ % round.size());
+            try {
+                inject(fault);
+            } catch (RuntimeException e) {
+                tally("fault errors", 1);
+                log.accept("chaos: fault " + fault + " failed: " + e);
+            }
+            if (System.nanoTime() - progressAt > TimeUnit.SECONDS.toNanos(30)) {
+                progressAt = System.nanoTime();
+                log.accept("chaos: " + injected + " faults; " + counters);
+            }
+        }
+        loading = false;
+        for (Thread thread : threads) {
+            try {
+                thread.join(30_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        // The last worker JVM dies like the others; a new one finishes its queue.
+        if (config.kinds().contains(Fault.JVM_KILL)) {
+            fault(Fault.JVM_KILL, jvmLabel, this::killAndRestartJvm);
+        }
+
+        log.accept("chaos: load over after " + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started)
+                + " s, recovering (up to " + config.recovery() + ")");
+        OffsetDateTime recoveryStart = OffsetDateTime.now(ZoneOffset.UTC);
+        String nonTerminal = ChaosSchema.render("SELECT count(*) FROM S.durable_instances"
+                + " WHERE status NOT IN ('done', 'failed', 'cancelled') AND inserted_at < $1", schema);
+        long recoveryEnd = System.nanoTime() + config.recovery().toNanos();
+        while (System.nanoTime() < recoveryEnd) {
+            watchJvm();
+            if (countSafely(nonTerminal, recoveryStart) == 0) {
+                break;
+            }
+            Chaos.sleep(500);
+        }
+        closeEngines();
+        return check(recoveryStart);
+    }
+
+    private void note(String note) {
+        notes.add(note);
+        log.accept("chaos: " + note);
+    }
+
+    // ---- the checks ---------------------------------------------------------------------------
+
+    private Report check(OffsetDateTime recoveryStart) {
+        long jobs = count("SELECT count(*) FROM S.durable_instances");
+        long terminal = count("SELECT count(*) FROM S.durable_instances WHERE status IN ('done', 'failed', 'cancelled')");
+        long executions = count("SELECT count(*) FROM S.chaos_exec");
+        long duplicates = count(ChaosSchema.duplicates(schema));
+        Map<String, Long> invariants = new LinkedHashMap<>();
+        invariants.put("stale_commit", count(ChaosSchema.staleCommits(schema)));
+        invariants.put("terminal_changed", count(ChaosSchema.terminalChanged(schema)));
+        invariants.put("done_not_once", count(ChaosSchema.doneNotOnce(schema)));
+        invariants.put("double_commit", count(ChaosSchema.tokensCommittedTwice(schema))
+                + count(ChaosSchema.claimsCommittedTwice(schema)) + count(ChaosSchema.brokenStateSequences(schema)));
+        invariants.put("overlap", count(ChaosSchema.intersectingCommits(schema)) + counter("key overlap samples"));
+        invariants.put("gate_over", counter("gate over samples"));
+        invariants.put("rate_over", rateOver());
+        invariants.put("stale_start", count(ChaosSchema.staleStarts(schema, GRACE.toMillis())));
+        invariants.put("pick_waits", counter("pick wait samples"));
+        invariants.put("over_attempts", count(ChaosSchema.overAttempts(schema)));
+        invariants.put("unexpected_failed", count(ChaosSchema.unexpectedFailed(schema)));
+        invariants.put("unknown_commits", count(ChaosSchema.unknownTokens(schema)));
+        invariants.put("lost", count(ChaosSchema.render("SELECT count(*) FROM S.durable_instances"
+                + " WHERE status NOT IN ('done', 'failed', 'cancelled') AND inserted_at < $1", schema), recoveryStart));
+        invariants.put("stuck", count("SELECT count(*) FROM S.durable_instances"
+                + " WHERE status = 'executing' AND lease_expires_at < now() AND inserted_at < $1", recoveryStart));
+        String statuses = String.join(", ", strings("SELECT status || '=' || count(*) FROM S.durable_instances"
+                + " GROUP BY status ORDER BY status"));
+        String types = String.join(", ", strings("SELECT type || '=' || count(*) FROM S.durable_instances"
+                + " GROUP BY type ORDER BY type"));
+        boolean ok = invariants.values().stream().allMatch(v -> v == 0);
+        String details = "chaos details: statuses {" + statuses + "}; types {" + types + "}; faults " + faults
+                + "; transitions audited " + count("SELECT count(*) FROM S.chaos_audit")
+                + ", reaped " + count("SELECT count(*) FROM S.chaos_audit WHERE reaped")
+                + ", recurring runs " + count("SELECT count(*) FROM S.durable_instances WHERE correlation_key LIKE"
+                        + " 'durable.cron:%'")
+                + "; executions that started on a lost claim " + count("SELECT count(*) FROM S.chaos_exec e"
+                        + " WHERE e.seen_status IS DISTINCT FROM 'executing' OR e.seen_attempt <> e.attempt")
+                + "; counters " + counters + (notes.isEmpty() ? "" : "; " + String.join("; ", notes))
+                + (ok ? "" : "; the run's files are kept in " + work);
+        return new Report(jobs, terminal, executions, duplicates, Map.copyOf(faults), invariants, details, work, !ok);
+    }
+
+    /**
+     * Windows in which the claims of one rate limit and partition took more tokens than the bucket
+     * holds: burst + rate × (window + slack). The slack covers the time between an admission (the
+     * pick's transaction clock, or Redis's) and the claim's own clock. Windows across a Redis restart
+     * are left out: Redis comes back empty, every bucket full again.
+     */
+    private long rateOver() {
+        double slackSeconds = redis != null ? 1.0 : 0.5;
+        List<long[]> restarts = new ArrayList<>();
+        for (String window : strings("SELECT (extract(epoch FROM started_at) * 1000)::bigint || ',' ||"
+                + " (extract(epoch FROM COALESCE(ended_at, now())) * 1000)::bigint FROM S.chaos_faults"
+                + " WHERE kind = 'REDIS_RESTART'")) {
+            String[] parts = window.split(",");
+            restarts.add(new long[] {Long.parseLong(parts[0]), Long.parseLong(parts[1])});
+        }
+        Map<String, List<long[]>> claims = new LinkedHashMap<>();
+        Flux.usingWhen(harness.create(), (Connection c) -> Flux.from(c.createStatement(ChaosSchema.rateClaims(schema))
+                                .execute())
+                        .flatMap(result -> result.map((row, meta) -> {
+                            claims.computeIfAbsent(row.get(0, String.class) + "/" + row.get(1, String.class),
+                                    k -> new ArrayList<>()).add(new long[] {row.get(3, Long.class),
+                                    row.get(2, Integer.class) == null ? 1 : row.get(2, Integer.class)});
+                            return 1;
+                        })), Connection::close)
+                .blockLast(Duration.ofSeconds(120));
+        long over = 0;
+        for (Map.Entry<String, List<long[]>> partition : claims.entrySet()) {
+            List<long[]> times = partition.getValue();
+            times.sort(Comparator.comparingLong(t -> t[0]));
+            for (int i = 0; i < times.size(); i++) {
+                long weight = 0;
+                for (int j = i; j < times.size(); j++) {
+                    weight += times.get(j)[1];
+                    long from = times.get(i)[0];
+                    long to = times.get(j)[0];
+                    if (restarts.stream().anyMatch(r -> r[0] <= to && r[1] + 1000 >= from)) {
+                        break;
+                    }
+                    double budget = ChaosWorkload.RATE_BURST
+                            + ChaosWorkload.RATE_PER_SECOND * ((to - from) / 1000.0 + slackSeconds);
+                    if (weight > budget) {
+                        over++;
+                        if (over <= 3) {
+                            note("rate over budget in " + partition.getKey() + ": " + weight + " tokens in "
+                                    + (to - from) + " ms");
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        return over;
+    }
+
+    private long count(String sql, Object... args) {
+        return Chaos.count(harness, ChaosSchema.render(sql, schema), args);
+    }
+
+    private long countSafely(String sql, Object... args) {
+        try {
+            return Chaos.count(harness, ChaosSchema.render(sql, schema), args);
+        } catch (RuntimeException e) {
+            return Long.MAX_VALUE;
+        }
+    }
+
+    private List<String> strings(String sql) {
+        return Flux.usingWhen(harness.create(), (Connection c) -> Flux.from(c.createStatement(
+                                ChaosSchema.render(sql, schema)).execute())
+                        .flatMap(result -> result.map((row, meta) -> String.valueOf(row.get(0)))), Connection::close)
+                .collectList()
+                .block(Duration.ofSeconds(60));
+    }
+
+    // ---- workload -----------------------------------------------------------------------------
+
+    private Thread loop(String name, long everyMillis, Runnable body) {
+        Thread thread = new Thread(() -> {
+            while (loading) {
+                try {
+                    body.run();
+                } catch (RuntimeException e) {
+                    tally(name + " errors", 1);
+                }
+                Chaos.sleep(everyMillis);
+            }
+        }, name);
+        thread.setDaemon(true);
+        return thread;
+    }
+
+    private final AtomicLong inserts = new AtomicLong();
+
+    private void insertSome() {
+        long n = inserts.incrementAndGet();
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            requests.add(ChaosWorkload.randomJob());
+        }
+        requests.add(ChaosWorkload.randomFlow());
+        if (n % 7 == 0) {
+            requests.add(ChaosWorkload.deepJob());
+        }
+        if (n % 20 == 0) {
+            requests.add(ChaosWorkload.soloJob());
+        }
+        if (n % 600 == 0) {
+            requests.add(ChaosWorkload.poisonJob());
+        }
+        List<Long> ids = insert(requests);
+        remember(recentIds, ids.subList(0, 4));
+        remember(recentFlows, ids.subList(4, 5));
+    }
+
+    private List<Long> insert(List<JobRequest> requests) {
+        List<Long> ids = producer.insertAll(requests).block(Duration.ofSeconds(20));
+        tally("inserted", ids.size());
+        return ids;
+    }
+
+    private static void remember(List<Long> recent, List<Long> ids) {
+        recent.addAll(ids);
+        while (recent.size() > 200) {
+            recent.remove(0);
+        }
+    }
+
+    private void signalOrCancel() {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        List<Long> pool = random.nextInt(40) == 0 ? recentIds : recentFlows;
+        if (pool.isEmpty()) {
+            return;
+        }
+        long id = pool.get(random.nextInt(pool.size()));
+        try {
+            if (pool == recentIds) {
+                signaller.cancel(id, random.nextBoolean()).block(Duration.ofSeconds(20));
+                tally("cancels", 1);
+            } else {
+                signaller.signal(id, ChaosWorkload.GO, Map.of("n", random.nextInt(100)),
+                        "go-" + id + "-" + random.nextInt(3)).block(Duration.ofSeconds(20));
+                tally("signals", 1);
+            }
+        } catch (NoTargetException settled) {
+            tally("signals to settled", 1);
+        }
+    }
+
+    private void sample() {
+        tally("samples", 1);
+        tally("key overlap samples", count(ChaosSchema.keyOverlapSample(schema)));
+        tally("gate over samples", count(ChaosSchema.gateOverSample(schema)));
+        tally("pick wait samples", count(ChaosSchema.pickWaitSample(schema)));
+    }
+
+    // ---- faults -------------------------------------------------------------------------------
+
+    private void inject(Fault fault) {
+        switch (fault) {
+            case TERMINATE -> fault(fault, null, this::terminate);
+            case ENGINE -> {
+                Slot slot = randomSlot();
+                fault(fault, slot.label, () -> replaceEngine(slot));
+            }
+            case JVM_KILL -> fault(fault, jvmLabel, this::killAndRestartJvm);
+            case JVM_STOP -> fault(fault, jvmLabel, this::stopAndContinueJvm);
+            case PARTITION -> {
+                // The worker JVM and the in-process engines in turn.
+                boolean jvmTurn = faults.getOrDefault(fault.name(), 0L) % 2 == 0;
+                Slot slot = jvmTurn ? null : randomSlot();
+                TcpProxy proxy = jvmTurn ? jvmProxy : slot.proxy;
+                fault(fault, jvmTurn ? jvmLabel : slot.label, () -> {
+                    proxy.partition();
+                    Chaos.sleep(HOLD.toMillis());
+                    proxy.heal();
+                });
+            }
+            case STALL -> fault(fault, jvmLabel, () -> {
+                awaitJvmMidStep();
+                jvmProxy.freeze();
+                Chaos.sleep(STALL.toMillis());
+                jvmProxy.thaw();
+            });
+            case POOL_EXHAUST -> {
+                Slot slot = randomSlot();
+                fault(fault, slot.label, () -> exhaust(slot));
+            }
+            case SLOW_DB -> fault(fault, null, () -> {
+                List<TcpProxy> proxies = new ArrayList<>(slots.stream().map(s -> s.proxy).toList());
+                proxies.add(jvmProxy);
+                proxies.forEach(proxy -> proxy.latency(Duration.ofMillis(150)));
+                Chaos.sleep(6000);
+                proxies.forEach(proxy -> proxy.latency(Duration.ZERO));
+            });
+            case PG_CRASH -> fault(server.restartable() ? fault : Fault.TERMINATE, null,
+                    server.restartable() ? server::crash : this::terminate);
+            case PG_RESTART -> fault(server.restartable() ? fault : Fault.TERMINATE, null,
+                    server.restartable() ? server::restart : this::terminate);
+            case REDIS_RESTART -> {
+                if (redis != null && redis.isEmbedded()) {
+                    fault(fault, null, () -> {
+                        redis.stop();
+                        Chaos.sleep(3000);
+                        redis.start();
+                    });
+                }
+            }
+        }
+    }
+
+    /** Runs a fault and records its window (label null: every engine), by this JVM's clock. */
+    private void fault(Fault kind, @Nullable String label, Runnable body) {
+        OffsetDateTime from = OffsetDateTime.now(ZoneOffset.UTC);
+        long started = System.nanoTime();
+        try {
+            body.run();
+        } finally {
+            OffsetDateTime to = OffsetDateTime.now(ZoneOffset.UTC);
+            synchronized (faults) {
+                faults.merge(kind.name(), 1L, Long::sum);
+            }
+            String record = ChaosSchema.render(label == null
+                    ? "INSERT INTO S.chaos_faults (kind, started_at, ended_at) VALUES ($1, $2, $3)"
+                    : "INSERT INTO S.chaos_faults (kind, started_at, ended_at, label) VALUES ($1, $2, $3, $4)", schema);
+            Object[] values = label == null ? new Object[] {kind.name(), from, to}
+                    : new Object[] {kind.name(), from, to, label};
+            Chaos.retry("record fault", () -> Chaos.execute(harness, record, values));
+            log.accept("chaos: " + kind + (label == null ? "" : " on " + label) + " in "
+                    + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " ms");
+        }
+    }
+
+    private Slot randomSlot() {
+        return slots.get(ThreadLocalRandom.current().nextInt(slots.size()));
+    }
+
+    /** A burst of pg_terminate_backend on the engines' backends, busy ones first. */
+    private void terminate() {
+        long terminated = 0;
+        for (int i = 0; i < 5; i++) {
+            terminated += Chaos.count(harness, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM ("
+                    + "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                    + " AND application_name = $1 AND pid <> pg_backend_pid()"
+                    + " ORDER BY (state = 'active') DESC, random() LIMIT $2) p) t",
+                    Chaos.ENGINE_APP, 1 + ThreadLocalRandom.current().nextInt(2));
+            Chaos.sleep(20 + ThreadLocalRandom.current().nextInt(40));
+        }
+        tally("backends terminated", terminated);
+    }
+
+    /** Takes every connection of the engine's pool (as they come free) and holds them past the lease. */
+    private void exhaust(Slot slot) {
+        ConnectionPool pool = slot.pool;
+        List<Connection> held = new ArrayList<>();
+        try {
+            for (int i = 0; i < 8; i++) {
+                Connection connection = Mono.from(pool.create()).block(Duration.ofSeconds(15));
+                held.add(connection);
+            }
+            tally("pools exhausted", 1);
+            Chaos.sleep(HOLD.toMillis());
+        } catch (RuntimeException e) {
+            tally("pool exhaustion incomplete", 1);
+        } finally {
+            for (Connection connection : held) {
+                Mono.from(connection.close()).onErrorResume(x -> Mono.empty()).block(Duration.ofSeconds(10));
+            }
+        }
+    }
+
+    /** Disposes an engine's pool under it (no drain, nothing released), then starts a new incarnation. */
+    private void replaceEngine(Slot slot) {
+        DurableEngine old = slot.engine;
+        slot.pool.dispose();
+        // Stops its loops; its buffered rows cannot be released and its runs cannot commit any more.
+        old.close().subscribe(null, error -> tally("zombie close errors", 1));
+        zombies.add(old);
+        slot.generation++;
+        startSlot(slot);
+    }
+
+    private void startSlot(Slot slot) {
+        String label = "e" + slot.index + "g" + slot.generation;
+        Chaos.retry("start engine " + label, () -> {
+            ConnectionPool pool = Chaos.pool(slot.proxy.proxiedUrl(server.url), Chaos.ENGINE_APP, 8);
+            DurableEngine.Builder builder = DurableEngine.builder(Chaos.engineOptions(pool, schema,
+                    "chaos-e" + slot.index, redis == null ? null : redis.uri(), slot.pokes, false).build());
+            for (Definition definition : new ChaosWorkload(label, harness, schema, false).definitions()) {
+                builder.register(definition);
+            }
+            builder.schedule(ChaosWorkload.tick());
+            DurableEngine engine = builder.build();
+            try {
+                engine.start().block(Duration.ofSeconds(30));
+            } catch (RuntimeException e) {
+                engine.close().onErrorResume(x -> Mono.empty()).block(Duration.ofSeconds(10));
+                pool.dispose();
+                throw e;
+            }
+            slot.engine = engine;
+            slot.pool = pool;
+        });
+        slot.label = label;
+        Chaos.retry("register " + label, () -> Chaos.registerWorkers(harness, schema, label, slot.engine));
+    }
+
+    // ---- the worker JVM -----------------------------------------------------------------------
+
+    private void startJvm() {
+        synchronized (jvmLock) {
+            String label = "jvm" + (jvmCount++);
+            List<String> command = List.of(Jvms.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC",
+                    "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                    "-cp", Jvms.classpath(), ChaosWorker.class.getName(), jvmProxy.proxiedUrl(server.url), server.url,
+                    schema, label, redis == null ? "-" : redis.uri());
+            try {
+                jvm = new ProcessBuilder(command)
+                        .redirectErrorStream(true)
+                        .redirectOutput(work.resolve(label + ".log").toFile())
+                        .start();
+            } catch (IOException e) {
+                throw new UncheckedIOException("worker JVM did not start", e);
+            }
+            jvmLabel = label;
+            tally("worker JVMs started", 1);
+        }
+    }
+
+    /** A worker JVM that died on its own (a poison job halted it) is replaced. */
+    private void watchJvm() {
+        synchronized (jvmLock) {
+            if (jvm != null && !jvm.isAlive()) {
+                tally("worker JVM exits " + jvm.exitValue(), 1);
+                jvm = null;
+                startJvm();
+            }
+        }
+    }
+
+    /** Waits (a while) until the worker JVM is registered and in the middle of a step; says whether it is. */
+    private boolean awaitJvmMidStep() {
+        String label = jvmLabel;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        while (System.nanoTime() < deadline) {
+            long registered = countSafely("SELECT count(*) FROM S.chaos_workers WHERE label = $1", label);
+            long running = countSafely("SELECT count(*) FROM S.chaos_exec WHERE label = $1 AND ended_at IS NULL", label);
+            if (registered > 0 && registered != Long.MAX_VALUE && running > 0 && running != Long.MAX_VALUE) {
+                return true;
+            }
+            Chaos.sleep(50);
+        }
+        return false;
+    }
+
+    private void killAndRestartJvm() {
+        boolean midStep = awaitJvmMidStep();
+        synchronized (jvmLock) {
+            Process process = jvm;
+            if (process != null) {
+                process.destroyForcibly();
+                try {
+                    process.waitFor(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            tally(midStep ? "worker JVMs killed mid-step" : "worker JVMs killed idle", 1);
+            jvm = null;
+            startJvm();
+        }
+    }
+
+    private void stopAndContinueJvm() {
+        boolean midStep = awaitJvmMidStep();
+        synchronized (jvmLock) {
+            if (jvm == null || !jvm.isAlive()) {
+                return;
+            }
+            long pid = jvm.pid();
+            signal("STOP", pid);
+            tally(midStep ? "worker JVMs stopped mid-step" : "worker JVMs stopped idle", 1);
+            Chaos.sleep(HOLD.toMillis());
+            signal("CONT", pid);
+        }
+    }
+
+    private static void signal(String signal, long pid) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start();
+            if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+                throw new IllegalStateException("kill -" + signal + " " + pid + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    // ---- the end ------------------------------------------------------------------------------
+
+    private void closeEngines() {
+        List<Mono<Void>> closing = new ArrayList<>();
+        for (Slot slot : slots) {
+            if (slot.engine != null) {
+                closing.add(slot.engine.close().onErrorResume(e -> Mono.empty()));
+            }
+        }
+        for (DurableEngine zombie : zombies) {
+            closing.add(zombie.close().onErrorResume(e -> Mono.empty()));
+        }
+        try {
+            Mono.when(closing).block(Duration.ofSeconds(60));
+        } catch (RuntimeException ignored) {
+            // Best effort: the checks read the database.
+        }
+        synchronized (jvmLock) {
+            if (jvm != null) {
+                jvm.destroyForcibly();
+                try {
+                    jvm.waitFor(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                jvm = null;
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        loading = false;
+        closeEngines();
+        try {
+            Mono.when(producer.close().onErrorResume(e -> Mono.empty()),
+                    signaller.close().onErrorResume(e -> Mono.empty())).block(Duration.ofSeconds(60));
+        } catch (RuntimeException ignored) {
+            // The server goes away next.
+        }
+        for (Slot slot : slots) {
+            if (slot.pool != null) {
+                slot.pool.dispose();
+            }
+            closeQuietly(slot.proxy);
+        }
+        closeQuietly(jvmProxy);
+        producerPool.dispose();
+        signallerPool.dispose();
+        harness.dispose();
+        if (redis != null && redis.isEmbedded()) {
+            redis.start();
+        }
+        server.close();
+    }
+
+    private void closeQuietly(TcpProxy proxy) {
+        try {
+            proxy.close();
+        } catch (RuntimeException e) {
+            log.accept("chaos: " + e.getMessage());
+        }
+    }
+
+    static void deleteRecursively(Path directory) {
+        if (!Files.exists(directory)) {
+            return;
+        }
+        try (Stream<Path> files = Files.walk(directory)) {
+            for (Path path : files.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(path);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("the chaos work directory " + directory + " could not be removed", e);
+        }
+    }
+
+}

@@ -1,0 +1,291 @@
+package dev.durable.benchmarks.chaos;
+
+/**
+ * The harness's own tables, created next to Durable's in the chaos schema, and the invariant
+ * queries run over them at the end.
+ *
+ * <ul>
+ *   <li>{@code chaos_exec}: one row per handler execution, written by the handler before it works:
+ *       its token, instance, step, the attempt it ran as, the label of the engine incarnation that
+ *       ran it, {@code started_at = clock_timestamp()}, and the claim the row showed at that moment
+ *       ({@code seen_*}: status, step, attempt, claimed_by);
+ *   <li>{@code chaos_workers}: the worker ids (claimed_by values) of each label;
+ *   <li>{@code chaos_audit}: written by triggers on <em>every</em> transition of every row (insert, and
+ *       any update of status, step, claim, attempt, state, result or error; only the heartbeat's
+ *       lease renewals are left out): old and new status, step, claim and attempt, the token the
+ *       transition wrote (a new {@code result.token}, a new {@code state.last}, or the token in a new
+ *       error; null for the reaper, a release, a cancel, a retry), whether it was the reaper's, the
+ *       limits the row held, and {@code at = clock_timestamp()} inside the statement, before the row's
+ *       lock is released;
+ *   <li>{@code chaos_faults}: each injected fault's kind, the label it struck (null: every engine)
+ *       and its window.
+ * </ul>
+ *
+ * <p>The invariants, each 0 on a correct engine whatever the timing (see {@link Invariants}):
+ * <ul>
+ *   <li><b>stale_commit</b>: commits of an execution whose claim was not the current one: the row
+ *       was not executing, or was claimed by another worker, at another attempt or at another step;
+ *   <li><b>terminal_changed</b>: any transition of a row that had settled (done, failed, cancelled);
+ *   <li><b>done_not_once</b>: done rows that did not become done exactly once;
+ *   <li><b>double_commit</b>: tokens written by more than one transition, claims (instance, step,
+ *       attempt, worker) that committed more than one token, workflows whose state's tokens are not,
+ *       in order, the state tokens their transitions wrote;
+ *   <li><b>overlap</b>: pairs of committed executions of one row whose [start, commit] intervals
+ *       intersect, and samples that saw two executing rows of one ungated concurrency key;
+ *   <li><b>gate_over</b> / <b>rate_over</b>: samples that saw more than K executing rows of one gate
+ *       key; windows in which claims of one rate limit and partition took more tokens than its
+ *       bucket holds (burst + rate × window);
+ *   <li><b>stale_start</b>: executions that started on a claim that was not current, on an engine no
+ *       fault struck (within its window and a grace after it): a healthy worker never runs a row it
+ *       no longer holds;
+ *   <li><b>pick_waits</b>: samples that saw a pick waiting on another transaction's row lock (picks
+ *       skip locked rows; they never queue behind each other);
+ *   <li><b>over_attempts</b>: executions of an attempt past the row's max attempts;
+ *   <li><b>unexpected_failed</b>: failed rows the workload did not mean to fail (only doomed and
+ *       poison jobs are);
+ *   <li><b>unknown_commits</b>: tokens committed that no recorded execution wrote (the harness
+ *       would be blind to them);
+ *   <li><b>lost</b> / <b>stuck</b> (liveness): rows not settled after the recovery time; rows
+ *       executing with an expired lease.
+ * </ul>
+ * Reported, not an invariant: <b>duplicates</b>, the executions that did not count (they started on
+ * a claim that was no longer current, or their claim was lost and recovered by the reaper), and their
+ * rate among all executions: at-least-once allows them, the number must be known and small.
+ */
+final class ChaosSchema {
+
+    private ChaosSchema() {
+    }
+
+    static String ddl(String schema) {
+        return """
+                CREATE TABLE S.chaos_exec (
+                    token           text PRIMARY KEY,
+                    instance_id     bigint NOT NULL,
+                    type            text NOT NULL,
+                    step            text NOT NULL,
+                    attempt         integer NOT NULL,
+                    label           text NOT NULL,
+                    started_at      timestamptz NOT NULL,
+                    ended_at        timestamptz,
+                    outcome         text,
+                    seen_status     text,
+                    seen_step       text,
+                    seen_attempt    integer,
+                    seen_claimed_by text);
+                CREATE INDEX ON S.chaos_exec (instance_id, step);
+                CREATE TABLE S.chaos_workers (
+                    label  text NOT NULL,
+                    worker text NOT NULL,
+                    PRIMARY KEY (label, worker));
+                CREATE TABLE S.chaos_faults (
+                    id         bigserial PRIMARY KEY,
+                    kind       text NOT NULL,
+                    label      text,
+                    started_at timestamptz NOT NULL,
+                    ended_at   timestamptz);
+                CREATE TABLE S.chaos_audit (
+                    id             bigserial PRIMARY KEY,
+                    instance_id    bigint NOT NULL,
+                    old_status     text,
+                    new_status     text NOT NULL,
+                    old_step       text,
+                    new_step       text NOT NULL,
+                    old_claimed_by text,
+                    new_claimed_by text,
+                    old_attempt    integer,
+                    new_attempt    integer NOT NULL,
+                    token          text,
+                    reaped         boolean NOT NULL,
+                    rate_limit     text,
+                    rate_partition text,
+                    rate_weight    integer,
+                    at             timestamptz NOT NULL);
+                CREATE INDEX ON S.chaos_audit (instance_id);
+                CREATE INDEX ON S.chaos_audit (token);
+                CREATE FUNCTION S.chaos_token(o S.durable_instances, n S.durable_instances) RETURNS text
+                    LANGUAGE sql IMMUTABLE AS $$
+                    SELECT COALESCE(
+                        CASE WHEN n.result IS DISTINCT FROM o.result AND jsonb_typeof(n.result) = 'object'
+                             THEN n.result->>'token' END,
+                        CASE WHEN jsonb_typeof(n.state) = 'object'
+                              AND (n.state->>'last') IS DISTINCT FROM
+                                  (CASE WHEN jsonb_typeof(o.state) = 'object' THEN o.state->>'last' END)
+                             THEN n.state->>'last' END,
+                        CASE WHEN n.last_error IS DISTINCT FROM o.last_error
+                             THEN substring(n.last_error FROM 'chaos-token:([0-9a-f-]{36})') END)
+                $$;
+                CREATE FUNCTION S.chaos_audit_update() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
+                                               old_claimed_by, new_claimed_by, old_attempt, new_attempt, token,
+                                               reaped, rate_limit, rate_partition, rate_weight, at)
+                    VALUES (NEW.id, OLD.status, NEW.status, OLD.step, NEW.step, OLD.claimed_by, NEW.claimed_by,
+                            OLD.attempt, NEW.attempt, S.chaos_token(OLD, NEW),
+                            NEW.last_error IS DISTINCT FROM OLD.last_error
+                                AND NEW.last_error LIKE 'worker % lost: its lease expired%',
+                            NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, clock_timestamp());
+                    RETURN NULL;
+                END
+                $$;
+                CREATE FUNCTION S.chaos_audit_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO S.chaos_audit (instance_id, new_status, new_step, new_claimed_by, new_attempt,
+                                               reaped, rate_limit, rate_partition, rate_weight, at)
+                    VALUES (NEW.id, NEW.status, NEW.step, NEW.claimed_by, NEW.attempt, false,
+                            NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, clock_timestamp());
+                    RETURN NULL;
+                END
+                $$;
+                CREATE TRIGGER chaos_audit_update
+                    AFTER UPDATE ON S.durable_instances
+                    FOR EACH ROW
+                    WHEN (NEW.status IS DISTINCT FROM OLD.status OR NEW.step IS DISTINCT FROM OLD.step
+                          OR NEW.claimed_by IS DISTINCT FROM OLD.claimed_by OR NEW.attempt IS DISTINCT FROM OLD.attempt
+                          OR NEW.state IS DISTINCT FROM OLD.state OR NEW.result IS DISTINCT FROM OLD.result
+                          OR NEW.last_error IS DISTINCT FROM OLD.last_error)
+                    EXECUTE FUNCTION S.chaos_audit_update();
+                CREATE TRIGGER chaos_audit_insert
+                    AFTER INSERT ON S.durable_instances
+                    FOR EACH ROW
+                    EXECUTE FUNCTION S.chaos_audit_insert();
+                """.replace("S.", q(schema) + ".");
+    }
+
+    static String q(String schema) {
+        return '"' + schema + '"';
+    }
+
+    static String render(String sql, String schema) {
+        return sql.replace("S.", q(schema) + ".");
+    }
+
+    // ---- samples, during the run ---------------------------------------------------------------
+
+    /** More than one executing row for one ungated concurrency key, now. */
+    static String keyOverlapSample(String schema) {
+        return render("SELECT count(*) FROM (SELECT concurrency_key FROM S.durable_instances"
+                + " WHERE status = 'executing' AND concurrency_key IS NOT NULL AND gate_name IS NULL"
+                + " GROUP BY concurrency_key HAVING count(*) > 1) k", schema);
+    }
+
+    /** More than K executing rows for one gate key, now. */
+    static String gateOverSample(String schema) {
+        return render("SELECT count(*) FROM (SELECT gate_name, concurrency_key FROM S.durable_instances"
+                + " WHERE status = 'executing' AND gate_name IS NOT NULL"
+                + " GROUP BY gate_name, concurrency_key HAVING count(*) > " + ChaosWorkload.GATE_CAPACITY + ") g",
+                schema);
+    }
+
+    /**
+     * Picks waiting on a row lock of the instances table, now: a waiting backend running a pick that
+     * holds or awaits a tuple lock there (a pick that skips locked rows never waits for one; a wait on
+     * a gate counter or on a unique-index check takes no tuple lock of the instances).
+     */
+    static String pickWaitSample(String schema) {
+        return render("SELECT count(DISTINCT a.pid) FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid"
+                + " WHERE a.datname = current_database() AND a.wait_event_type = 'Lock'"
+                + " AND a.query LIKE '%FOR UPDATE OF c%' AND l.locktype = 'tuple'"
+                + " AND l.relation = 'S.durable_instances'::regclass", schema);
+    }
+
+    // ---- invariants, at the end ----------------------------------------------------------------
+
+    /** Whether execution {@code e} ran under the claim {@code a} ended (its worker, attempt and step). */
+    private static final String SAME_CLAIM = "e.attempt = a.old_attempt AND e.step = a.old_step"
+            + " AND EXISTS (SELECT 1 FROM S.chaos_workers w WHERE w.label = e.label AND w.worker = a.old_claimed_by)";
+
+    static String staleCommits(String schema) {
+        return render("SELECT count(*) FROM S.chaos_audit a JOIN S.chaos_exec e ON e.token = a.token"
+                + " WHERE a.old_status IS DISTINCT FROM 'executing' OR NOT (" + SAME_CLAIM + ")", schema);
+    }
+
+    static String terminalChanged(String schema) {
+        return render("SELECT count(*) FROM S.chaos_audit a WHERE a.old_status IN ('done', 'failed', 'cancelled')",
+                schema);
+    }
+
+    static String doneNotOnce(String schema) {
+        return render("SELECT count(*) FROM S.durable_instances i WHERE i.status = 'done' AND (SELECT count(*)"
+                + " FROM S.chaos_audit a WHERE a.instance_id = i.id AND a.new_status = 'done') <> 1", schema);
+    }
+
+    static String tokensCommittedTwice(String schema) {
+        return render("SELECT count(*) FROM (SELECT token FROM S.chaos_audit WHERE token IS NOT NULL"
+                + " GROUP BY token HAVING count(*) > 1) t", schema);
+    }
+
+    static String claimsCommittedTwice(String schema) {
+        return render("SELECT count(*) FROM (SELECT instance_id, old_step, old_attempt, old_claimed_by"
+                + " FROM S.chaos_audit WHERE token IS NOT NULL GROUP BY 1, 2, 3, 4 HAVING count(*) > 1) t", schema);
+    }
+
+    static String brokenStateSequences(String schema) {
+        return render("SELECT count(*) FROM S.durable_instances i WHERE i.type = '" + ChaosWorkload.FLOW + "' AND"
+                + " (SELECT array_agg(t.token ORDER BY t.ord) FROM jsonb_array_elements_text("
+                + "     CASE WHEN jsonb_typeof(i.state->'tokens') = 'array' THEN i.state->'tokens' ELSE '[]' END)"
+                + "     WITH ORDINALITY AS t(token, ord))"
+                + " IS DISTINCT FROM"
+                + " (SELECT array_agg(a.token ORDER BY a.id) FROM S.chaos_audit a WHERE a.instance_id = i.id"
+                + "     AND a.token IS NOT NULL AND a.token IS DISTINCT FROM i.result->>'token')", schema);
+    }
+
+    static String intersectingCommits(String schema) {
+        return render("WITH c AS (SELECT a.instance_id, e.token, e.started_at, a.at FROM S.chaos_audit a"
+                + " JOIN S.chaos_exec e ON e.token = a.token)"
+                + " SELECT count(*) FROM c c1 JOIN c c2 ON c1.instance_id = c2.instance_id AND c1.token < c2.token"
+                + " WHERE c1.started_at < c2.at AND c2.started_at < c1.at", schema);
+    }
+
+    /**
+     * Executions that started on a claim that was not current, by a label no fault window covered
+     * (from its start to {@code graceMillis} after its end).
+     */
+    static String staleStarts(String schema, long graceMillis) {
+        return render("SELECT count(*) FROM S.chaos_exec e WHERE NOT (" + CURRENT_AT_START + ")"
+                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_faults f WHERE (f.label IS NULL OR f.label = e.label)"
+                + "     AND e.started_at >= f.started_at"
+                + "     AND e.started_at <= COALESCE(f.ended_at, 'infinity') + " + graceMillis
+                + " * interval '1 millisecond')", schema);
+    }
+
+    /** Whether execution {@code e} saw its own claim when it started. */
+    private static final String CURRENT_AT_START = "e.seen_status = 'executing' AND e.seen_step = e.step"
+            + " AND e.seen_attempt = e.attempt AND EXISTS (SELECT 1 FROM S.chaos_workers w"
+            + " WHERE w.label = e.label AND w.worker = e.seen_claimed_by)";
+
+    static String overAttempts(String schema) {
+        return render("SELECT count(*) FROM S.chaos_exec e JOIN S.durable_instances i ON i.id = e.instance_id"
+                + " WHERE e.attempt > i.max_attempts", schema);
+    }
+
+    /** Failed rows that are neither doomed jobs nor poison jobs. */
+    static String unexpectedFailed(String schema) {
+        return render("SELECT count(*) FROM S.durable_instances i WHERE i.status = 'failed'"
+                + " AND i.type <> '" + ChaosWorkload.POISON + "'"
+                + " AND NOT (jsonb_typeof(i.state) = 'object' AND i.state->>'fate' = 'doomed')", schema);
+    }
+
+    static String unknownTokens(String schema) {
+        return render("SELECT count(*) FROM S.chaos_audit a WHERE a.token IS NOT NULL"
+                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_exec e WHERE e.token = a.token)", schema);
+    }
+
+    /**
+     * Executions that did not count: started on a claim that was not current, or whose claim the
+     * reaper recovered.
+     */
+    static String duplicates(String schema) {
+        return render("SELECT count(*) FROM S.chaos_exec e WHERE NOT (" + CURRENT_AT_START + ") OR EXISTS ("
+                + " SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e.instance_id AND a.reaped AND " + SAME_CLAIM
+                + ")", schema);
+    }
+
+    /** Claims of rate-limited rows: limit, partition, weight, epoch milliseconds, in time order. */
+    static String rateClaims(String schema) {
+        return render("SELECT rate_limit, COALESCE(rate_partition, ''), rate_weight,"
+                + " (extract(epoch FROM at) * 1000)::bigint FROM S.chaos_audit"
+                + " WHERE rate_limit IS NOT NULL AND new_status = 'executing'"
+                + " AND old_status IS DISTINCT FROM 'executing' ORDER BY at", schema);
+    }
+}

@@ -1,0 +1,279 @@
+package dev.durable.benchmarks.chaos;
+
+import dev.durable.Backoff;
+import dev.durable.Definition;
+import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
+import dev.durable.Outcome;
+import dev.durable.RecurringJob;
+import dev.durable.WorkflowDefinition;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The chaos workload: what users run. Every handler records its execution in {@code chaos_exec}
+ * before it works (with the claim the row showed at that moment), and puts a fresh token in what it
+ * commits: a job's result, each workflow step's state ({@code last}, appended to {@code tokens}), a
+ * failing attempt's error ({@code chaos-token:...}). The audit trigger of {@link ChaosSchema} sees
+ * which token each transition wrote, so the checker knows, from the database alone, which execution
+ * committed and under which claim.
+ *
+ * <ul>
+ *   <li>{@value #JOB} on {@value #JOBS}: plain, keyed (an ungated concurrency key), gated (a gate of
+ *       {@value #GATE_CAPACITY} per key), rate limited (per partition), flaky (errors, retried),
+ *       long, and doomed ones (always fail, two attempts: the only jobs meant to fail); also the
+ *       recurring job's runs and the workflows' children;
+ *   <li>{@value #FLOW} on {@value #FLOWS}: an inline chain that takes a concurrency key, a step
+ *       through the queue, children and their join, a {@code retry} outcome on the join's first
+ *       run, an await of {@value #GO} with a timeout, then done;
+ *   <li>{@value #DEEP} on {@value #DEEP_QUEUE}: slow jobs on a queue with one run slot and a deep
+ *       prefetch, so claimed rows wait in buffers longer than the lease (the heartbeat must keep them);
+ *   <li>{@value #SOLO} and {@value #POISON} on {@value #SOLO_QUEUE}, which only the worker JVM runs:
+ *       slow jobs (one worker re-claims its own rows after a lost lease), and poison jobs that halt
+ *       the JVM (two attempts, then failed: meant to fail).
+ * </ul>
+ */
+final class ChaosWorkload {
+
+    static final String JOBS = "chaos-jobs";
+    static final String FLOWS = "chaos-flows";
+    static final String DEEP_QUEUE = "chaos-deep";
+    static final String SOLO_QUEUE = "chaos-solo";
+    static final String JOB = "chaos.job";
+    static final String FLOW = "chaos.flow";
+    static final String DEEP = "chaos.deep";
+    static final String SOLO = "chaos.solo";
+    static final String POISON = "chaos.poison";
+    static final String GO = "go";
+    static final String GATE = "chaos-gate";
+    static final int GATE_CAPACITY = 2;
+    static final String RATE = "chaos-rate";
+    static final double RATE_PER_SECOND = 4;
+    static final int RATE_BURST = 4;
+    static final String TICK = "chaos-tick";
+    /** The error of a failed attempt carries its token after this. */
+    static final String TOKEN_MARK = "chaos-token:";
+
+    /** A job's arguments: how long it works and its fate: {@code ok}, {@code flaky} or {@code doomed}. */
+    record JobArgs(int sleepMs, String fate) {
+    }
+
+    /** A workflow's state: the tokens its committed steps wrote, in order, and the last one. */
+    record FlowState(List<String> tokens, @Nullable String last, int children) {
+
+        FlowState with(String token) {
+            List<String> next = new ArrayList<>(tokens);
+            next.add(token);
+            return new FlowState(next, token, children);
+        }
+    }
+
+    /** A started execution: its token, and how many executions of that step of that row came before. */
+    private record Started(String token, long before) {
+    }
+
+    private final String label;
+    private final ConnectionFactory recorder;
+    private final String schema;
+    private final boolean halts;
+
+    /**
+     * @param label    who runs the handlers: unique per engine incarnation, stored with each execution
+     * @param recorder where executions are recorded (never through an engine's faulted connections)
+     * @param halts    whether the poison job really halts this JVM (only in the worker JVM)
+     */
+    ChaosWorkload(String label, ConnectionFactory recorder, String schema, boolean halts) {
+        this.label = label;
+        this.recorder = recorder;
+        this.schema = schema;
+        this.halts = halts;
+    }
+
+    List<Definition> definitions() {
+        JobDefinition<JobArgs, Map<String, String>> job = JobDefinition.<JobArgs, Map<String, String>>of(JOB,
+                        JobArgs.class, (args, ctx) -> started(ctx.id(), JOB, JobDefinition.STEP, ctx.attempt())
+                                .flatMap(run -> Mono.delay(Duration.ofMillis(args.sleepMs()))
+                                        .then(Mono.defer(() -> finish(run.token(), args.fate())))))
+                .queue(JOBS)
+                .backoff(Backoff.fixed(Duration.ofMillis(200)))
+                .timeout(Duration.ofSeconds(30));
+        JobDefinition<JobArgs, Map<String, String>> deep = slow(DEEP, DEEP_QUEUE);
+        JobDefinition<JobArgs, Map<String, String>> solo = slow(SOLO, SOLO_QUEUE);
+        JobDefinition<String, String> poison = JobDefinition.<String, String>of(POISON, String.class,
+                        (ignored, ctx) -> started(ctx.id(), POISON, JobDefinition.STEP, ctx.attempt())
+                                .flatMap(run -> ended(run.token(), "halt"))
+                                .then(Mono.fromCallable(() -> {
+                                    if (!halts) {
+                                        throw new IllegalStateException("the poison job runs in the worker JVM only");
+                                    }
+                                    // As an OOM or a segfault would: no cleanup, no goodbye.
+                                    Runtime.getRuntime().halt(3);
+                                    return "unreachable";
+                                })))
+                .queue(SOLO_QUEUE)
+                .maxAttempts(2)
+                .backoff(Backoff.fixed(Duration.ofMillis(300)));
+
+        WorkflowDefinition<FlowState> flow = WorkflowDefinition.builder(FLOW, FlowState.class)
+                .queue(FLOWS)
+                .backoff(Backoff.fixed(Duration.ofMillis(200)))
+                .timeout(Duration.ofSeconds(30))
+                .step("begin", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                        Outcome.next("chain", ctx.state().with(run.token())).inline()))
+                .step("chain", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                        Outcome.next("keyed", ctx.state().with(run.token())).inline()
+                                .concurrencyKey("wfk-" + ctx.id() % 4)))
+                .step("keyed", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                        Outcome.next("fanout", ctx.state().with(run.token()))))
+                .step("fanout", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                        Outcome.spawnChildren(children(ctx.state().children()), "join",
+                                ctx.state().with(run.token()))))
+                .step("join", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run -> run.before() == 0
+                        // The join's first run asks to run again: a retry outcome commits no token.
+                        ? Outcome.<FlowState>retry(Duration.ofMillis(100))
+                        : Outcome.await(Set.of(GO), "finish", ctx.state().with(run.token()), Duration.ofSeconds(2))))
+                .step("finish", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                        Outcome.done(Map.of("token", run.token(), "signalled", !ctx.signals().isEmpty(),
+                                "children", ctx.children().size()))))
+                .build();
+        return List.of(job, flow, deep, solo, poison);
+    }
+
+    /** The recurring job: a plain job every minute, exactly once across the engines. */
+    static RecurringJob tick() {
+        return RecurringJob.of(TICK, "* * * * *", JobRequest.of(JOB, new JobArgs(20, "ok")));
+    }
+
+    private JobDefinition<JobArgs, Map<String, String>> slow(String type, String queue) {
+        return JobDefinition.<JobArgs, Map<String, String>>of(type, JobArgs.class,
+                        (args, ctx) -> started(ctx.id(), type, JobDefinition.STEP, ctx.attempt())
+                                .flatMap(run -> Mono.delay(Duration.ofMillis(args.sleepMs()))
+                                        .then(Mono.defer(() -> finish(run.token(), args.fate())))))
+                .queue(queue)
+                .backoff(Backoff.fixed(Duration.ofMillis(200)))
+                .timeout(Duration.ofSeconds(30));
+    }
+
+    private Mono<Map<String, String>> finish(String token, String fate) {
+        boolean fails = "doomed".equals(fate)
+                || "flaky".equals(fate) && ThreadLocalRandom.current().nextInt(10) < 3;
+        if (fails) {
+            return ended(token, "error").then(Mono.error(new IllegalStateException(fate + " job " + TOKEN_MARK + token)));
+        }
+        return ended(token, "ok").thenReturn(Map.of("token", token));
+    }
+
+    // ---- requests -----------------------------------------------------------------------------
+
+    /** A random job: plain, keyed, gated, rate limited, flaky, long or doomed. */
+    static JobRequest randomJob() {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        int sleep = random.nextInt(100) < 3 ? 1500 + random.nextInt(2500) : 10 + random.nextInt(140);
+        int kind = random.nextInt(100);
+        String fate = kind < 4 ? "doomed" : kind < 24 ? "flaky" : "ok";
+        JobRequest request = JobRequest.of(JOB, new JobArgs(sleep, fate)).priority(random.nextInt(5) - 2);
+        if (fate.equals("doomed")) {
+            request = request.maxAttempts(2);
+        }
+        int limit = random.nextInt(100);
+        if (limit < 20) {
+            request = request.concurrencyKey("k" + random.nextInt(6));
+        } else if (limit < 35) {
+            request = request.gate(GATE, "g" + random.nextInt(3));
+        } else if (limit < 50) {
+            request = request.rateLimit(RATE, 1, "p" + random.nextInt(2));
+        }
+        if (random.nextInt(10) == 0) {
+            request = request.runIn(Duration.ofMillis(random.nextInt(500)));
+        }
+        return request;
+    }
+
+    static JobRequest randomFlow() {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        JobRequest request = JobRequest.of(FLOW, new FlowState(List.of(), null, 1 + random.nextInt(3)));
+        if (random.nextBoolean()) {
+            request = request.concurrencyKey("wf" + random.nextInt(4));
+        }
+        return request;
+    }
+
+    static JobRequest deepJob() {
+        return JobRequest.of(DEEP, new JobArgs(800 + ThreadLocalRandom.current().nextInt(1200), "ok"));
+    }
+
+    static JobRequest soloJob() {
+        return JobRequest.of(SOLO, new JobArgs(1500 + ThreadLocalRandom.current().nextInt(2500), "ok"));
+    }
+
+    static JobRequest poisonJob() {
+        return JobRequest.of(POISON, "halt");
+    }
+
+    private static List<JobRequest> children(int n) {
+        List<JobRequest> children = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            ThreadLocalRandom random = ThreadLocalRandom.current();
+            JobRequest child = JobRequest.of(JOB, new JobArgs(10 + random.nextInt(90),
+                    random.nextInt(4) == 0 ? "flaky" : "ok"));
+            if (random.nextInt(10) < 3) {
+                child = child.concurrencyKey("ck" + random.nextInt(6));
+            }
+            children.add(child);
+        }
+        return children;
+    }
+
+    // ---- recording ----------------------------------------------------------------------------
+
+    private <S> Mono<Outcome<S>> step(long id, String step, int attempt, Function<Started, Outcome<S>> outcome) {
+        return started(id, FLOW, step, attempt)
+                .flatMap(run -> Mono.delay(Duration.ofMillis(5 + ThreadLocalRandom.current().nextInt(60)))
+                        .then(ended(run.token(), "ok"))
+                        .then(Mono.fromCallable(() -> outcome.apply(run))));
+    }
+
+    /**
+     * Records the start of an execution with the claim the row shows right now, and emits its token
+     * and how many executions of that step came before; an error when it cannot be recorded (the
+     * run then fails like any handler error).
+     */
+    private Mono<Started> started(long id, String type, String step, int attempt) {
+        String token = UUID.randomUUID().toString();
+        String s = '"' + schema + '"';
+        String sql = ("INSERT INTO S.chaos_exec (token, instance_id, type, step, attempt, label, started_at,"
+                + " seen_status, seen_step, seen_attempt, seen_claimed_by)"
+                + " SELECT $1, $2, $3, $4, $5, $6, clock_timestamp(), i.status, i.step, i.attempt, i.claimed_by"
+                + " FROM (SELECT 1) one LEFT JOIN S.durable_instances i ON i.id = $2"
+                + " RETURNING (SELECT count(*) FROM S.chaos_exec p WHERE p.instance_id = $2 AND p.step = $4)")
+                .replace("S.", s + ".");
+        return Flux.usingWhen(recorder.create(), (Connection c) -> Flux.from(c.createStatement(sql)
+                                .bind(0, token).bind(1, id).bind(2, type).bind(3, step).bind(4, attempt).bind(5, label)
+                                .execute())
+                        .flatMap(result -> result.map((row, meta) -> ((Number) row.get(0)).longValue())),
+                        Connection::close)
+                .next()
+                .map(before -> new Started(token, before));
+    }
+
+    /** Best effort: the end time is informative, the checker does not rely on it. */
+    private Mono<Void> ended(String token, String outcome) {
+        String sql = "UPDATE \"" + schema + "\".chaos_exec SET ended_at = clock_timestamp(), outcome = $2 WHERE token = $1";
+        return Flux.usingWhen(recorder.create(), (Connection c) -> Flux.from(c.createStatement(sql)
+                                .bind(0, token).bind(1, outcome).execute())
+                        .flatMap(result -> result.getRowsUpdated()), Connection::close)
+                .then()
+                .onErrorResume(error -> Mono.empty());
+    }
+}
