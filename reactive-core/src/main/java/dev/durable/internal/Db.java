@@ -8,11 +8,15 @@ import io.r2dbc.spi.Statement;
 import io.r2dbc.spi.Wrapped;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.util.Logger;
+import reactor.util.Loggers;
+import reactor.util.context.Context;
 
 /**
  * Connection and transaction scoping over a {@link ConnectionFactory}, with a bound on every call.
@@ -24,6 +28,8 @@ import reactor.core.publisher.Mono;
  * translated.
  */
 public final class Db {
+
+    private static final Logger log = Loggers.getLogger(Db.class);
 
     private final ConnectionFactory connectionFactory;
     private final Duration timeout;
@@ -50,16 +56,33 @@ public final class Db {
                 Connection::close, Db::afterError, Db::discard));
     }
 
-    /** Each answer (a row, or the end) within the timeout; a silent call is cut and its connection discarded. */
+    /**
+     * Each answer (a row, or the end) within the timeout; a silent call is cut and its connection
+     * discarded. An error the driver signals after the call ended (a connection cut mid-statement
+     * answers a cancelled call with "Broken pipe") is one debug line, through the subscription's own
+     * dropped-error hook: never the global hook, which belongs to the application.
+     */
     private <T> Flux<T> bounded(Flux<T> call) {
         return call.timeout(timeout)
                 .onErrorMap(TimeoutException.class, silent -> new DatabaseTimeoutException(timeout))
-                .onErrorMap(Errors::translate);
+                .onErrorMap(Errors::translate)
+                .contextWrite(Context.of(ON_ERROR_DROPPED, DROPPED));
     }
 
-    /** A connection that failed in the driver or the network is discarded; one the server refused a statement on is fine. */
+    /** Reactor's key for a subscription's own dropped-error hook (Hooks.KEY_ON_ERROR_DROPPED, package-private there). */
+    static final String ON_ERROR_DROPPED = "reactor.onErrorDropped.local";
+
+    private static final Consumer<Throwable> DROPPED = error -> log.debug("database error after its call ended: {}",
+            error.toString());
+
+    /**
+     * A connection that failed in the driver or the network is discarded; one the server refused a
+     * statement on is given back, or discarded when even that fails. Never errors: the error that
+     * ended the call is the one to report, not a cleanup's on a dead connection.
+     */
     private static Publisher<Void> afterError(Connection connection, Throwable error) {
-        return Errors.isTransient(Errors.translate(error)) ? discard(connection) : connection.close();
+        return Errors.isTransient(Errors.translate(error)) ? discard(connection)
+                : Mono.from(connection.close()).onErrorResume(closeFailed -> discard(connection));
     }
 
     /**
@@ -82,11 +105,13 @@ public final class Db {
     /** Runs {@code work} in a transaction on a connection the caller owns. */
     public static <T> Flux<T> inTransaction(Connection connection,
             Function<Connection, ? extends Publisher<T>> work) {
+        // A rollback that fails (the connection died with the statement) discards the connection and
+        // lets the statement's own error through, rather than Reactor's "cleanup failed" in its place.
         return Flux.usingWhen(Mono.from(connection.beginTransaction()).thenReturn(connection),
                 work,
                 c -> c.commitTransaction(),
-                (c, error) -> c.rollbackTransaction(),
-                c -> c.rollbackTransaction());
+                (c, error) -> Mono.from(c.rollbackTransaction()).onErrorResume(failed -> discard(c)),
+                c -> Mono.from(c.rollbackTransaction()).onErrorResume(failed -> discard(c)));
     }
 
     /** Executes a statement with positional bindings and discards its results. */
