@@ -41,8 +41,10 @@ final class ChaosRun implements AutoCloseable {
 
     /** How long a live owner is kept away: past its lease, and a bit. */
     private static final Duration HOLD = Chaos.LEASE.plusMillis(2500);
-    /** A stall: past the call timeout (the callers give up), then past the lease (the rows are claimed again). */
-    private static final Duration STALL = Chaos.CALL_TIMEOUT.plus(Chaos.LEASE).plusSeconds(3);
+    /** A stall: past the call timeout (the callers give up), then until the rows came back and were claimed again. */
+    private static final Duration STALL = Chaos.CALL_TIMEOUT.plusMillis(2500);
+    /** Every worker JVM incarnation: they share one proxy, and one may replace another during a fault. */
+    private static final String JVM_PATTERN = "jvm%";
     /** After a fault's window, how long its engine may still run a row it lost without breaking stale_start. */
     private static final Duration GRACE = Duration.ofSeconds(15);
 
@@ -60,6 +62,11 @@ final class ChaosRun implements AutoCloseable {
             this.index = index;
             this.proxy = proxy;
             this.pokes = pokes;
+        }
+
+        /** Every incarnation of this slot: they share its proxy. */
+        String pattern() {
+            return "e" + index + "g%";
         }
     }
 
@@ -207,7 +214,7 @@ final class ChaosRun implements AutoCloseable {
         }
         // The last worker JVM dies like the others; a new one finishes its queue.
         if (config.kinds().contains(Fault.JVM_KILL)) {
-            fault(Fault.JVM_KILL, jvmLabel, this::killAndRestartJvm);
+            fault(Fault.JVM_KILL, JVM_PATTERN, this::killAndRestartJvm);
         }
 
         log.accept("chaos: load over after " + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started)
@@ -262,6 +269,15 @@ final class ChaosRun implements AutoCloseable {
         String types = String.join(", ", strings("SELECT type || '=' || count(*) FROM S.durable_instances"
                 + " GROUP BY type ORDER BY type"));
         boolean ok = invariants.values().stream().allMatch(v -> v == 0);
+        if (invariants.get("stale_start") > 0) {
+            notes.add("stale starts: " + strings(ChaosSchema.staleStartExamples(schema, GRACE.toMillis()))
+                    + "; fault windows: " + strings("SELECT kind || ' ' || COALESCE(label, 'all') || ' '"
+                    + " || to_char(started_at, 'HH24:MI:SS:MS') || '-' || to_char(ended_at, 'HH24:MI:SS:MS')"
+                    + " FROM S.chaos_faults ORDER BY started_at"));
+        }
+        if (invariants.get("stale_commit") > 0) {
+            notes.add("stale commits: " + strings(ChaosSchema.staleCommitExamples(schema)));
+        }
         String details = "chaos details: statuses {" + statuses + "}; types {" + types + "}; faults " + faults
                 + "; transitions audited " + count("SELECT count(*) FROM S.chaos_audit")
                 + ", reaped " + count("SELECT count(*) FROM S.chaos_audit WHERE reaped")
@@ -377,7 +393,7 @@ final class ChaosRun implements AutoCloseable {
         if (n % 7 == 0) {
             requests.add(ChaosWorkload.deepJob());
         }
-        if (n % 20 == 0) {
+        if (n % 25 == 0) {
             requests.add(ChaosWorkload.soloJob());
         }
         if (n % 600 == 0) {
@@ -436,30 +452,40 @@ final class ChaosRun implements AutoCloseable {
             case TERMINATE -> fault(fault, null, this::terminate);
             case ENGINE -> {
                 Slot slot = randomSlot();
-                fault(fault, slot.label, () -> replaceEngine(slot));
+                fault(fault, slot.pattern(), () -> replaceEngine(slot));
             }
-            case JVM_KILL -> fault(fault, jvmLabel, this::killAndRestartJvm);
-            case JVM_STOP -> fault(fault, jvmLabel, this::stopAndContinueJvm);
+            case JVM_KILL -> fault(fault, JVM_PATTERN, this::killAndRestartJvm);
+            case JVM_STOP -> fault(fault, JVM_PATTERN, this::stopAndContinueJvm);
             case PARTITION -> {
                 // The worker JVM and the in-process engines in turn.
                 boolean jvmTurn = faults.getOrDefault(fault.name(), 0L) % 2 == 0;
                 Slot slot = jvmTurn ? null : randomSlot();
                 TcpProxy proxy = jvmTurn ? jvmProxy : slot.proxy;
-                fault(fault, jvmTurn ? jvmLabel : slot.label, () -> {
+                fault(fault, jvmTurn ? JVM_PATTERN : slot.pattern(), () -> {
                     proxy.partition();
                     Chaos.sleep(HOLD.toMillis());
                     proxy.heal();
                 });
             }
-            case STALL -> fault(fault, jvmLabel, () -> {
-                awaitJvmMidStep();
+            case STALL -> fault(fault, JVM_PATTERN, () -> {
+                // Everything the JVM sends on its open connections is held; for a call timeout it
+                // cannot open others, so its calls (commits among them) time out and their runs end;
+                // then new connections flow, its lost rows come back to it and it claims them again;
+                // then the held statements land, after their callers gave up.
+                boolean handshake = armStall();
+                jvmProxy.refuseNew(true);
                 jvmProxy.freeze();
-                Chaos.sleep(STALL.toMillis());
+                Chaos.execute(harness, ChaosSchema.render("UPDATE S.chaos_stall SET frozen = true, armed = false"
+                        + " WHERE id = 1", schema));
+                tally(handshake ? "stalls with a solo commit held" : "stalls without a solo commit", 1);
+                Chaos.sleep(Chaos.CALL_TIMEOUT.toMillis());
+                jvmProxy.refuseNew(false);
+                Chaos.sleep(STALL.minus(Chaos.CALL_TIMEOUT).toMillis());
                 jvmProxy.thaw();
             });
             case POOL_EXHAUST -> {
                 Slot slot = randomSlot();
-                fault(fault, slot.label, () -> exhaust(slot));
+                fault(fault, slot.pattern(), () -> exhaust(slot));
             }
             case SLOW_DB -> fault(fault, null, () -> {
                 List<TcpProxy> proxies = new ArrayList<>(slots.stream().map(s -> s.proxy).toList());
@@ -484,7 +510,7 @@ final class ChaosRun implements AutoCloseable {
         }
     }
 
-    /** Runs a fault and records its window (label null: every engine), by this JVM's clock. */
+    /** Runs a fault and records its window (label: a LIKE pattern of the labels it struck; null: every engine), by this JVM's clock. */
     private void fault(Fault kind, @Nullable String label, Runnable body) {
         OffsetDateTime from = OffsetDateTime.now(ZoneOffset.UTC);
         long started = System.nanoTime();
@@ -504,6 +530,20 @@ final class ChaosRun implements AutoCloseable {
             log.accept("chaos: " + kind + (label == null ? "" : " on " + label) + " in "
                     + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " ms");
         }
+    }
+
+    /** Arms the stall handshake and waits (a while) for a solo handler about to return; says whether one came. */
+    private boolean armStall() {
+        Chaos.execute(harness, ChaosSchema.render("UPDATE S.chaos_stall SET armed = true, waiting = NULL,"
+                + " frozen = false WHERE id = 1", schema));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < deadline) {
+            if (countSafely("SELECT count(*) FROM S.chaos_stall WHERE id = 1 AND waiting IS NOT NULL") == 1) {
+                return true;
+            }
+            Chaos.sleep(10);
+        }
+        return false;
     }
 
     private Slot randomSlot() {
@@ -615,11 +655,17 @@ final class ChaosRun implements AutoCloseable {
 
     /** Waits (a while) until the worker JVM is registered and in the middle of a step; says whether it is. */
     private boolean awaitJvmMidStep() {
+        return awaitJvmMidStep("%");
+    }
+
+    /** As {@link #awaitJvmMidStep()}, in a step of the types {@code type} matches (LIKE). */
+    private boolean awaitJvmMidStep(String type) {
         String label = jvmLabel;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
         while (System.nanoTime() < deadline) {
             long registered = countSafely("SELECT count(*) FROM S.chaos_workers WHERE label = $1", label);
-            long running = countSafely("SELECT count(*) FROM S.chaos_exec WHERE label = $1 AND ended_at IS NULL", label);
+            long running = countSafely("SELECT count(*) FROM S.chaos_exec WHERE label = $1 AND ended_at IS NULL"
+                    + " AND type LIKE $2", label, type);
             if (registered > 0 && registered != Long.MAX_VALUE && running > 0 && running != Long.MAX_VALUE) {
                 return true;
             }

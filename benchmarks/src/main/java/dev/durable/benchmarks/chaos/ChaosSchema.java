@@ -17,8 +17,12 @@ package dev.durable.benchmarks.chaos;
  *       error; null for the reaper, a release, a cancel, a retry), whether it was the reaper's, the
  *       limits the row held, and {@code at = clock_timestamp()} inside the statement, before the row's
  *       lock is released;
- *   <li>{@code chaos_faults}: each injected fault's kind, the label it struck (null: every engine)
- *       and its window.
+ *   <li>{@code chaos_faults}: each injected fault's kind, the labels it struck (a LIKE pattern: every
+ *       incarnation of the engine it struck, as one that replaces it during the fault shares its
+ *       proxy; null: every engine) and its window;
+ *   <li>{@code chaos_stall}: the handshake of the STALL fault: armed by the harness, a solo handler
+ *       about to return marks itself waiting and returns once the harness froze the connections, so
+ *       the commit that follows is sent on a frozen one.
  * </ul>
  *
  * <p>The invariants, each 0 on a correct engine whatever the timing (see {@link Invariants}):
@@ -78,6 +82,12 @@ final class ChaosSchema {
                     label  text NOT NULL,
                     worker text NOT NULL,
                     PRIMARY KEY (label, worker));
+                CREATE TABLE S.chaos_stall (
+                    id      integer PRIMARY KEY,
+                    armed   boolean NOT NULL,
+                    waiting text,
+                    frozen  boolean NOT NULL);
+                INSERT INTO S.chaos_stall VALUES (1, false, NULL, false);
                 CREATE TABLE S.chaos_faults (
                     id         bigserial PRIMARY KEY,
                     kind       text NOT NULL,
@@ -243,10 +253,34 @@ final class ChaosSchema {
      */
     static String staleStarts(String schema, long graceMillis) {
         return render("SELECT count(*) FROM S.chaos_exec e WHERE NOT (" + CURRENT_AT_START + ")"
-                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_faults f WHERE (f.label IS NULL OR f.label = e.label)"
+                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_faults f WHERE (f.label IS NULL OR e.label LIKE f.label)"
                 + "     AND e.started_at >= f.started_at"
                 + "     AND e.started_at <= COALESCE(f.ended_at, 'infinity') + " + graceMillis
                 + " * interval '1 millisecond')", schema);
+    }
+
+    /** Up to five of the executions {@link #staleStarts} counts, described, for the report. */
+    static String staleStartExamples(String schema, long graceMillis) {
+        return render("SELECT e.label || ' ran ' || e.type || '#' || e.instance_id || ' ' || e.step || ' attempt '"
+                + " || e.attempt || ' at ' || to_char(e.started_at, 'HH24:MI:SS:MS') || ' seeing ' || COALESCE(e.seen_status, '?')"
+                + " || ' ' || COALESCE(e.seen_step, '?') || ' attempt ' || COALESCE(e.seen_attempt::text, '?') || ' by '"
+                + " || COALESCE(e.seen_claimed_by, 'nobody')"
+                + " FROM S.chaos_exec e WHERE NOT (" + CURRENT_AT_START + ")"
+                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_faults f WHERE (f.label IS NULL OR e.label LIKE f.label)"
+                + "     AND e.started_at >= f.started_at"
+                + "     AND e.started_at <= COALESCE(f.ended_at, 'infinity') + " + graceMillis
+                + " * interval '1 millisecond') ORDER BY e.started_at LIMIT 5", schema);
+    }
+
+    /** Up to five of the commits {@link #staleCommits} counts, described, for the report. */
+    static String staleCommitExamples(String schema) {
+        return render("SELECT e.label || ' ' || e.type || '#' || a.instance_id || ' ' || e.step || ' attempt ' || e.attempt"
+                + " || ' committed ' || a.new_status || ' over ' || COALESCE(a.old_status, '?') || ' ' || COALESCE(a.old_step, '?')"
+                + " || ' attempt ' || COALESCE(a.old_attempt::text, '?') || ' by ' || COALESCE(a.old_claimed_by, 'nobody')"
+                + " || ' at ' || to_char(a.at, 'HH24:MI:SS:MS')"
+                + " FROM S.chaos_audit a JOIN S.chaos_exec e ON e.token = a.token"
+                + " WHERE a.old_status IS DISTINCT FROM 'executing' OR NOT (" + SAME_CLAIM + ") ORDER BY a.id LIMIT 5",
+                schema);
     }
 
     /** Whether execution {@code e} saw its own claim when it started. */

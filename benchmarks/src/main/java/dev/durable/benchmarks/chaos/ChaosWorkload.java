@@ -159,6 +159,7 @@ final class ChaosWorkload {
         return JobDefinition.<JobArgs, Map<String, String>>of(type, JobArgs.class,
                         (args, ctx) -> started(ctx.id(), type, JobDefinition.STEP, ctx.attempt())
                                 .flatMap(run -> Mono.delay(Duration.ofMillis(args.sleepMs()))
+                                        .then(type.equals(SOLO) ? stallHandshake(run.token()) : Mono.empty())
                                         .then(Mono.defer(() -> finish(run.token(), args.fate())))))
                 .queue(queue)
                 .backoff(Backoff.fixed(Duration.ofMillis(200)))
@@ -214,7 +215,7 @@ final class ChaosWorkload {
     }
 
     static JobRequest soloJob() {
-        return JobRequest.of(SOLO, new JobArgs(1500 + ThreadLocalRandom.current().nextInt(2500), "ok"));
+        return JobRequest.of(SOLO, new JobArgs(3000 + ThreadLocalRandom.current().nextInt(3000), "ok"));
     }
 
     static JobRequest poisonJob() {
@@ -233,6 +234,40 @@ final class ChaosWorkload {
             children.add(child);
         }
         return children;
+    }
+
+    /**
+     * When the harness armed a stall, the first solo handler to get here marks itself waiting and
+     * returns only once the harness froze the worker JVM's connections (or after a few seconds), so
+     * the commit of its outcome is sent on a frozen connection and lands after its caller gave up.
+     */
+    private Mono<Void> stallHandshake(String token) {
+        String s = ChaosSchema.q(schema);
+        Mono<Long> frozen = count("SELECT count(*) FROM " + s + ".chaos_stall WHERE id = 1 AND frozen");
+        return update("UPDATE " + s + ".chaos_stall SET waiting = $1 WHERE id = 1 AND armed AND waiting IS NULL", token)
+                .flatMap(claimed -> claimed == 0 ? Mono.empty()
+                        : frozen.filter(n -> n > 0)
+                                .repeatWhenEmpty(ticks -> ticks.delayElements(Duration.ofMillis(20)).take(250))
+                                .then())
+                .onErrorResume(error -> Mono.empty());
+    }
+
+    private Mono<Long> update(String sql, Object... args) {
+        return Flux.usingWhen(recorder.create(), (Connection c) -> {
+                    var statement = c.createStatement(sql);
+                    for (int i = 0; i < args.length; i++) {
+                        statement.bind(i, args[i]);
+                    }
+                    return Flux.from(statement.execute()).flatMap(result -> result.getRowsUpdated());
+                }, Connection::close)
+                .reduce(0L, Long::sum);
+    }
+
+    private Mono<Long> count(String sql) {
+        return Flux.usingWhen(recorder.create(), (Connection c) -> Flux.from(c.createStatement(sql).execute())
+                        .flatMap(result -> result.map((row, meta) -> ((Number) row.get(0)).longValue())),
+                        Connection::close)
+                .next();
     }
 
     // ---- recording ----------------------------------------------------------------------------

@@ -13,9 +13,10 @@ enum Fault {
     /** One engine's connections (the worker JVM's or an in-process engine's) partitioned past the lease, then healed. */
     PARTITION(false),
     /**
-     * The worker JVM's open connections frozen, new ones let through, past the call timeout and the
-     * lease, then thawed: statements held in the network land after their callers gave up (and after
-     * the same worker claimed the rows again).
+     * The worker JVM's open connections frozen, new ones refused for a call timeout (its calls time
+     * out, its runs end), then let through (its lost rows come back and it claims them again), then
+     * the frozen ones thawed: statements held in the network land after their callers gave up, on
+     * rows the same worker holds again under a later attempt.
      */
     STALL(false),
     /** All of an in-process engine's pool connections taken by the harness past the lease (pool exhaustion). */
