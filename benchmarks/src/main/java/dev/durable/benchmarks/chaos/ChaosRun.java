@@ -42,7 +42,7 @@ final class ChaosRun implements AutoCloseable {
     /** How long a live owner is kept away: past its lease, and a bit. */
     private static final Duration HOLD = Chaos.LEASE.plusMillis(2500);
     /** A stall: past the call timeout (the callers give up), then until the rows came back and were claimed again. */
-    private static final Duration STALL = Chaos.CALL_TIMEOUT.plusMillis(2500);
+    private static final Duration STALL = Chaos.CALL_TIMEOUT.plusSeconds(4);
     /** Every worker JVM incarnation: they share one proxy, and one may replace another during a fault. */
     private static final String JVM_PATTERN = "jvm%";
     /** After a fault's window, how long its engine may still run a row it lost without breaking stale_start. */
@@ -173,8 +173,6 @@ final class ChaosRun implements AutoCloseable {
         if (redis != null && !redis.isEmbedded()) {
             note("Redis restarts skipped: DURABLE_REDIS_URL is not ours to restart");
         }
-        // Poison first: its two attempts halt the worker JVM twice, then it fails.
-        insert(List.of(ChaosWorkload.poisonJob()));
 
         List<Thread> threads = List.of(
                 loop("chaos-insert", 100, this::insertSome),
@@ -396,9 +394,6 @@ final class ChaosRun implements AutoCloseable {
         if (n % 25 == 0) {
             requests.add(ChaosWorkload.soloJob());
         }
-        if (n % 600 == 0) {
-            requests.add(ChaosWorkload.poisonJob());
-        }
         List<Long> ids = insert(requests);
         remember(recentIds, ids.subList(0, 4));
         remember(recentFlows, ids.subList(4, 5));
@@ -454,7 +449,12 @@ final class ChaosRun implements AutoCloseable {
                 Slot slot = randomSlot();
                 fault(fault, slot.pattern(), () -> replaceEngine(slot));
             }
-            case JVM_KILL -> fault(fault, JVM_PATTERN, this::killAndRestartJvm);
+            case JVM_KILL -> {
+                fault(fault, JVM_PATTERN, this::killAndRestartJvm);
+                // Then a poison job: its two attempts halt the new JVM twice, then it fails. Inserted
+                // here, so its halts never cut a fault on the JVM short.
+                insert(List.of(ChaosWorkload.poisonJob()));
+            }
             case JVM_STOP -> fault(fault, JVM_PATTERN, this::stopAndContinueJvm);
             case PARTITION -> {
                 // The worker JVM and the in-process engines in turn.
@@ -482,6 +482,17 @@ final class ChaosRun implements AutoCloseable {
                 jvmProxy.refuseNew(false);
                 Chaos.sleep(STALL.minus(Chaos.CALL_TIMEOUT).toMillis());
                 jvmProxy.thaw();
+                if (handshake) {
+                    Chaos.sleep(1000);
+                    log.accept("chaos: the held commit's row: " + strings("SELECT a.id || ' ' || COALESCE(a.old_status, '-')"
+                            + " || '>' || a.new_status || ' ' || a.new_step || ' attempt ' || COALESCE(a.old_attempt::text, '-')"
+                            + " || '>' || a.new_attempt || ' by ' || COALESCE(a.old_claimed_by, '-') || '>'"
+                            + " || COALESCE(a.new_claimed_by, '-') || ' token ' || COALESCE(a.token, '-') || ' reaped '"
+                            + " || a.reaped || ' at ' || to_char(a.at, 'HH24:MI:SS:MS') FROM S.chaos_audit a"
+                            + " WHERE a.instance_id = (SELECT e.instance_id FROM S.chaos_exec e JOIN S.chaos_stall t"
+                            + " ON t.waiting = e.token) ORDER BY a.id") + "; waiting token " + strings(
+                            "SELECT waiting || ' frozen at ' || to_char(clock_timestamp(), 'HH24:MI:SS:MS') FROM S.chaos_stall"));
+                }
             });
             case POOL_EXHAUST -> {
                 Slot slot = randomSlot();
