@@ -182,7 +182,7 @@ public final class Chaos {
                 // One run slot and a deep buffer: rows wait there longer than the lease.
                 QueueOptions.builder(ChaosWorkload.DEEP_QUEUE).concurrency(1).prefetch(6)));
         if (solo) {
-            queues.add(QueueOptions.builder(ChaosWorkload.SOLO_QUEUE).concurrency(2).prefetch(2));
+            queues.add(QueueOptions.builder(ChaosWorkload.SOLO_QUEUE).concurrency(3).prefetch(1));
         }
         EngineOptions.Builder options = EngineOptions.builder().connectionFactory(factory).schema(schema).name(name)
                 .leaseTtl(LEASE)

@@ -42,7 +42,7 @@ final class ChaosRun implements AutoCloseable {
     /** How long a live owner is kept away: past its lease, and a bit. */
     private static final Duration HOLD = Chaos.LEASE.plusMillis(2500);
     /** A stall: past the call timeout (the callers give up), then until the rows came back and were claimed again. */
-    private static final Duration STALL = Chaos.CALL_TIMEOUT.plusSeconds(4);
+    private static final Duration STALL = Chaos.CALL_TIMEOUT.plusSeconds(10);
     /** Every worker JVM incarnation: they share one proxy, and one may replace another during a fault. */
     private static final String JVM_PATTERN = "jvm%";
     /** After a fault's window, how long its engine may still run a row it lost without breaking stale_start. */
@@ -391,7 +391,7 @@ final class ChaosRun implements AutoCloseable {
         if (n % 7 == 0) {
             requests.add(ChaosWorkload.deepJob());
         }
-        if (n % 25 == 0) {
+        if (n % 30 == 0) {
             requests.add(ChaosWorkload.soloJob());
         }
         List<Long> ids = insert(requests);
@@ -480,7 +480,14 @@ final class ChaosRun implements AutoCloseable {
                 tally(handshake ? "stalls with a solo commit held" : "stalls without a solo commit", 1);
                 Chaos.sleep(Chaos.CALL_TIMEOUT.toMillis());
                 jvmProxy.refuseNew(false);
-                Chaos.sleep(STALL.minus(Chaos.CALL_TIMEOUT).toMillis());
+                // The held commit's row back in the JVM's hands, at a later attempt (or a while).
+                long deadline = System.nanoTime() + STALL.minus(Chaos.CALL_TIMEOUT).toNanos();
+                while (handshake && System.nanoTime() < deadline && countSafely("SELECT count(*)"
+                        + " FROM S.chaos_stall t JOIN S.chaos_exec e ON e.token = t.waiting"
+                        + " JOIN S.durable_instances i ON i.id = e.instance_id"
+                        + " WHERE i.status = 'executing' AND i.attempt > e.attempt") != 1) {
+                    Chaos.sleep(50);
+                }
                 jvmProxy.thaw();
                 if (handshake) {
                     Chaos.sleep(1000);
