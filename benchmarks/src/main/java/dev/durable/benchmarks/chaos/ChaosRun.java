@@ -254,7 +254,8 @@ final class ChaosRun implements AutoCloseable {
         invariants.put("gate_over", counter("gate over samples"));
         invariants.put("rate_over", rateOver());
         invariants.put("stale_start", count(ChaosSchema.staleStarts(schema, GRACE.toMillis())));
-        invariants.put("pick_waits", counter("pick wait samples"));
+        long logged = server.pickRowLockWaits();
+        invariants.put("pick_waits", counter("pick wait samples") + Math.max(0, logged));
         invariants.put("over_attempts", count(ChaosSchema.overAttempts(schema)));
         invariants.put("unexpected_failed", count(ChaosSchema.unexpectedFailed(schema)));
         invariants.put("unknown_commits", count(ChaosSchema.unknownTokens(schema)));

@@ -9,7 +9,9 @@ package dev.durable.benchmarks.chaos;
  *       its token, instance, step, the attempt it ran as, the label of the engine incarnation that
  *       ran it, {@code started_at = clock_timestamp()}, and the claim the row showed at that moment
  *       ({@code seen_*}: status, step, attempt, claimed_by);
- *   <li>{@code chaos_workers}: the worker ids (claimed_by values) of each label;
+ *   <li>{@code chaos_workers}: the worker ids (claimed_by values) of each label, as LIKE patterns: a
+ *       worker JVM registers the pattern of its process's ids before its engine starts (a poison job
+ *       may halt it before it could register the ids themselves), every engine its ids once started;
  *   <li>{@code chaos_audit}: written by triggers on <em>every</em> transition of every row (insert, and
  *       any update of status, step, claim, attempt, state, result or error; only the heartbeat's
  *       lease renewals are left out): old and new status, step, claim and attempt, the token the
@@ -203,7 +205,7 @@ final class ChaosSchema {
 
     /** Whether execution {@code e} ran under the claim {@code a} ended (its worker, attempt and step). */
     private static final String SAME_CLAIM = "e.attempt = a.old_attempt AND e.step = a.old_step"
-            + " AND EXISTS (SELECT 1 FROM S.chaos_workers w WHERE w.label = e.label AND w.worker = a.old_claimed_by)";
+            + " AND EXISTS (SELECT 1 FROM S.chaos_workers w WHERE w.label = e.label AND a.old_claimed_by LIKE w.worker)";
 
     static String staleCommits(String schema) {
         return render("SELECT count(*) FROM S.chaos_audit a JOIN S.chaos_exec e ON e.token = a.token"
@@ -286,7 +288,7 @@ final class ChaosSchema {
     /** Whether execution {@code e} saw its own claim when it started. */
     private static final String CURRENT_AT_START = "e.seen_status = 'executing' AND e.seen_step = e.step"
             + " AND e.seen_attempt = e.attempt AND EXISTS (SELECT 1 FROM S.chaos_workers w"
-            + " WHERE w.label = e.label AND w.worker = e.seen_claimed_by)";
+            + " WHERE w.label = e.label AND e.seen_claimed_by LIKE w.worker)";
 
     static String overAttempts(String schema) {
         return render("SELECT count(*) FROM S.chaos_exec e JOIN S.durable_instances i ON i.id = e.instance_id"

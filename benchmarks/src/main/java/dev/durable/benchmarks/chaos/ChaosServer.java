@@ -52,12 +52,64 @@ final class ChaosServer implements AutoCloseable {
                     .setServerConfig("shared_buffers", "128MB")
                     .setServerConfig("fsync", "on")
                     .setServerConfig("synchronous_commit", "on")
+                    // Every lock wait past a millisecond is logged with its statement: how the harness
+                    // sees a pick waiting on another's row lock (pick_waits).
+                    .setServerConfig("log_lock_waits", "on")
+                    .setServerConfig("deadlock_timeout", "1ms")
+                    .setServerConfig("logging_collector", "on")
+                    .setServerConfig("log_directory", workDirectory.toString())
+                    .setServerConfig("log_filename", "postgres.log")
                     .setPGStartupWait(Duration.ofSeconds(60))
                     .start();
             return new ChaosServer("r2dbc:postgresql://postgres:postgres@localhost:" + embedded.getPort() + "/postgres",
                     embedded, data, workDirectory);
         } catch (IOException e) {
             throw new UncheckedIOException("the chaos PostgreSQL did not start", e);
+        }
+    }
+
+    /**
+     * How many times a pick (a statement with {@code FOR UPDATE OF c}) waited on a row lock of the
+     * instances table, from the server's log; -1 when the server is not ours (no log to read).
+     */
+    long pickRowLockWaits() {
+        Path log = logs.resolve("postgres.log");
+        if (embedded == null || !Files.exists(log)) {
+            return -1;
+        }
+        try {
+            long waits = 0;
+            // An entry: its LOG line, then DETAIL, CONTEXT and STATEMENT lines; a statement's own
+            // lines follow its STATEMENT line, each starting with a tab.
+            boolean onInstances = false;
+            StringBuilder statement = null;
+            for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
+                if (statement != null && line.startsWith("\t")) {
+                    statement.append(line);
+                    continue;
+                }
+                if (statement != null) {
+                    if (onInstances && statement.indexOf("FOR UPDATE OF c") >= 0) {
+                        waits++;
+                    }
+                    statement = null;
+                    onInstances = false;
+                }
+                if (line.contains("still waiting for")) {
+                    onInstances = false;
+                } else if (line.contains("CONTEXT:") && line.contains("while locking tuple")
+                        && line.contains("\"durable_instances\"")) {
+                    onInstances = true;
+                } else if (onInstances && line.contains("STATEMENT:")) {
+                    statement = new StringBuilder(line);
+                }
+            }
+            if (statement != null && onInstances && statement.indexOf("FOR UPDATE OF c") >= 0) {
+                waits++;
+            }
+            return waits;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 

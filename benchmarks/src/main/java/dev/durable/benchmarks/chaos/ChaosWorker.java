@@ -26,6 +26,10 @@ public final class ChaosWorker {
         String label = args[3];
         @Nullable String redisUri = args[4].equals("-") ? null : args[4];
         ConnectionPool recorder = Chaos.pool(recorderUrl, Chaos.HARNESS_APP, 4);
+        // Before the engine claims anything: a poison job may halt this JVM before it registers its ids.
+        Chaos.retry("register this process", () -> Chaos.execute(recorder, "INSERT INTO " + ChaosSchema.q(schema)
+                + ".chaos_workers (label, worker) VALUES ($1, $2) ON CONFLICT DO NOTHING", label,
+                "chaos-jvm:%@%#" + ProcessHandle.current().pid() + "-%"));
         // A new engine per attempt: an engine whose start failed keeps answering with that failure.
         DurableEngine[] started = new DurableEngine[1];
         Chaos.retry("start worker JVM engine", () -> {
