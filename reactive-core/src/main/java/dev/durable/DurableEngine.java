@@ -59,7 +59,7 @@ import reactor.util.retry.Retry;
  *
  * Every method returns at once with a {@code Mono} or {@code Flux}; nothing blocks the caller.
  */
-public final class DurableEngine {
+public final class DurableEngine implements AutoCloseable {
 
     private static final Logger log = Loggers.getLogger(DurableEngine.class);
     /** Rows failed per statement by {@link #failUnrunnable}: short transactions, however many rows. */
@@ -265,7 +265,7 @@ public final class DurableEngine {
      * flushed by size ({@link EngineOptions#insertBatchSize()}) or delay
      * ({@link EngineOptions#insertBatchDelay()}). Emits the id once its flush has committed. When
      * the buffer is full the request is inserted on its own at once: none is dropped and the caller
-     * never waits for room. {@link #close()} flushes what is buffered before the pool goes.
+     * never waits for room. {@link #closeLater()} flushes what is buffered before the pool goes.
      */
     public Mono<Long> insertAsync(JobRequest request) {
         return whenOpen()
@@ -413,7 +413,7 @@ public final class DurableEngine {
         return whenOpen().then(statements.instances().get(id));
     }
 
-    /** Empty while the engine is open; an {@link EngineClosedException} once close() was called. */
+    /** Empty while the engine is open; an {@link EngineClosedException} once closeLater() or close() was called. */
     private Mono<Void> whenOpen() {
         return Mono.defer(() -> lifecycle.get().closing() == null ? Mono.empty()
                 : Mono.error(new EngineClosedException(options.name())));
@@ -583,12 +583,15 @@ public final class DurableEngine {
     // ---- Lifecycle --------------------------------------------------------------------------
 
     /**
-     * Stops gracefully: every scheduler stops claiming, gives back its buffered rows and waits up to
-     * its drain timeout for running steps; then maintenance, the poke transport, the limiter and the
-     * engine's own pool close. A start still under way finishes (or fails) first, so nothing it
-     * launches outlives the close. Errors are gathered, not short-circuited. Idempotent.
+     * Stops gracefully, without blocking: every scheduler stops claiming, gives back its buffered
+     * rows and waits up to its drain timeout for running steps; then maintenance, the poke
+     * transport, the limiter and the engine's own pool close. A start still under way finishes (or
+     * fails) first, so nothing it launches outlives the close. Errors are gathered, not
+     * short-circuited. Idempotent: every call returns the same close. From the call on, client
+     * calls fail with {@link EngineClosedException}; the close itself runs when the {@code Mono} is
+     * subscribed ({@link #close()} subscribes and waits).
      */
-    public Mono<Void> close() {
+    public Mono<Void> closeLater() {
         for (;;) {
             Lifecycle now = lifecycle.get();
             if (now.closing() != null) {
@@ -599,6 +602,37 @@ public final class DurableEngine {
                 return closing;
             }
         }
+    }
+
+    /**
+     * Closes the engine as {@link #closeLater()} does and waits until it has: for try-with-resources,
+     * a container's destroy method (Spring infers {@code close()} on a {@code @Bean DurableEngine})
+     * and {@code main} methods. Waits at most {@link #closeTimeout()}, past which it throws a
+     * {@link DurableTimeoutException} (the rest of the close goes on in the background). Blocks the
+     * calling thread: call {@link #closeLater()} from reactive code.
+     */
+    @Override
+    public void close() {
+        Duration bound = closeTimeout();
+        try {
+            closeLater().block(bound);
+        } catch (IllegalStateException late) {
+            if (late.getMessage() != null && late.getMessage().startsWith("Timeout on blocking read")) {
+                throw new DurableTimeoutException("engine " + options.name() + " did not close within " + bound);
+            }
+            throw late;
+        }
+    }
+
+    /**
+     * How long {@link #close()} waits: the longest drain timeout of the engine's queues plus one
+     * bound for each other close step (a start in flight, the insert buffer, releasing buffered
+     * rows, the transport and limiter, the pool) and a margin.
+     */
+    public Duration closeTimeout() {
+        Duration drain = options.queues().values().stream().map(QueueOptions::drainTimeout)
+                .max(Duration::compareTo).orElse(Duration.ZERO);
+        return drain.plus(QueueScheduler.CLOSE_STEP.multipliedBy(6));
     }
 
     private Mono<Void> doClose() {

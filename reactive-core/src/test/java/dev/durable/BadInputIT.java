@@ -172,7 +172,7 @@ class BadInputIT {
             } catch (IllegalArgumentException expected) {
                 texts.add(expected.getMessage());
             }
-            engine.close().block(WAIT);
+            engine.closeLater().block(WAIT);
         } finally {
             System.setErr(stderr);
             System.setOut(stdout);

@@ -623,7 +623,7 @@ public final class Chaos {
             DurableEngine old = slot.engine;
             slot.pool.dispose();
             // Stops its loops; its buffered rows cannot be released and its runs cannot commit any more.
-            old.close().subscribe(null, error -> tally("zombie close errors", 1));
+            old.closeLater().subscribe(null, error -> tally("zombie close errors", 1));
             zombies.add(old);
             slot.generation++;
             startSlot(slot);
@@ -643,7 +643,7 @@ public final class Chaos {
                 try {
                     engine.start().block(Duration.ofSeconds(30));
                 } catch (RuntimeException e) {
-                    engine.close().onErrorResume(x -> Mono.empty()).block(Duration.ofSeconds(10));
+                    engine.closeLater().onErrorResume(x -> Mono.empty()).block(Duration.ofSeconds(10));
                     pool.dispose();
                     throw e;
                 }
@@ -715,12 +715,12 @@ public final class Chaos {
             List<Mono<Void>> closing = new ArrayList<>();
             for (Slot slot : slots) {
                 if (slot.engine != null) {
-                    closing.add(slot.engine.close().onErrorResume(e -> Mono.empty()));
+                    closing.add(slot.engine.closeLater().onErrorResume(e -> Mono.empty()));
                 }
             }
-            closing.add(producer.close().onErrorResume(e -> Mono.empty()));
+            closing.add(producer.closeLater().onErrorResume(e -> Mono.empty()));
             for (DurableEngine zombie : zombies) {
-                closing.add(zombie.close().onErrorResume(e -> Mono.empty()));
+                closing.add(zombie.closeLater().onErrorResume(e -> Mono.empty()));
             }
             try {
                 Mono.when(closing).block(Duration.ofSeconds(60));

@@ -77,7 +77,7 @@ public final class Demo {
         double seconds = (System.nanoTime() - started) / 1e9;
         System.out.printf("completed %d/%d in %.2f s (%.0f jobs/s)%n", done, jobs, seconds, done / seconds);
 
-        engine.close().block();
+        engine.closeLater().block();
         db.close();
         System.exit(done == jobs ? 0 : 1);
     }

@@ -47,7 +47,7 @@ public final class DurableLifecycle implements SmartLifecycle, DisposableBean {
     @Override
     public void stop(Runnable callback) {
         running = false;
-        engine.close().subscribe(null, error -> {
+        engine.closeLater().subscribe(null, error -> {
             log.warn("Durable engine {} closed with errors", engine.options().name(), error);
             callback.run();
         }, callback);
@@ -57,7 +57,7 @@ public final class DurableLifecycle implements SmartLifecycle, DisposableBean {
     @Override
     public void stop() {
         running = false;
-        engine.close().block(CLOSE_TIMEOUT);
+        engine.closeLater().block(CLOSE_TIMEOUT);
     }
 
     /** True between a successful start and the beginning of a stop. */
@@ -82,6 +82,6 @@ public final class DurableLifecycle implements SmartLifecycle, DisposableBean {
      */
     @Override
     public void destroy() {
-        engine.close().block(CLOSE_TIMEOUT);
+        engine.closeLater().block(CLOSE_TIMEOUT);
     }
 }
