@@ -5,6 +5,7 @@ import dev.durable.internal.Db;
 import dev.durable.internal.Errors;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.engine.ClaimOnInsert;
+import dev.durable.internal.engine.ClientWarnings;
 import dev.durable.internal.engine.EngineRuntime;
 import dev.durable.internal.engine.InsertBatcher;
 import dev.durable.internal.engine.QueueScheduler;
@@ -100,6 +101,7 @@ public final class DurableEngine implements AutoCloseable {
     private final SettleWaiters waiters;
     private final InsertBatcher batcher;
     private final Telemetry telemetry;
+    private final ClientWarnings clientWarnings;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
     private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs) {
@@ -151,6 +153,7 @@ public final class DurableEngine implements AutoCloseable {
                 options.runObservationConvention(), options.eventBufferSize());
         this.waiters = new SettleWaiters(watches -> whenOpen().thenMany(statements.instances().watch(watches)),
                 options.settlePollInterval(), options.callTimeout(), Schedulers.parallel());
+        this.clientWarnings = new ClientWarnings(Flux.defer(() -> statements.registry().live()));
         this.batcher = new InsertBatcher(options.name(), this::insertRows, options.insertBatchSize(),
                 options.insertBatchDelay(), options.insertBufferCapacity(), Schedulers.parallel());
     }
@@ -233,6 +236,9 @@ public final class DurableEngine implements AutoCloseable {
 
     /** Inserts one instance; emits its id, or a typed error naming what was wrong. */
     public Mono<Long> insert(JobRequest request) {
+        if (request == null) {
+            return Mono.error(new InvalidRequestException("request must not be null"));
+        }
         return insertAll(List.of(request)).map(ids -> ids.get(0));
     }
 
@@ -268,6 +274,9 @@ public final class DurableEngine implements AutoCloseable {
      * never waits for room. {@link #closeLater()} flushes what is buffered before the pool goes.
      */
     public Mono<Long> insertAsync(JobRequest request) {
+        if (request == null) {
+            return Mono.error(new InvalidRequestException("request must not be null"));
+        }
         return whenOpen()
                 .then(Mono.fromCallable(() -> mapper.toRows(Collections.singletonList(request), null).get(0)))
                 .flatMap(batcher::insert);
@@ -279,21 +288,38 @@ public final class DurableEngine implements AutoCloseable {
      */
     private Mono<List<Long>> insertRows(List<NewInstance> rows) {
         ClaimOnInsert.Plan plan = claimPlan(rows);
-        Mono<List<Long>> insert = statements.instances().insert(plan.insertions(), options.leaseTtl().toMillis())
+        Mono<List<Long>> insert = ordered(statements.instances().insert(plan.insertions(), options.leaseTtl().toMillis())
                 .collectList()
                 .doOnError(error -> plan.cancel())
                 .map(inserted -> {
-                    plan.handOver(inserted);
                     List<Long> ids = inserted.stream().map(Inserted::id).toList();
+                    // INSERTED before the hand-over: a claimed row's PICKED must not come first.
                     telemetry.inserted(rows, ids);
+                    plan.handOver(inserted);
                     queuesToPoke(rows, inserted).forEach(this::poke);
-                    EngineRuntime runtime = runtime();
-                    if (runtime != null) {
-                        runtime.registry().warnIfUnserved(rows.stream().map(NewInstance::queue).distinct().toList());
-                    }
+                    warnIfUnserved(rows);
                     return ids;
-                });
+                }));
         return detachedIfClaiming(plan, insert);
+    }
+
+    /** The insert under an event-order ticket ({@code Telemetry#insertStarting}), taken as it is sent. */
+    private <T> Mono<T> ordered(Mono<T> insert) {
+        return Mono.defer(() -> {
+            long ticket = telemetry.insertStarting();
+            return insert.doFinally(signal -> telemetry.insertEnded(ticket));
+        });
+    }
+
+    /** Warns about inserts into queues no live engine serves (a started engine knows; a client asks). */
+    private void warnIfUnserved(List<NewInstance> rows) {
+        List<String> queues = rows.stream().map(NewInstance::queue).distinct().toList();
+        EngineRuntime runtime = runtime();
+        if (runtime != null) {
+            runtime.registry().warnIfUnserved(queues);
+        } else {
+            clientWarnings.inserted(queues);
+        }
     }
 
     /** Claims for the idle local schedulers, none while the engine is not running. */
@@ -324,7 +350,7 @@ public final class DurableEngine implements AutoCloseable {
      */
     private Mono<List<InsertResult>> insertSkippingDuplicates(List<NewInstance> rows, boolean claim, int attempt) {
         ClaimOnInsert.Plan plan = claim ? claimPlan(rows) : ClaimOnInsert.none(rows);
-        Mono<List<InsertResult>> insert = statements.instances()
+        Mono<List<InsertResult>> insert = ordered(statements.instances()
                 .insertSkippingDuplicates(plan.insertions(), options.leaseTtl().toMillis())
                 .collectList()
                 .retryWhen(Retry.max(SKIP_ATTEMPTS).filter(Errors::isDeadlock))
@@ -347,9 +373,12 @@ public final class DurableEngine implements AutoCloseable {
                             results.add(null);
                         }
                     }
-                    plan.handOver(inserted);
                     telemetry.inserted(insertedRows, inserted.stream().map(Inserted::id).toList());
+                    plan.handOver(inserted);
                     queuesToPoke(insertedRows, inserted).forEach(this::poke);
+                    if (!insertedRows.isEmpty()) {
+                        warnIfUnserved(insertedRows);
+                    }
                     if (unnamed.isEmpty()) {
                         return Mono.just(List.<InsertResult>copyOf(results));
                     }
@@ -365,7 +394,7 @@ public final class DurableEngine implements AutoCloseable {
                         }
                         return List.<InsertResult>copyOf(results);
                     });
-                });
+                }));
         return detachedIfClaiming(plan, insert);
     }
 
@@ -388,16 +417,23 @@ public final class DurableEngine implements AutoCloseable {
      * exists if and only if the caller's transaction commits.
      */
     public Mono<Long> insert(Connection connection, JobRequest request) {
+        if (request == null) {
+            return Mono.error(new InvalidRequestException("request must not be null"));
+        }
         return insertAll(connection, List.of(request)).map(ids -> ids.get(0));
     }
 
     /** Inserts many instances on the caller's connection, inside its open transaction. */
     public Mono<List<Long>> insertAll(Connection connection, List<JobRequest> requests) {
+        if (connection == null) {
+            return Mono.error(new InvalidRequestException("connection must not be null"));
+        }
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
                 .flatMap(rows -> statements.instances().insert(connection, ClaimOnInsert.none(rows).insertions(), 0)
                         .collectList()
                         .flatMap(inserted -> {
                             List<Long> ids = inserted.stream().map(Inserted::id).toList();
+                            warnIfUnserved(rows);
                             EngineRuntime runtime = runtime();
                             if (runtime == null) {
                                 return Mono.just(ids);
@@ -429,7 +465,7 @@ public final class DurableEngine implements AutoCloseable {
         }
         if (queue != null) {
             try {
-                RequestMapper.checkName("queue", queue);
+                QueueNames.check("queue", queue);
             } catch (InvalidRequestException invalid) {
                 return Flux.error(invalid);
             }
@@ -453,7 +489,7 @@ public final class DurableEngine implements AutoCloseable {
         return whenOpen().then(statements.instances().cancel(id, cascade))
                 .doOnNext(row -> {
                     if (row.after() == InstanceStatus.CANCELLED) {
-                        telemetry.cancelled(id, row.queue());
+                        telemetry.cancelled(id, row.type(), row.queue());
                         waiters.changed(id, InstanceStatus.CANCELLED);
                     }
                 })
@@ -491,13 +527,19 @@ public final class DurableEngine implements AutoCloseable {
                     }
                     return Optional.ofNullable(payload == null ? null : mapper.encode("signal payload", payload));
                 }))
-                .flatMap(json -> statements.signals().deliver(id, correlationKey, name, json.orElse(null), dedupKey))
+                .flatMap(json -> ordered(statements.signals().deliver(id, correlationKey, name, json.orElse(null),
+                        dedupKey).map(delivery -> {
+                            // Said inside the ticket, so a pick of the woken instance comes after.
+                            if (delivery.stored() && !delivery.inboxFull()) {
+                                telemetry.signalled(delivery.id(), delivery.type(), delivery.queue(), delivery.woken());
+                            }
+                            return delivery;
+                        })))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException(target)))
                 .flatMap(delivery -> delivery.inboxFull()
                         ? Mono.error(new InboxFullException(delivery.id(), options.maxInboxSignals()))
                         : Mono.just(delivery))
                 .map(delivery -> {
-                    telemetry.signalled(delivery.id(), delivery.queue(), delivery.woken());
                     if (delivery.woken()) {
                         poke(delivery.queue());
                         waiters.changed(delivery.id(), InstanceStatus.RUNNABLE);
@@ -547,7 +589,7 @@ public final class DurableEngine implements AutoCloseable {
     public Mono<Instance> awaitSettledOrCurrent(long id, Duration timeout) {
         return awaitSettled(id, timeout).onErrorResume(DurableTimeoutException.class, late -> whenOpen()
                 .then(waiters.current(id))
-                .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id))));
+                .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to await"))));
     }
 
     /** As {@link #awaitSettled}, also completing when the instance parks (awaits a signal or children). */
@@ -560,7 +602,7 @@ public final class DurableEngine implements AutoCloseable {
             return Mono.error(new InvalidRequestException("timeout must be positive, was " + timeout));
         }
         return whenOpen().then(waiters.await(id, wanted, timeout))
-                .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id)));
+                .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to await")));
     }
 
     private static CancelResult cancelResult(CancelRow row) {

@@ -96,7 +96,7 @@ public final class JobDefinition<A, R> implements Definition {
 
     /** The queue its instances go to unless the request names one. */
     public JobDefinition<A, R> queue(String queue) {
-        return new JobDefinition<>(type, argsType, handler, Options.requireName("queue", queue),
+        return new JobDefinition<>(type, argsType, handler, QueueNames.require("queue", queue),
                 maxAttempts, backoff, timeout);
     }
 

@@ -124,7 +124,7 @@ public final class WorkflowDefinition<S> implements Definition {
         }
 
         public Builder<S> queue(String queue) {
-            this.queue = Options.requireName("queue", queue);
+            this.queue = QueueNames.require("queue", queue);
             return this;
         }
 

@@ -244,7 +244,7 @@ public final class InstanceSql {
                      WHERE i.id IN (SELECT id FROM tree) AND i.status NOT IN ('done', 'failed', 'cancelled')
                     RETURNING i.id, i.status
                 )
-                SELECT r.status AS before, c.status AS after, r.queue
+                SELECT r.status AS before, c.status AS after, r.queue, r.type
                   FROM {instances} r LEFT JOIN changed c ON c.id = r.id
                  WHERE r.id = $1""");
         this.countBusy = tables.render("SELECT (SELECT count(*) FROM {instances} WHERE queue = ANY($1)"
@@ -334,7 +334,8 @@ public final class InstanceSql {
                 .concatMap(result -> result.map(row -> {
                     String after = row.get("after", String.class);
                     return new CancelRow(InstanceStatus.fromSql(row.get("before", String.class)),
-                            after == null ? null : InstanceStatus.fromSql(after), row.get("queue", String.class));
+                            after == null ? null : InstanceStatus.fromSql(after), row.get("queue", String.class),
+                            row.get("type", String.class));
                 })))
                 .next();
     }
