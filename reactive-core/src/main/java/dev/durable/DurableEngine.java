@@ -297,9 +297,9 @@ public final class DurableEngine implements AutoCloseable {
                     telemetry.inserted(rows, ids);
                     plan.handOver(inserted);
                     queuesToPoke(rows, inserted).forEach(this::poke);
-                    warnIfUnserved(rows);
                     return ids;
-                }));
+                })
+                .flatMap(ids -> warnIfUnserved(rows).thenReturn(ids)));
         return detachedIfClaiming(plan, insert);
     }
 
@@ -311,15 +311,19 @@ public final class DurableEngine implements AutoCloseable {
         });
     }
 
-    /** Warns about inserts into queues no live engine serves (a started engine knows; a client asks). */
-    private void warnIfUnserved(List<NewInstance> rows) {
+    /**
+     * Warns about inserts into queues no live engine serves: a started engine knows the fleet; an
+     * engine that runs nothing asks the registry, at most once a minute per queue, before the
+     * insert answers (a failed read only skips the warning).
+     */
+    private Mono<Void> warnIfUnserved(List<NewInstance> rows) {
         List<String> queues = rows.stream().map(NewInstance::queue).distinct().toList();
         EngineRuntime runtime = runtime();
         if (runtime != null) {
             runtime.registry().warnIfUnserved(queues);
-        } else {
-            clientWarnings.inserted(queues);
+            return Mono.empty();
         }
+        return clientWarnings.inserted(queues);
     }
 
     /** Claims for the idle local schedulers, none while the engine is not running. */
@@ -376,11 +380,9 @@ public final class DurableEngine implements AutoCloseable {
                     telemetry.inserted(insertedRows, inserted.stream().map(Inserted::id).toList());
                     plan.handOver(inserted);
                     queuesToPoke(insertedRows, inserted).forEach(this::poke);
-                    if (!insertedRows.isEmpty()) {
-                        warnIfUnserved(insertedRows);
-                    }
+                    Mono<Void> warned = insertedRows.isEmpty() ? Mono.empty() : warnIfUnserved(insertedRows);
                     if (unnamed.isEmpty()) {
-                        return Mono.just(List.<InsertResult>copyOf(results));
+                        return warned.then(Mono.fromSupplier(() -> List.<InsertResult>copyOf(results)));
                     }
                     List<NewInstance> again = unnamed.stream().map(rows::get).toList();
                     if (attempt >= SKIP_ATTEMPTS) {
@@ -433,11 +435,11 @@ public final class DurableEngine implements AutoCloseable {
                         .collectList()
                         .flatMap(inserted -> {
                             List<Long> ids = inserted.stream().map(Inserted::id).toList();
-                            warnIfUnserved(rows);
                             EngineRuntime runtime = runtime();
                             if (runtime == null) {
-                                return Mono.just(ids);
+                                return warnIfUnserved(rows).thenReturn(ids);
                             }
+                            runtime.registry().warnIfUnserved(rows.stream().map(NewInstance::queue).distinct().toList());
                             return Flux.fromIterable(queuesToPoke(rows, inserted))
                                     .concatMap(queue -> runtime.transport().pokeOnCommit(connection, queue))
                                     .then(Mono.just(ids));

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.util.Logger;
 import reactor.util.Loggers;
 
@@ -14,7 +15,7 @@ import reactor.util.Loggers;
  * What an engine that runs no queues of its own (a client: never started, or inserting for others)
  * says about inserts into queues no live engine serves. A started engine knows the fleet from its
  * registry ({@link Registry#warnIfUnserved}); a client reads the registry, at most once a minute per
- * queue, after the insert and apart from it: the insert never waits for the check.
+ * queue, after its insert and before the insert answers. A failed read only skips the warning.
  */
 public final class ClientWarnings {
 
@@ -28,16 +29,16 @@ public final class ClientWarnings {
         this.live = live;
     }
 
-    public void inserted(Collection<String> queues) {
+    public Mono<Void> inserted(Collection<String> queues) {
         long now = System.nanoTime();
         List<String> due = queues.stream().distinct().filter(queue -> {
             Long last = checked.get(queue);
             return (last == null || now - last > EVERY.toNanos()) && checked.put(queue, now) == last;
         }).toList();
         if (due.isEmpty()) {
-            return;
+            return Mono.empty();
         }
-        live.collectList().subscribe(engines -> {
+        return live.collectList().doOnNext(engines -> {
             for (String queue : due) {
                 if (engines.stream().noneMatch(engine -> engine.queues().contains(queue))) {
                     log.warn("instances were inserted into queue '{}', which no live engine runs: they wait until"
@@ -45,6 +46,9 @@ public final class ClientWarnings {
                             engines.stream().map(LiveEngine::name).distinct().toList());
                 }
             }
-        }, error -> log.debug("live engines not read for the unserved-queue check: {}", error.toString()));
+        }).onErrorResume(error -> {
+            log.debug("live engines not read for the unserved-queue check: {}", error.toString());
+            return Mono.empty();
+        }).then();
     }
 }
