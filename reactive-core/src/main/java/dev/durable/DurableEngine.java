@@ -102,10 +102,13 @@ public final class DurableEngine implements AutoCloseable {
     private final InsertBatcher batcher;
     private final Telemetry telemetry;
     private final ClientWarnings clientWarnings;
+    private final CallerTransactions callerTransactions;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
-    private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs) {
+    private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs,
+            CallerTransactions callerTransactions) {
         this.options = options;
+        this.callerTransactions = callerTransactions;
         this.definitions = Map.copyOf(definitions);
         if (options.connectionFactory() != null) {
             this.ownPool = null;
@@ -242,9 +245,38 @@ public final class DurableEngine implements AutoCloseable {
         return insertAll(List.of(request)).map(ids -> ids.get(0));
     }
 
-    /** Inserts many instances in one round trip; emits their ids in request order. */
+    /**
+     * Inserts many instances in one round trip; emits their ids in request order. Inside a caller's
+     * transaction (see {@link Builder#joinTransactions}) the insert joins it.
+     */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
-        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null))).flatMap(this::insertRows);
+        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
+                .flatMap(rows -> joined().flatMap(transaction -> insertJoined(transaction, rows))
+                        .switchIfEmpty(Mono.defer(() -> insertRows(rows))));
+    }
+
+    /** The caller's transaction to join, from the subscriber's context; empty when none. */
+    private Mono<CallerTransactions.Joined> joined() {
+        return callerTransactions == CallerTransactions.NONE ? Mono.empty()
+                : Mono.defer(() -> callerTransactions.current(connectionFactory));
+    }
+
+    /**
+     * Inserts on the caller's transaction: the rows exist once it commits, and their queues are
+     * poked then (a poke before the commit would find nothing and leave them to the next poll).
+     */
+    private Mono<List<Long>> insertJoined(CallerTransactions.Joined transaction, List<NewInstance> rows) {
+        return statements.instances().insert(transaction.connection(), ClaimOnInsert.none(rows).insertions(), 0)
+                .collectList()
+                .flatMap(inserted -> {
+                    List<Long> ids = inserted.stream().map(Inserted::id).toList();
+                    telemetry.inserted(rows, ids);
+                    Set<String> queues = queuesToPoke(rows, inserted);
+                    if (!queues.isEmpty()) {
+                        transaction.afterCommit(() -> queues.forEach(this::poke));
+                    }
+                    return warnIfUnserved(rows).thenReturn(ids);
+                });
     }
 
     /**
@@ -261,8 +293,13 @@ public final class DurableEngine implements AutoCloseable {
         if (mode == InsertMode.REJECT_DUPLICATES) {
             return insertAll(requests).map(ids -> ids.stream().map(id -> new InsertResult(id, true)).toList());
         }
+        // It may run its statement again (a deadlock, a holder it could not name): not inside a
+        // caller's transaction, which one failed statement aborts. Saying so beats not joining.
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
-                .flatMap(rows -> insertSkippingDuplicates(rows, true, 1));
+                .flatMap(rows -> joined().hasElement().flatMap(inTransaction -> inTransaction
+                        ? Mono.error(new InvalidRequestException("insertAll with SKIP_DUPLICATES does not join a"
+                                + " caller's transaction: inside one, use insertAll(requests) (a live key fails it)"))
+                        : insertSkippingDuplicates(rows, true, 1)));
     }
 
     /**
@@ -279,7 +316,10 @@ public final class DurableEngine implements AutoCloseable {
         }
         return whenOpen()
                 .then(Mono.fromCallable(() -> mapper.toRows(Collections.singletonList(request), null).get(0)))
-                .flatMap(batcher::insert);
+                // Inside a caller's transaction there is nothing to share: it goes in with that.
+                .flatMap(row -> joined().flatMap(transaction -> insertJoined(transaction, List.of(row)))
+                        .map(ids -> ids.get(0))
+                        .switchIfEmpty(Mono.defer(() -> batcher.insert(row))));
     }
 
     /**
@@ -764,6 +804,42 @@ public final class DurableEngine implements AutoCloseable {
     }
 
     /**
+     * Whether this engine is well, for health endpoints: up when it is running (started, not
+     * closing) and its database answers a primary-key lookup within {@code timeout}; the fleet's
+     * state (live engines, unserved work) in the details when it could be read in that time too.
+     * Never errors: a failed check is a down health carrying the error.
+     */
+    public Mono<EngineHealth> health(Duration timeout) {
+        if (timeout == null || timeout.isNegative() || timeout.isZero()) {
+            return Mono.error(new InvalidRequestException("timeout must be positive, was " + timeout));
+        }
+        return Mono.defer(() -> {
+            Map<String, Object> details = EngineHealth.identity(this);
+            Lifecycle now = lifecycle.get();
+            if (now.runtime() == null || now.closing() != null) {
+                details.put("engine", "not running");
+                return Mono.just(new EngineHealth(false, details, null));
+            }
+            details.put("engine", "running");
+            Mono<Map<String, Object>> fleet = Mono.zip(liveEngines().count(),
+                            unservedWork().map(EngineHealth::describe).collectList())
+                    .<Map<String, Object>>map(both -> Map.of("liveEngines", both.getT1(), "unservedWork", both.getT2()))
+                    .onErrorResume(error -> Mono.just(Map.of()));
+            // No instance has id 0 (ids start at 1): the lookup touches the index and finds nothing.
+            return get(0L).hasElement()
+                    .then(fleet)
+                    .timeout(timeout, Mono.error(() -> new DurableTimeoutException(
+                            "the database did not answer within " + timeout)))
+                    .map(found -> {
+                        Map<String, Object> all = new LinkedHashMap<>(details);
+                        all.putAll(found);
+                        return new EngineHealth(true, all, null);
+                    })
+                    .onErrorResume(error -> Mono.just(new EngineHealth(false, details, error)));
+        });
+    }
+
+    /**
      * This engine's maintenance tasks, to run one pass now or read what they did; empty until the
      * engine has started.
      */
@@ -783,6 +859,7 @@ public final class DurableEngine implements AutoCloseable {
         private final EngineOptions options;
         private final Map<String, Definition> definitions = new LinkedHashMap<>();
         private final Map<String, RecurringJob> recurringJobs = new LinkedHashMap<>();
+        private CallerTransactions callerTransactions = CallerTransactions.NONE;
 
         private Builder(EngineOptions options) {
             if (options == null) {
@@ -816,8 +893,22 @@ public final class DurableEngine implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Makes {@code insert}, {@code insertAll} and {@code insertAsync} join the transaction their
+         * subscriber has open, as {@code transactions} finds it (the Spring Boot starter sets Spring's):
+         * the instance then exists if and only if that transaction commits, and its queue is poked
+         * after the commit. Outside a transaction they insert on the engine's own connections.
+         */
+        public Builder joinTransactions(CallerTransactions transactions) {
+            if (transactions == null) {
+                throw new IllegalArgumentException("transactions must not be null");
+            }
+            this.callerTransactions = transactions;
+            return this;
+        }
+
         public DurableEngine build() {
-            return new DurableEngine(options, definitions, List.copyOf(recurringJobs.values()));
+            return new DurableEngine(options, definitions, List.copyOf(recurringJobs.values()), callerTransactions);
         }
     }
 }
