@@ -241,5 +241,20 @@ class FirstHourStarterIT {
     void runsOnTheBootLineUnderTest() {
         String expected = System.getProperty("durable.expectBootMajor", "4");
         assertThat(SpringBootVersion.getVersion()).startsWith(expected + ".");
+        // What the Boot line's BOM chose for the libraries the engine runs on (in the test's output).
+        System.out.printf("Spring Boot %s: Spring %s, Reactor %s, Micrometer %s, r2dbc-postgresql %s, Jackson %s%n",
+                SpringBootVersion.getVersion(), org.springframework.core.SpringVersion.getVersion(),
+                version(reactor.core.publisher.Flux.class), version(io.micrometer.core.instrument.MeterRegistry.class),
+                version(io.r2dbc.postgresql.PostgresqlConnectionFactory.class),
+                version(com.fasterxml.jackson.databind.ObjectMapper.class));
+    }
+
+    private static String version(Class<?> type) {
+        String version = type.getPackage().getImplementationVersion();
+        if (version != null) {
+            return version;
+        }
+        String jar = type.getProtectionDomain().getCodeSource().getLocation().getPath();
+        return jar.substring(jar.lastIndexOf('/') + 1);
     }
 }
