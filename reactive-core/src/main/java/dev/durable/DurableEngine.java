@@ -597,6 +597,18 @@ public final class DurableEngine implements AutoCloseable {
      * and for draining work in a controlled shutdown.
      */
     public Mono<Void> awaitIdle(Duration timeout) {
+        return awaitIdle(timeout, Duration.ZERO);
+    }
+
+    /**
+     * As {@link #awaitIdle(Duration)}, counting as busy also the instances that become due within
+     * {@code horizon}: a retry after a short backoff, say, which a test's drain should wait for.
+     */
+    public Mono<Void> awaitIdle(Duration timeout, Duration horizon) {
+        if (horizon == null || horizon.isNegative()) {
+            return Mono.error(new InvalidRequestException("horizon must not be negative, was " + horizon));
+        }
+        long horizonMillis = horizon.toMillis();
         List<String> queues = List.copyOf(options.queues().keySet());
         if (queues.isEmpty()) {
             return Mono.empty();
@@ -604,7 +616,7 @@ public final class DurableEngine implements AutoCloseable {
         return Mono.fromRunnable(() -> queues.forEach(this::poke))
                 .then(Flux.interval(Duration.ZERO, Duration.ofMillis(20))
                         .onBackpressureDrop()
-                        .concatMap(tick -> statements.instances().countBusy(queues), 0)
+                        .concatMap(tick -> statements.instances().countBusy(queues, horizonMillis), 0)
                         .filter(busy -> busy == 0)
                         .next()
                         .then())

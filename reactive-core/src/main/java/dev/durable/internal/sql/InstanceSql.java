@@ -248,7 +248,7 @@ public final class InstanceSql {
                   FROM {instances} r LEFT JOIN changed c ON c.id = r.id
                  WHERE r.id = $1""");
         this.countBusy = tables.render("SELECT (SELECT count(*) FROM {instances} WHERE queue = ANY($1)"
-                + " AND status = 'runnable' AND eligible_at <= now())"
+                + " AND status = 'runnable' AND eligible_at <= now() + $2 * interval '1 millisecond')"
                 + " + (SELECT count(*) FROM {instances} WHERE status = 'executing' AND queue = ANY($1))");
     }
 
@@ -341,9 +341,10 @@ public final class InstanceSql {
     }
 
     /** How many instances of the queues are due now or running. */
-    public Mono<Long> countBusy(Collection<String> queues) {
+    /** Rows of the queues running, or runnable and due within {@code horizonMillis}. */
+    public Mono<Long> countBusy(Collection<String> queues, long horizonMillis) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(countBusy)
-                        .bind(0, queues.toArray(String[]::new)).execute())
+                        .bind(0, queues.toArray(String[]::new)).bind(1, horizonMillis).execute())
                 .concatMap(result -> result.map(row -> row.get(0, Long.class)))).single();
     }
 
