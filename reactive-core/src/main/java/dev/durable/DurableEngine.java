@@ -5,6 +5,7 @@ import dev.durable.internal.Db;
 import dev.durable.internal.Errors;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.engine.ClaimOnInsert;
+import dev.durable.internal.engine.ClientWarnings;
 import dev.durable.internal.engine.EngineRuntime;
 import dev.durable.internal.engine.InsertBatcher;
 import dev.durable.internal.engine.QueueScheduler;
@@ -59,7 +60,7 @@ import reactor.util.retry.Retry;
  *
  * Every method returns at once with a {@code Mono} or {@code Flux}; nothing blocks the caller.
  */
-public final class DurableEngine {
+public final class DurableEngine implements AutoCloseable {
 
     private static final Logger log = Loggers.getLogger(DurableEngine.class);
     /** Rows failed per statement by {@link #failUnrunnable}: short transactions, however many rows. */
@@ -100,10 +101,14 @@ public final class DurableEngine {
     private final SettleWaiters waiters;
     private final InsertBatcher batcher;
     private final Telemetry telemetry;
+    private final ClientWarnings clientWarnings;
+    private final CallerTransactions callerTransactions;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
-    private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs) {
+    private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs,
+            CallerTransactions callerTransactions) {
         this.options = options;
+        this.callerTransactions = callerTransactions;
         this.definitions = Map.copyOf(definitions);
         if (options.connectionFactory() != null) {
             this.ownPool = null;
@@ -151,6 +156,7 @@ public final class DurableEngine {
                 options.runObservationConvention(), options.eventBufferSize());
         this.waiters = new SettleWaiters(watches -> whenOpen().thenMany(statements.instances().watch(watches)),
                 options.settlePollInterval(), options.callTimeout(), Schedulers.parallel());
+        this.clientWarnings = new ClientWarnings(Flux.defer(() -> statements.registry().live()));
         this.batcher = new InsertBatcher(options.name(), this::insertRows, options.insertBatchSize(),
                 options.insertBatchDelay(), options.insertBufferCapacity(), Schedulers.parallel());
     }
@@ -233,12 +239,44 @@ public final class DurableEngine {
 
     /** Inserts one instance; emits its id, or a typed error naming what was wrong. */
     public Mono<Long> insert(JobRequest request) {
+        if (request == null) {
+            return Mono.error(new InvalidRequestException("request must not be null"));
+        }
         return insertAll(List.of(request)).map(ids -> ids.get(0));
     }
 
-    /** Inserts many instances in one round trip; emits their ids in request order. */
+    /**
+     * Inserts many instances in one round trip; emits their ids in request order. Inside a caller's
+     * transaction (see {@link Builder#joinTransactions}) the insert joins it.
+     */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
-        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null))).flatMap(this::insertRows);
+        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
+                .flatMap(rows -> joined().flatMap(transaction -> insertJoined(transaction, rows))
+                        .switchIfEmpty(Mono.defer(() -> insertRows(rows))));
+    }
+
+    /** The caller's transaction to join, from the subscriber's context; empty when none. */
+    private Mono<CallerTransactions.Joined> joined() {
+        return callerTransactions == CallerTransactions.NONE ? Mono.empty()
+                : Mono.defer(() -> callerTransactions.current(connectionFactory));
+    }
+
+    /**
+     * Inserts on the caller's transaction: the rows exist once it commits, and their queues are
+     * poked then (a poke before the commit would find nothing and leave them to the next poll).
+     */
+    private Mono<List<Long>> insertJoined(CallerTransactions.Joined transaction, List<NewInstance> rows) {
+        return statements.instances().insert(transaction.connection(), ClaimOnInsert.none(rows).insertions(), 0)
+                .collectList()
+                .flatMap(inserted -> {
+                    List<Long> ids = inserted.stream().map(Inserted::id).toList();
+                    telemetry.inserted(rows, ids);
+                    Set<String> queues = queuesToPoke(rows, inserted);
+                    if (!queues.isEmpty()) {
+                        transaction.afterCommit(() -> queues.forEach(this::poke));
+                    }
+                    return warnIfUnserved(rows).thenReturn(ids);
+                });
     }
 
     /**
@@ -255,8 +293,13 @@ public final class DurableEngine {
         if (mode == InsertMode.REJECT_DUPLICATES) {
             return insertAll(requests).map(ids -> ids.stream().map(id -> new InsertResult(id, true)).toList());
         }
+        // It may run its statement again (a deadlock, a holder it could not name): not inside a
+        // caller's transaction, which one failed statement aborts. Saying so beats not joining.
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
-                .flatMap(rows -> insertSkippingDuplicates(rows, true, 1));
+                .flatMap(rows -> joined().hasElement().flatMap(inTransaction -> inTransaction
+                        ? Mono.error(new InvalidRequestException("insertAll with SKIP_DUPLICATES does not join a"
+                                + " caller's transaction: inside one, use insertAll(requests) (a live key fails it)"))
+                        : insertSkippingDuplicates(rows, true, 1)));
     }
 
     /**
@@ -265,12 +308,18 @@ public final class DurableEngine {
      * flushed by size ({@link EngineOptions#insertBatchSize()}) or delay
      * ({@link EngineOptions#insertBatchDelay()}). Emits the id once its flush has committed. When
      * the buffer is full the request is inserted on its own at once: none is dropped and the caller
-     * never waits for room. {@link #close()} flushes what is buffered before the pool goes.
+     * never waits for room. {@link #closeLater()} flushes what is buffered before the pool goes.
      */
     public Mono<Long> insertAsync(JobRequest request) {
+        if (request == null) {
+            return Mono.error(new InvalidRequestException("request must not be null"));
+        }
         return whenOpen()
                 .then(Mono.fromCallable(() -> mapper.toRows(Collections.singletonList(request), null).get(0)))
-                .flatMap(batcher::insert);
+                // Inside a caller's transaction there is nothing to share: it goes in with that.
+                .flatMap(row -> joined().flatMap(transaction -> insertJoined(transaction, List.of(row)))
+                        .map(ids -> ids.get(0))
+                        .switchIfEmpty(Mono.defer(() -> batcher.insert(row))));
     }
 
     /**
@@ -279,21 +328,42 @@ public final class DurableEngine {
      */
     private Mono<List<Long>> insertRows(List<NewInstance> rows) {
         ClaimOnInsert.Plan plan = claimPlan(rows);
-        Mono<List<Long>> insert = statements.instances().insert(plan.insertions(), options.leaseTtl().toMillis())
+        Mono<List<Long>> insert = ordered(statements.instances().insert(plan.insertions(), options.leaseTtl().toMillis())
                 .collectList()
                 .doOnError(error -> plan.cancel())
                 .map(inserted -> {
-                    plan.handOver(inserted);
                     List<Long> ids = inserted.stream().map(Inserted::id).toList();
+                    // INSERTED before the hand-over: a claimed row's PICKED must not come first.
                     telemetry.inserted(rows, ids);
+                    plan.handOver(inserted);
                     queuesToPoke(rows, inserted).forEach(this::poke);
-                    EngineRuntime runtime = runtime();
-                    if (runtime != null) {
-                        runtime.registry().warnIfUnserved(rows.stream().map(NewInstance::queue).distinct().toList());
-                    }
                     return ids;
-                });
+                })
+                .flatMap(ids -> warnIfUnserved(rows).thenReturn(ids)));
         return detachedIfClaiming(plan, insert);
+    }
+
+    /** The insert under an event-order ticket ({@code Telemetry#insertStarting}), taken as it is sent. */
+    private <T> Mono<T> ordered(Mono<T> insert) {
+        return Mono.defer(() -> {
+            long ticket = telemetry.insertStarting();
+            return insert.doFinally(signal -> telemetry.insertEnded(ticket));
+        });
+    }
+
+    /**
+     * Warns about inserts into queues no live engine serves: a started engine knows the fleet; an
+     * engine that runs nothing asks the registry, at most once a minute per queue, before the
+     * insert answers (a failed read only skips the warning).
+     */
+    private Mono<Void> warnIfUnserved(List<NewInstance> rows) {
+        List<String> queues = rows.stream().map(NewInstance::queue).distinct().toList();
+        EngineRuntime runtime = runtime();
+        if (runtime != null) {
+            runtime.registry().warnIfUnserved(queues);
+            return Mono.empty();
+        }
+        return clientWarnings.inserted(queues);
     }
 
     /** Claims for the idle local schedulers, none while the engine is not running. */
@@ -324,7 +394,7 @@ public final class DurableEngine {
      */
     private Mono<List<InsertResult>> insertSkippingDuplicates(List<NewInstance> rows, boolean claim, int attempt) {
         ClaimOnInsert.Plan plan = claim ? claimPlan(rows) : ClaimOnInsert.none(rows);
-        Mono<List<InsertResult>> insert = statements.instances()
+        Mono<List<InsertResult>> insert = ordered(statements.instances()
                 .insertSkippingDuplicates(plan.insertions(), options.leaseTtl().toMillis())
                 .collectList()
                 .retryWhen(Retry.max(SKIP_ATTEMPTS).filter(Errors::isDeadlock))
@@ -347,11 +417,12 @@ public final class DurableEngine {
                             results.add(null);
                         }
                     }
-                    plan.handOver(inserted);
                     telemetry.inserted(insertedRows, inserted.stream().map(Inserted::id).toList());
+                    plan.handOver(inserted);
                     queuesToPoke(insertedRows, inserted).forEach(this::poke);
+                    Mono<Void> warned = insertedRows.isEmpty() ? Mono.empty() : warnIfUnserved(insertedRows);
                     if (unnamed.isEmpty()) {
-                        return Mono.just(List.<InsertResult>copyOf(results));
+                        return warned.then(Mono.fromSupplier(() -> List.<InsertResult>copyOf(results)));
                     }
                     List<NewInstance> again = unnamed.stream().map(rows::get).toList();
                     if (attempt >= SKIP_ATTEMPTS) {
@@ -365,7 +436,7 @@ public final class DurableEngine {
                         }
                         return List.<InsertResult>copyOf(results);
                     });
-                });
+                }));
         return detachedIfClaiming(plan, insert);
     }
 
@@ -388,11 +459,17 @@ public final class DurableEngine {
      * exists if and only if the caller's transaction commits.
      */
     public Mono<Long> insert(Connection connection, JobRequest request) {
+        if (request == null) {
+            return Mono.error(new InvalidRequestException("request must not be null"));
+        }
         return insertAll(connection, List.of(request)).map(ids -> ids.get(0));
     }
 
     /** Inserts many instances on the caller's connection, inside its open transaction. */
     public Mono<List<Long>> insertAll(Connection connection, List<JobRequest> requests) {
+        if (connection == null) {
+            return Mono.error(new InvalidRequestException("connection must not be null"));
+        }
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
                 .flatMap(rows -> statements.instances().insert(connection, ClaimOnInsert.none(rows).insertions(), 0)
                         .collectList()
@@ -400,8 +477,9 @@ public final class DurableEngine {
                             List<Long> ids = inserted.stream().map(Inserted::id).toList();
                             EngineRuntime runtime = runtime();
                             if (runtime == null) {
-                                return Mono.just(ids);
+                                return warnIfUnserved(rows).thenReturn(ids);
                             }
+                            runtime.registry().warnIfUnserved(rows.stream().map(NewInstance::queue).distinct().toList());
                             return Flux.fromIterable(queuesToPoke(rows, inserted))
                                     .concatMap(queue -> runtime.transport().pokeOnCommit(connection, queue))
                                     .then(Mono.just(ids));
@@ -413,7 +491,7 @@ public final class DurableEngine {
         return whenOpen().then(statements.instances().get(id));
     }
 
-    /** Empty while the engine is open; an {@link EngineClosedException} once close() was called. */
+    /** Empty while the engine is open; an {@link EngineClosedException} once closeLater() or close() was called. */
     private Mono<Void> whenOpen() {
         return Mono.defer(() -> lifecycle.get().closing() == null ? Mono.empty()
                 : Mono.error(new EngineClosedException(options.name())));
@@ -429,7 +507,7 @@ public final class DurableEngine {
         }
         if (queue != null) {
             try {
-                RequestMapper.checkName("queue", queue);
+                QueueNames.check("queue", queue);
             } catch (InvalidRequestException invalid) {
                 return Flux.error(invalid);
             }
@@ -453,7 +531,7 @@ public final class DurableEngine {
         return whenOpen().then(statements.instances().cancel(id, cascade))
                 .doOnNext(row -> {
                     if (row.after() == InstanceStatus.CANCELLED) {
-                        telemetry.cancelled(id, row.queue());
+                        telemetry.cancelled(id, row.type(), row.queue());
                         waiters.changed(id, InstanceStatus.CANCELLED);
                     }
                 })
@@ -491,13 +569,19 @@ public final class DurableEngine {
                     }
                     return Optional.ofNullable(payload == null ? null : mapper.encode("signal payload", payload));
                 }))
-                .flatMap(json -> statements.signals().deliver(id, correlationKey, name, json.orElse(null), dedupKey))
+                .flatMap(json -> ordered(statements.signals().deliver(id, correlationKey, name, json.orElse(null),
+                        dedupKey).map(delivery -> {
+                            // Said inside the ticket, so a pick of the woken instance comes after.
+                            if (delivery.stored() && !delivery.inboxFull()) {
+                                telemetry.signalled(delivery.id(), delivery.type(), delivery.queue(), delivery.woken());
+                            }
+                            return delivery;
+                        })))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException(target)))
                 .flatMap(delivery -> delivery.inboxFull()
                         ? Mono.error(new InboxFullException(delivery.id(), options.maxInboxSignals()))
                         : Mono.just(delivery))
                 .map(delivery -> {
-                    telemetry.signalled(delivery.id(), delivery.queue(), delivery.woken());
                     if (delivery.woken()) {
                         poke(delivery.queue());
                         waiters.changed(delivery.id(), InstanceStatus.RUNNABLE);
@@ -513,6 +597,18 @@ public final class DurableEngine {
      * and for draining work in a controlled shutdown.
      */
     public Mono<Void> awaitIdle(Duration timeout) {
+        return awaitIdle(timeout, Duration.ZERO);
+    }
+
+    /**
+     * As {@link #awaitIdle(Duration)}, counting as busy also the instances that become due within
+     * {@code horizon}: a retry after a short backoff, say, which a test's drain should wait for.
+     */
+    public Mono<Void> awaitIdle(Duration timeout, Duration horizon) {
+        if (horizon == null || horizon.isNegative()) {
+            return Mono.error(new InvalidRequestException("horizon must not be negative, was " + horizon));
+        }
+        long horizonMillis = horizon.toMillis();
         List<String> queues = List.copyOf(options.queues().keySet());
         if (queues.isEmpty()) {
             return Mono.empty();
@@ -520,7 +616,7 @@ public final class DurableEngine {
         return Mono.fromRunnable(() -> queues.forEach(this::poke))
                 .then(Flux.interval(Duration.ZERO, Duration.ofMillis(20))
                         .onBackpressureDrop()
-                        .concatMap(tick -> statements.instances().countBusy(queues), 0)
+                        .concatMap(tick -> statements.instances().countBusy(queues, horizonMillis), 0)
                         .filter(busy -> busy == 0)
                         .next()
                         .then())
@@ -547,7 +643,7 @@ public final class DurableEngine {
     public Mono<Instance> awaitSettledOrCurrent(long id, Duration timeout) {
         return awaitSettled(id, timeout).onErrorResume(DurableTimeoutException.class, late -> whenOpen()
                 .then(waiters.current(id))
-                .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id))));
+                .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to await"))));
     }
 
     /** As {@link #awaitSettled}, also completing when the instance parks (awaits a signal or children). */
@@ -560,7 +656,7 @@ public final class DurableEngine {
             return Mono.error(new InvalidRequestException("timeout must be positive, was " + timeout));
         }
         return whenOpen().then(waiters.await(id, wanted, timeout))
-                .switchIfEmpty(Mono.error(() -> new NoTargetException("with id " + id)));
+                .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to await")));
     }
 
     private static CancelResult cancelResult(CancelRow row) {
@@ -583,12 +679,15 @@ public final class DurableEngine {
     // ---- Lifecycle --------------------------------------------------------------------------
 
     /**
-     * Stops gracefully: every scheduler stops claiming, gives back its buffered rows and waits up to
-     * its drain timeout for running steps; then maintenance, the poke transport, the limiter and the
-     * engine's own pool close. A start still under way finishes (or fails) first, so nothing it
-     * launches outlives the close. Errors are gathered, not short-circuited. Idempotent.
+     * Stops gracefully, without blocking: every scheduler stops claiming, gives back its buffered
+     * rows and waits up to its drain timeout for running steps; then maintenance, the poke
+     * transport, the limiter and the engine's own pool close. A start still under way finishes (or
+     * fails) first, so nothing it launches outlives the close. Errors are gathered, not
+     * short-circuited. Idempotent: every call returns the same close. From the call on, client
+     * calls fail with {@link EngineClosedException}; the close itself runs when the {@code Mono} is
+     * subscribed ({@link #close()} subscribes and waits).
      */
-    public Mono<Void> close() {
+    public Mono<Void> closeLater() {
         for (;;) {
             Lifecycle now = lifecycle.get();
             if (now.closing() != null) {
@@ -599,6 +698,37 @@ public final class DurableEngine {
                 return closing;
             }
         }
+    }
+
+    /**
+     * Closes the engine as {@link #closeLater()} does and waits until it has: for try-with-resources,
+     * a container's destroy method (Spring infers {@code close()} on a {@code @Bean DurableEngine})
+     * and {@code main} methods. Waits at most {@link #closeTimeout()}, past which it throws a
+     * {@link DurableTimeoutException} (the rest of the close goes on in the background). Blocks the
+     * calling thread: call {@link #closeLater()} from reactive code.
+     */
+    @Override
+    public void close() {
+        Duration bound = closeTimeout();
+        try {
+            closeLater().block(bound);
+        } catch (IllegalStateException late) {
+            if (late.getMessage() != null && late.getMessage().startsWith("Timeout on blocking read")) {
+                throw new DurableTimeoutException("engine " + options.name() + " did not close within " + bound);
+            }
+            throw late;
+        }
+    }
+
+    /**
+     * How long {@link #close()} waits: the longest drain timeout of the engine's queues plus one
+     * bound for each other close step (a start in flight, the insert buffer, releasing buffered
+     * rows, the transport and limiter, the pool) and a margin.
+     */
+    public Duration closeTimeout() {
+        Duration drain = options.queues().values().stream().map(QueueOptions::drainTimeout)
+                .max(Duration::compareTo).orElse(Duration.ZERO);
+        return drain.plus(QueueScheduler.CLOSE_STEP.multipliedBy(6));
     }
 
     private Mono<Void> doClose() {
@@ -686,6 +816,42 @@ public final class DurableEngine {
     }
 
     /**
+     * Whether this engine is well, for health endpoints: up when it is running (started, not
+     * closing) and its database answers a primary-key lookup within {@code timeout}; the fleet's
+     * state (live engines, unserved work) in the details when it could be read in that time too.
+     * Never errors: a failed check is a down health carrying the error.
+     */
+    public Mono<EngineHealth> health(Duration timeout) {
+        if (timeout == null || timeout.isNegative() || timeout.isZero()) {
+            return Mono.error(new InvalidRequestException("timeout must be positive, was " + timeout));
+        }
+        return Mono.defer(() -> {
+            Map<String, Object> details = EngineHealth.identity(this);
+            Lifecycle now = lifecycle.get();
+            if (now.runtime() == null || now.closing() != null) {
+                details.put("engine", "not running");
+                return Mono.just(new EngineHealth(false, details, null));
+            }
+            details.put("engine", "running");
+            Mono<Map<String, Object>> fleet = Mono.zip(liveEngines().count(),
+                            unservedWork().map(EngineHealth::describe).collectList())
+                    .<Map<String, Object>>map(both -> Map.of("liveEngines", both.getT1(), "unservedWork", both.getT2()))
+                    .onErrorResume(error -> Mono.just(Map.of()));
+            // No instance has id 0 (ids start at 1): the lookup touches the index and finds nothing.
+            return get(0L).hasElement()
+                    .then(fleet)
+                    .timeout(timeout, Mono.error(() -> new DurableTimeoutException(
+                            "the database did not answer within " + timeout)))
+                    .map(found -> {
+                        Map<String, Object> all = new LinkedHashMap<>(details);
+                        all.putAll(found);
+                        return new EngineHealth(true, all, null);
+                    })
+                    .onErrorResume(error -> Mono.just(new EngineHealth(false, details, error)));
+        });
+    }
+
+    /**
      * This engine's maintenance tasks, to run one pass now or read what they did; empty until the
      * engine has started.
      */
@@ -705,6 +871,7 @@ public final class DurableEngine {
         private final EngineOptions options;
         private final Map<String, Definition> definitions = new LinkedHashMap<>();
         private final Map<String, RecurringJob> recurringJobs = new LinkedHashMap<>();
+        private CallerTransactions callerTransactions = CallerTransactions.NONE;
 
         private Builder(EngineOptions options) {
             if (options == null) {
@@ -738,8 +905,22 @@ public final class DurableEngine {
             return this;
         }
 
+        /**
+         * Makes {@code insert}, {@code insertAll} and {@code insertAsync} join the transaction their
+         * subscriber has open, as {@code transactions} finds it (the Spring Boot starter sets Spring's):
+         * the instance then exists if and only if that transaction commits, and its queue is poked
+         * after the commit. Outside a transaction they insert on the engine's own connections.
+         */
+        public Builder joinTransactions(CallerTransactions transactions) {
+            if (transactions == null) {
+                throw new IllegalArgumentException("transactions must not be null");
+            }
+            this.callerTransactions = transactions;
+            return this;
+        }
+
         public DurableEngine build() {
-            return new DurableEngine(options, definitions, List.copyOf(recurringJobs.values()));
+            return new DurableEngine(options, definitions, List.copyOf(recurringJobs.values()), callerTransactions);
         }
     }
 }

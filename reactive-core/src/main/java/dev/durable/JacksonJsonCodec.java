@@ -2,20 +2,37 @@ package dev.durable;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.Module;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 
-/** The default codec: Jackson, with java.time support, records and ISO dates. */
+/**
+ * The default codec: Jackson, with java.time support, records and ISO dates, and Kotlin classes
+ * (data classes, default values) when {@code jackson-module-kotlin} is on the classpath, as it is
+ * with {@code durable-kotlin}.
+ */
 public final class JacksonJsonCodec implements JsonCodec {
+
+    private static final String KOTLIN_MODULE = "com.fasterxml.jackson.module.kotlin.KotlinModule";
 
     private final ObjectMapper mapper;
 
     public JacksonJsonCodec() {
-        this(new ObjectMapper()
+        this(withKotlin(new ObjectMapper()
                 .registerModule(new JavaTimeModule())
                 .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
-                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES));
+                .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)));
+    }
+
+    /** Only Kotlin's module of those on the classpath: others would change what Java classes encode to. */
+    private static ObjectMapper withKotlin(ObjectMapper mapper) {
+        for (Module module : ObjectMapper.findModules(JacksonJsonCodec.class.getClassLoader())) {
+            if (module.getClass().getName().equals(KOTLIN_MODULE)) {
+                mapper.registerModule(module);
+            }
+        }
+        return mapper;
     }
 
     /** Uses the caller's mapper as configured. */

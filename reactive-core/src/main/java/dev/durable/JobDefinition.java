@@ -2,7 +2,10 @@ package dev.durable;
 
 import java.time.Duration;
 import java.util.Objects;
+import dev.durable.internal.handler.HandlerWatch;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
+import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
 
 /**
@@ -10,9 +13,16 @@ import reactor.core.publisher.Mono;
  * Immutable; each {@code withX}-style setter returns a copy and checks its argument.
  *
  * <pre>{@code
- * JobDefinition.of("send-email", Email.class, email -> mailer.send(email))
+ * JobDefinition.of("send-email", Email.class, email -> mailer.send(email))      // Mono<R>
  *     .queue("mail").maxAttempts(5).timeout(Duration.ofSeconds(30))
+ * JobDefinition.ofFuture("resize", Image.class, image -> resizer.resizeAsync(image)) // CompletableFuture<R>
+ * JobDefinition.ofBlocking("report", Month.class, month -> jdbcReports.build(month)) // plain blocking code
  * }</pre>
+ *
+ * Every shape has the same guarantees: the type's timeout, cancellation, retries with backoff.
+ * A reactive handler runs on the engine's handler scheduler ({@link EngineOptions#handlerScheduler()},
+ * bounded-elastic unless set); one that makes or subscribes to its {@code Mono} while holding a
+ * non-blocking thread for long is warned about once in the log.
  */
 public final class JobDefinition<A, R> implements Definition {
 
@@ -25,6 +35,8 @@ public final class JobDefinition<A, R> implements Definition {
     private final String type;
     private final Class<A> argsType;
     private final JobHandler<A, R> handler;
+    /** The handler as the engine runs it: watched for blocking on a non-blocking thread. */
+    private final JobHandler<A, R> watched;
     private final String queue;
     private final int maxAttempts;
     private final Backoff backoff;
@@ -35,6 +47,8 @@ public final class JobDefinition<A, R> implements Definition {
         this.type = type;
         this.argsType = argsType;
         this.handler = handler;
+        String what = "the handler of job type '" + type + "'";
+        this.watched = (args, context) -> HandlerWatch.watched(what, () -> handler.handle(args, context), true);
         this.queue = queue;
         this.maxAttempts = maxAttempts;
         this.backoff = backoff;
@@ -56,9 +70,33 @@ public final class JobDefinition<A, R> implements Definition {
         return of(type, argsType, (JobHandler<A, R>) (args, context) -> handler.apply(args));
     }
 
+    /** A job whose handler returns any publisher, run to completion: its last element is the result. */
+    public static <A, R> JobDefinition<A, R> ofPublisher(String type, Class<A> argsType,
+            Function<A, ? extends Publisher<R>> handler) {
+        Options.requireNonNull("handler", handler);
+        return of(type, argsType, JobHandler.<A, R>publisher((args, context) -> handler.apply(args)));
+    }
+
+    /** A job whose handler returns a {@code CompletableFuture} (or other {@code CompletionStage}). */
+    public static <A, R> JobDefinition<A, R> ofFuture(String type, Class<A> argsType,
+            Function<A, ? extends CompletionStage<R>> handler) {
+        Options.requireNonNull("handler", handler);
+        return of(type, argsType, JobHandler.<A, R>future((args, context) -> handler.apply(args)));
+    }
+
+    /**
+     * A job whose handler is plain blocking code: it runs on virtual threads on JDK 21 and later,
+     * bounded-elastic threads on 17, whatever the engine's handler scheduler ({@link JobHandler#blocking}).
+     */
+    public static <A, R> JobDefinition<A, R> ofBlocking(String type, Class<A> argsType,
+            JobHandler.BlockingFunction<A, R> handler) {
+        Options.requireNonNull("handler", handler);
+        return of(type, argsType, JobHandler.<A, R>blocking((args, context) -> handler.apply(args)));
+    }
+
     /** The queue its instances go to unless the request names one. */
     public JobDefinition<A, R> queue(String queue) {
-        return new JobDefinition<>(type, argsType, handler, Options.requireName("queue", queue),
+        return new JobDefinition<>(type, argsType, handler, QueueNames.require("queue", queue),
                 maxAttempts, backoff, timeout);
     }
 
@@ -88,8 +126,9 @@ public final class JobDefinition<A, R> implements Definition {
         return argsType;
     }
 
+    /** The handler as the engine runs it (watched for blocking on a non-blocking thread). */
     public JobHandler<A, R> handler() {
-        return handler;
+        return watched;
     }
 
     @Override

@@ -7,13 +7,14 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Something that happened to an instance on this engine, as {@link DurableEngine#events()} streams
- * it. {@code type} and {@code step} are null where the engine did not read them (a reaped row),
- * {@code duration} is the run's time on outcomes of a run.
+ * it. Every event names its instance's {@code type}; {@code step} is null on events that are not
+ * about a run or its claim (a signal, a cancel, a reaped row), {@code duration} is the run's time on
+ * outcomes of a run. The events of one instance come in the order of what happened to it.
  */
 public record JobEvent(
         Kind kind,
         long id,
-        @Nullable String type,
+        String type,
         String queue,
         @Nullable String step,
         int attempt,
@@ -23,7 +24,10 @@ public record JobEvent(
 
     /** What happened. */
     public enum Kind {
-        /** Inserted (by this engine). */
+        /**
+         * Inserted (by this engine). An insert inside a caller's transaction says so when its
+         * statement has run: the transaction may still roll back.
+         */
         INSERTED,
         /** Claimed by a pick into a scheduler's buffer. */
         PICKED,

@@ -110,7 +110,7 @@ public final class QueueOptions {
         private Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
 
         private Builder(String name) {
-            this.name = Options.requireName("queue name", name);
+            this.name = QueueNames.require("queue name", name);
         }
 
         public Builder concurrency(int concurrency) {

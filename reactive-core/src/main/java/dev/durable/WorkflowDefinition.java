@@ -1,5 +1,6 @@
 package dev.durable;
 
+import dev.durable.internal.handler.HandlerWatch;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -123,7 +124,7 @@ public final class WorkflowDefinition<S> implements Definition {
         }
 
         public Builder<S> queue(String queue) {
-            this.queue = Options.requireName("queue", queue);
+            this.queue = QueueNames.require("queue", queue);
             return this;
         }
 
@@ -144,11 +145,17 @@ public final class WorkflowDefinition<S> implements Definition {
             return this;
         }
 
-        /** A step; the first one added is where instances start. Names are unique. */
+        /**
+         * A step; the first one added is where instances start. Names are unique. For steps that
+         * block or return a {@code CompletableFuture}, wrap them: {@link StepHandler#blocking},
+         * {@link StepHandler#future}.
+         */
         public Builder<S> step(String name, StepHandler<S> handler) {
             Options.requireName("step name", name);
             Options.requireNonNull("handler", handler);
-            if (steps.putIfAbsent(name, handler) != null) {
+            String what = "step '" + name + "' of workflow type '" + type + "'";
+            StepHandler<S> watched = context -> HandlerWatch.watched(what, () -> handler.run(context), true);
+            if (steps.putIfAbsent(name, watched) != null) {
                 throw new IllegalArgumentException("step '" + name + "' is defined twice in workflow " + type);
             }
             return this;

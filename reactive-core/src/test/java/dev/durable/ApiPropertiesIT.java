@@ -61,7 +61,7 @@ class ApiPropertiesIT {
 
     @AfterAll
     static void stop() {
-        producer.close().block(Duration.ofSeconds(60));
+        producer.closeLater().block(Duration.ofSeconds(60));
         db.close();
     }
 

@@ -72,7 +72,7 @@ class BlockHoundIT {
         long cancelled = engine.insert(JobRequest.of("work", "cancel-me").runIn(Duration.ofHours(1))).block();
         engine.cancel(cancelled).block();
         Eventually.until("all done", Duration.ofSeconds(60), () -> Sql.count(db, "queue = 'hound' AND status = 'done'") == 300);
-        engine.close().block();
+        engine.closeLater().block();
 
         assertThat(blockingCalls).isEmpty();
         assertThat(dropped).isEmpty();

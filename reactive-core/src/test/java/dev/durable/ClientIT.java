@@ -43,7 +43,7 @@ class ClientIT {
 
     @AfterAll
     static void stop() {
-        producer.close().block();
+        producer.closeLater().block();
     }
 
     private static Instance get(long id) {
@@ -170,7 +170,7 @@ class ClientIT {
                     .correlationKey("once", always)).block())
                     .isInstanceOf(DuplicateCorrelationKeyException.class);
         } finally {
-            worker.close().block();
+            worker.closeLater().block();
         }
     }
 

@@ -118,7 +118,7 @@ class InsertAsyncIT {
         assertThat(second).isNotDone();
         assertThat(Sql.count(db, "state::text IN ('\"buffered-1\"', '\"buffered-2\"')")).isZero();
 
-        engine.close().block(WAIT);
+        engine.closeLater().block(WAIT);
         assertThat(first.join()).isPositive();
         assertThat(second.join()).isPositive().isNotEqualTo(first.join());
         assertThat(Sql.count(db, "state::text IN ('\"buffered-1\"', '\"buffered-2\"')")).isEqualTo(2);

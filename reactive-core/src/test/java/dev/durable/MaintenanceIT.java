@@ -108,7 +108,7 @@ class MaintenanceIT {
                         .build()), parent, hangs);
         long id = first.insert(JobRequest.of("parent", "p")).block();
         Eventually.until("the child running", WAIT, () -> Sql.count(db, "type = 'hangs' AND status = 'executing'") == 1);
-        first.close().block(); // drain timeout 0: the child's run is abandoned with its row claimed
+        first.closeLater().block(); // drain timeout 0: the child's run is abandoned with its row claimed
         Sql.update(db, "UPDATE {schema}.durable_instances SET lease_expires_at = now() - interval '1 second'"
                 + " WHERE type = 'hangs'");
         assertThat(Sql.count(db, "type = 'parent' AND status = 'awaiting_children'")).isEqualTo(1);
@@ -225,7 +225,7 @@ class MaintenanceIT {
         assertThat(engine.options().toString()).contains("garbageCollector=off", "reaper=every PT0.1S");
 
         Maintenance maintenance = engine.maintenance().orElseThrow();
-        engine.close().block(WAIT);
+        engine.closeLater().block(WAIT);
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> maintenance.collectGarbage().block(WAIT))
                 .isInstanceOf(EngineClosedException.class);
     }

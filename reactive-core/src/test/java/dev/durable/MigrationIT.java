@@ -44,8 +44,8 @@ class MigrationIT {
             assertThat(second.migrate().block()).isEqualTo(LATEST);
             assertThat(tables(db)).contains("durable_instances", "durable_engines");
         } finally {
-            first.close().block();
-            second.close().block();
+            first.closeLater().block();
+            second.closeLater().block();
         }
     }
 
@@ -63,7 +63,7 @@ class MigrationIT {
             db.execute("INSERT INTO \"" + db.schema() + "\".durable_instances (type, queue, step, state, max_attempts)"
                     + " VALUES ('echo', 'upgraded', 'run', '\"kept\"', 5)");
         } finally {
-            old.close().block();
+            old.closeLater().block();
         }
         JobDefinition<String, String> echo = JobDefinition.of("echo", String.class, (String s) -> Mono.just(s))
                 .queue("upgraded");
@@ -80,7 +80,7 @@ class MigrationIT {
             assertThat(done.resultJson()).isEqualTo("\"kept\"");
             assertThat(upgraded.liveEngines().collectList().block()).extracting(LiveEngine::name).contains("new");
         } finally {
-            upgraded.close().block();
+            upgraded.closeLater().block();
         }
     }
 

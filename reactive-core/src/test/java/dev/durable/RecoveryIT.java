@@ -60,7 +60,7 @@ class RecoveryIT {
             engine.start().block();
             long id = engine.insert(JobRequest.of("noop", "finally")).block();
             assertThat(engines.awaitStatus(engine, id, InstanceStatus.DONE, WAIT).status()).isEqualTo(InstanceStatus.DONE);
-            engine.close().block();
+            engine.closeLater().block();
             org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.start().block())
                     .isInstanceOf(EngineClosedException.class).hasMessageContaining("is closed");
             org.assertj.core.api.Assertions.assertThatThrownBy(() -> engine.insert(JobRequest.of("noop", "late")).block())
@@ -102,7 +102,7 @@ class RecoveryIT {
                 .block();
         Eventually.until("three running", WAIT, () -> job.started.get() == 3);
         String deadWorker = first.queueStats().get(0).worker();
-        first.close().block(); // drain timeout 0: the runs are abandoned with their rows claimed
+        first.closeLater().block(); // drain timeout 0: the runs are abandoned with their rows claimed
         assertThat(Sql.count(db, "queue = 'reclaim' AND status = 'executing'")).isEqualTo(3);
         // The dead incarnation stopped beating two heartbeats ago.
         Sql.update(db, "UPDATE {schema}.durable_instances SET lease_expires_at = now() + interval '55 seconds'"
@@ -138,7 +138,7 @@ class RecoveryIT {
         Eventually.until("one running, four buffered", WAIT,
                 () -> job.started.get() == 1 && Sql.count(db, "queue = 'drain' AND status = 'executing'") == 5);
 
-        var closed = engine.close().toFuture();
+        var closed = engine.closeLater().toFuture();
         Eventually.until("buffered rows back to runnable", WAIT,
                 () -> Sql.count(db, "queue = 'drain' AND status = 'runnable' AND attempt = 0 AND claimed_by IS NULL") == 4);
         assertThat(closed).isNotDone(); // still draining the running one
@@ -159,7 +159,7 @@ class RecoveryIT {
         long id = engine.insert(JobRequest.of("hangs", "x")).block();
         Eventually.until("running", WAIT, () -> engine.get(id).block().status() == InstanceStatus.EXECUTING);
         long started = System.nanoTime();
-        engine.close().block();
+        engine.closeLater().block();
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(10));
         assertThat(engine.queueStats().get(0).drainAbandoned()).isEqualTo(1);
 

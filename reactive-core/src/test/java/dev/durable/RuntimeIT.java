@@ -119,7 +119,7 @@ class RuntimeIT {
 
             proxy.partition(); // every connection, old and new, goes silent
             long before = System.nanoTime();
-            engine.close().block(WAIT); // without bounds this would wait for the database for ever
+            engine.closeLater().block(WAIT); // without bounds this would wait for the database for ever
             Duration took = Duration.ofNanos(System.nanoTime() - before);
             System.out.println("CLOSE_UNDER_PARTITION took=" + took.toMillis() + "ms");
             proxy.heal();
@@ -300,7 +300,7 @@ class RuntimeIT {
             assertThat(work.instances()).isEqualTo(1);
         });
 
-        worker.close().block(WAIT);
+        worker.closeLater().block(WAIT);
         assertThat(producer.liveEngines().collectList().block()).extracting(LiveEngine::name)
                 .doesNotContain("registered");
     }

@@ -326,7 +326,7 @@ class WorkflowIT {
         DurableEngine first = engines.start(options("first", "resume"), counter);
         long id = first.insert(JobRequest.of("counter", 4)).block();
         Eventually.until("step one committed", WAIT, () -> "two".equals(first.get(id).block().step()));
-        first.close().block();
+        first.closeLater().block();
 
         DurableEngine second = engines.start(options("second", "resume"), counter);
         Instance done = second.awaitSettled(id, WAIT).block();

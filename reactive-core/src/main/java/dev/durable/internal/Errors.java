@@ -3,6 +3,7 @@ package dev.durable.internal;
 import dev.durable.DuplicateCorrelationKeyException;
 import dev.durable.DurableDatabaseException;
 import dev.durable.DurableException;
+import dev.durable.SchemaMissingException;
 import io.r2dbc.postgresql.api.ErrorDetails;
 import io.r2dbc.postgresql.api.PostgresqlException;
 import io.r2dbc.spi.R2dbcException;
@@ -31,6 +32,9 @@ public final class Errors {
         String sqlState = r2dbc.getSqlState();
         if (UNIQUE_VIOLATION.equals(sqlState) && CORRELATION_CONSTRAINT.equals(constraint)) {
             return new DuplicateCorrelationKeyException(duplicateKey(details), error);
+        }
+        if (SchemaMissingException.UNDEFINED_TABLE.equals(sqlState)) {
+            return new SchemaMissingException(String.valueOf(error.getMessage()), error);
         }
         return new DurableDatabaseException("database error " + sqlState + ": " + error.getMessage(),
                 sqlState, constraint, error);

@@ -9,6 +9,7 @@ import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.Limits;
 import dev.durable.PayloadTooLargeException;
+import dev.durable.QueueNames;
 import dev.durable.UnknownTypeException;
 import dev.durable.internal.sql.Rows.NewInstance;
 import java.nio.charset.StandardCharsets;
@@ -79,7 +80,7 @@ public final class RequestMapper {
         }
         String queue = request.queue() != null ? request.queue()
                 : definition != null ? definition.queue() : JobDefinition.DEFAULT_QUEUE;
-        checkName("queue", queue);
+        QueueNames.check("queue", queue);
         int maxAttempts = request.maxAttempts() != null ? request.maxAttempts()
                 : definition != null ? definition.maxAttempts() : JobDefinition.DEFAULT_MAX_ATTEMPTS;
         if (maxAttempts < 1) {
@@ -133,6 +134,7 @@ public final class RequestMapper {
             }
         }
         String state = request.args() == null ? null : encode("arguments", request.args());
+        ArgumentCheck.check(definition, request.args(), state, options.codec());
         String step = definition != null ? definition.initialStep() : JobDefinition.STEP;
         int version = definition != null ? definition.version() : 1;
         return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,

@@ -5,7 +5,7 @@ import dev.durable.observation.DurableObservation.LowCardinalityKeys;
 import io.micrometer.common.KeyValues;
 
 /**
- * The default: observation {@code durable.run}, contextual name {@code <type> <step>}, bounded tags
+ * The default: observation {@code durable.step}, contextual name {@code <type> <step>}, bounded tags
  * queue, type, step and outcome, and the instance id and attempt as high-cardinality values (span
  * attributes, never metric tags).
  */
@@ -13,9 +13,17 @@ public class DefaultRunObservationConvention implements RunObservationConvention
 
     public static final DefaultRunObservationConvention INSTANCE = new DefaultRunObservationConvention();
 
+    /**
+     * Not {@code durable.run}: that is the engine's own run timer, tagged queue, type and outcome.
+     * Micrometer's default meter handler makes a timer of the observation's name, tagged with its
+     * keys; two meters of one name with different tag keys are refused by Prometheus, which would
+     * drop one of them.
+     */
+    public static final String NAME = "durable.step";
+
     @Override
     public String getName() {
-        return "durable.run";
+        return NAME;
     }
 
     @Override

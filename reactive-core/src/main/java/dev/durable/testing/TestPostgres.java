@@ -51,6 +51,24 @@ public final class TestPostgres {
         return new TestDatabase(url, schema);
     }
 
+    /**
+     * A new, empty database on the server (named uniquely for this JVM), for code that uses Durable's
+     * default schema as an application would; returns its R2DBC URL. Needs the CREATEDB privilege
+     * with {@value #URL_ENV}.
+     */
+    public static String newServerDatabase(String label) {
+        String name = ("d_" + label.toLowerCase().replaceAll("[^a-z0-9]+", "_"));
+        name = name.substring(0, Math.min(name.length(), 40)) + "_" + ProcessHandle.current().pid() + "_"
+                + SCHEMAS.incrementAndGet();
+        String url = url();
+        run(url, "DROP DATABASE IF EXISTS \"" + name + "\"");
+        run(url, "CREATE DATABASE \"" + name + "\"");
+        int query = url.indexOf('?');
+        String base = query < 0 ? url : url.substring(0, query);
+        String rest = query < 0 ? "" : url.substring(query);
+        return base.substring(0, base.lastIndexOf('/') + 1) + name + rest;
+    }
+
     /** Runs one statement on a fresh connection and waits for it. */
     static void run(String url, String sql) {
         ConnectionFactory factory = connectionFactory(url);

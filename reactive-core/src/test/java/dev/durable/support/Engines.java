@@ -81,7 +81,7 @@ public final class Engines implements AfterEachCallback {
             engines.clear();
         }
         for (DurableEngine engine : toClose) {
-            engine.close().block(Duration.ofSeconds(60));
+            engine.closeLater().block(Duration.ofSeconds(60));
         }
     }
 

@@ -42,7 +42,7 @@ class DurableSyncTriggerIT {
 
     @AfterEach
     void closeEngines() {
-        engines.forEach(engine -> engine.close().block(WAIT));
+        engines.forEach(engine -> engine.closeLater().block(WAIT));
         Hooks.resetOnErrorDropped();
         assertThat(dropped).as("errors dropped by Reactor").isEmpty();
     }

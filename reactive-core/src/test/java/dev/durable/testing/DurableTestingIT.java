@@ -58,7 +58,7 @@ class DurableTestingIT {
             assertThatThrownBy(() -> engine.awaitIdle(Duration.ofMillis(500)).block())
                     .isInstanceOf(DurableTimeoutException.class).hasMessageContaining("[test]");
         } finally {
-            engine.close().block();
+            engine.closeLater().block();
         }
         assertThat(engine.options().queues()).containsKey("test");
     }

@@ -95,8 +95,8 @@ class RedisBlockHoundIT {
         Eventually.until("b gone", WAIT, () -> seen.get().equals(Set.of("a")));
         watching.dispose();
         a.close().block(WAIT);
-        worker.close().block(WAIT);
-        producer.close().block(WAIT);
+        worker.closeLater().block(WAIT);
+        producer.closeLater().block(WAIT);
 
         assertThat(blockingCalls).as("blocking calls on reactive threads").isEmpty();
         assertThat(dropped).as("errors dropped").isEmpty();

@@ -289,7 +289,7 @@ class RedisLimiterIT {
         } finally {
             holdB.tryEmitEmpty();
             holdC.tryEmitEmpty();
-            withChain.close().block(WAIT);
+            withChain.closeLater().block(WAIT);
         }
     }
 }

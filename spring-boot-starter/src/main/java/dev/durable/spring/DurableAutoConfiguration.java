@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -35,55 +36,86 @@ import org.springframework.core.env.Environment;
  * ({@link DurableLifecycle}), and adds a {@code durable} health indicator when Boot's health support
  * is present.
  *
- * <p>The database, in order: {@code durable.url}; else a URL made of {@code spring.r2dbc.url},
- * {@code username} and {@code password}; else the application's {@link ConnectionFactory} bean
- * (which the engine uses but does not close).
+ * <p>The database, in order: {@code durable.url} (an own pool, or the
+ * {@code durableConnectionFactory} bean made from it when Boot's R2DBC auto-configuration is
+ * present: {@link DurableConnectionFactoryAutoConfiguration}); else the application's
+ * {@link ConnectionFactory} bean (which the engine uses but does not close), so that inserts join
+ * the application's reactive transactions; else a URL made of {@code spring.r2dbc.url},
+ * {@code username} and {@code password}.
+ *
+ * <p>With Spring's R2DBC support ({@code spring-r2dbc}) on the classpath and the engine on a
+ * {@code ConnectionFactory} bean, {@code engine.insert(request)} inside a {@code TransactionalOperator}
+ * or {@code @Transactional} method joins that transaction ({@link SpringTransactions}).
+ *
+ * <p>Supports Spring Boot 3.5 and 4: the health indicator comes from Boot 4's health module or,
+ * on Boot 3, from {@code durable-spring-boot-starter-boot3}, which the starter brings along.
  *
  * <p>The queues run are those configured under {@code durable.queues} plus, with default knobs,
  * every queue a registered definition or recurring job sends work to.
  */
 @AutoConfiguration(afterName = {
-        // Their beans are what this configuration picks up when present.
+        // Their beans are what this configuration picks up when present: Boot 4's names, then Boot 3's.
         "org.springframework.boot.r2dbc.autoconfigure.R2dbcAutoConfiguration",
         "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
         "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
-        "org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration"})
+        "org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration",
+        "org.springframework.boot.autoconfigure.r2dbc.R2dbcAutoConfiguration",
+        "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration",
+        "org.springframework.boot.actuate.autoconfigure.metrics.MetricsAutoConfiguration",
+        "org.springframework.boot.actuate.autoconfigure.observation.ObservationAutoConfiguration"})
 @ConditionalOnClass(DurableEngine.class)
 @EnableConfigurationProperties(DurableProperties.class)
 public class DurableAutoConfiguration {
 
-    /** The engine. Spring must not call its {@code close()} (a cold Mono): the lifecycle does. */
+    /**
+     * The engine. Its {@link DurableLifecycle} closes it, after the web server's graceful stop; not
+     * Spring's destroy step too ({@code close()} would only find it closed already).
+     */
     @Bean(destroyMethod = "")
     @ConditionalOnMissingBean
     public DurableEngine durableEngine(DurableProperties properties, Environment environment,
-            ObjectProvider<ConnectionFactory> connectionFactory, ObjectProvider<Definition> definitions,
+            ObjectProvider<ConnectionFactory> connectionFactory,
+            @Qualifier(DurableConnectionFactoryAutoConfiguration.BEAN) ObjectProvider<ConnectionFactory> ownConnectionFactory,
+            ObjectProvider<Definition> definitions,
             ObjectProvider<RecurringJob> recurringJobs, ObjectProvider<MeterRegistry> meterRegistry,
             ObjectProvider<ObservationRegistry> observationRegistry,
             ObjectProvider<DurableEngineCustomizer> customizers) {
         List<Definition> types = definitions.orderedStream().toList();
         List<RecurringJob> schedules = recurringJobs.orderedStream().toList();
         EngineOptions.Builder options = engineOptions(properties, environment, connectionFactory,
-                queuesOf(types, schedules));
+                ownConnectionFactory.getIfAvailable(), queuesOf(types, schedules));
         meterRegistry.ifUnique(options::meterRegistry);
         observationRegistry.ifUnique(options::observationRegistry);
         customizers.orderedStream().forEach(customizer -> customizer.customize(options));
-        DurableEngine.Builder engine = DurableEngine.builder(options.build());
+        EngineOptions built = options.build();
+        DurableEngine.Builder engine = DurableEngine.builder(built);
         types.forEach(engine::register);
         schedules.forEach(engine::schedule);
+        if (built.connectionFactory() != null && SpringTransactions.AVAILABLE) {
+            engine.joinTransactions(new SpringTransactions());
+        }
         return engine.build();
     }
 
     @Bean
     @ConditionalOnMissingBean
-    public DurableLifecycle durableLifecycle(DurableEngine engine, DurableProperties properties) {
-        return new DurableLifecycle(engine, properties.startupTimeout(), properties.autoStartup());
+    public DurableLifecycle durableLifecycle(DurableEngine engine, DurableProperties properties,
+            Environment environment) {
+        String url = engine.options().url() != null ? engine.options().url()
+                : hasText(properties.url()) ? properties.url() : environment.getProperty("spring.r2dbc.url");
+        return new DurableLifecycle(engine, properties.startupTimeout(), properties.autoStartup(), url);
     }
 
-    /** Options from the properties; visible for tests. */
+    /**
+     * Options from the properties. {@code own} is the pool made from {@code durable.url} for the
+     * whole application, when Boot's R2DBC auto-configuration would otherwise have failed without
+     * a {@code spring.r2dbc.url}.
+     */
     static EngineOptions.Builder engineOptions(DurableProperties properties, Environment environment,
-            ObjectProvider<ConnectionFactory> connectionFactory, Set<String> implicitQueues) {
+            ObjectProvider<ConnectionFactory> connectionFactory, @Nullable ConnectionFactory own,
+            Set<String> implicitQueues) {
         EngineOptions.Builder options = EngineOptions.builder();
-        connect(options, properties, environment, connectionFactory);
+        connect(options, properties, environment, connectionFactory, own);
         if (properties.schema() != null) {
             options.schema(properties.schema());
         }
@@ -154,20 +186,26 @@ public class DurableAutoConfiguration {
     }
 
     private static void connect(EngineOptions.Builder options, DurableProperties properties,
-            Environment environment, ObjectProvider<ConnectionFactory> connectionFactory) {
+            Environment environment, ObjectProvider<ConnectionFactory> connectionFactory,
+            @Nullable ConnectionFactory own) {
         if (hasText(properties.url())) {
-            options.url(properties.url());
+            if (own != null) {
+                options.connectionFactory(own);
+            } else {
+                options.url(properties.url());
+            }
+            return;
+        }
+        // The application's own connection factory first: inserts then join its transactions.
+        ConnectionFactory factory = connectionFactory.getIfUnique();
+        if (factory != null) {
+            options.connectionFactory(factory);
             return;
         }
         String springUrl = environment.getProperty("spring.r2dbc.url");
         if (hasText(springUrl)) {
             options.url(withCredentials(springUrl, environment.getProperty("spring.r2dbc.username"),
                     environment.getProperty("spring.r2dbc.password")));
-            return;
-        }
-        ConnectionFactory factory = connectionFactory.getIfUnique();
-        if (factory != null) {
-            options.connectionFactory(factory);
             return;
         }
         throw new IllegalStateException("Durable needs a PostgreSQL database: set durable.url"
@@ -209,6 +247,11 @@ public class DurableAutoConfiguration {
         return queues;
     }
 
+    /** {@code durable.health.timeout}, 5 s unless set. */
+    public static Duration healthTimeout(Environment environment) {
+        return environment.getProperty("durable.health.timeout", Duration.class, Duration.ofSeconds(5));
+    }
+
     private static boolean hasText(@Nullable String value) {
         return value != null && !value.isBlank();
     }
@@ -230,9 +273,7 @@ public class DurableAutoConfiguration {
             @ConditionalOnMissingBean(name = "durableHealthIndicator")
             DurableHealthIndicator durableHealthIndicator(DurableEngine engine, DurableLifecycle lifecycle,
                     Environment environment) {
-                Duration timeout = environment.getProperty("durable.health.timeout", Duration.class,
-                        Duration.ofSeconds(5));
-                return new DurableHealthIndicator(engine, lifecycle, timeout);
+                return new DurableHealthIndicator(engine, lifecycle, healthTimeout(environment));
             }
         }
     }

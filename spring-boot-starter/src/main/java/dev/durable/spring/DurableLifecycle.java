@@ -2,6 +2,7 @@ package dev.durable.spring;
 
 import dev.durable.DurableEngine;
 import java.time.Duration;
+import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.context.SmartLifecycle;
 import reactor.util.Logger;
@@ -23,23 +24,37 @@ public final class DurableLifecycle implements SmartLifecycle, DisposableBean {
     public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 4096;
 
     private static final Logger log = Loggers.getLogger(DurableLifecycle.class);
-    private static final Duration CLOSE_TIMEOUT = Duration.ofMinutes(2);
 
     private final DurableEngine engine;
     private final Duration startupTimeout;
     private final boolean autoStartup;
+    private final @Nullable String url;
     private volatile boolean running;
 
     public DurableLifecycle(DurableEngine engine, Duration startupTimeout, boolean autoStartup) {
+        this(engine, startupTimeout, autoStartup, engine.options().url());
+    }
+
+    /** {@code url}: where the engine's connections go, for the start-up failure report; null if unknown. */
+    public DurableLifecycle(DurableEngine engine, Duration startupTimeout, boolean autoStartup, @Nullable String url) {
+        this.url = url;
         this.engine = engine;
         this.startupTimeout = startupTimeout;
         this.autoStartup = autoStartup;
     }
 
-    /** Applies the schema and starts the queues; called on the thread refreshing the context. */
+    /**
+     * Applies the schema and starts the queues; called on the thread refreshing the context. A
+     * failure is a {@link DurableStartupException}, which {@link DurableFailureAnalyzer} turns into
+     * Boot's short "APPLICATION FAILED TO START" report.
+     */
     @Override
     public void start() {
-        engine.start().block(startupTimeout);
+        try {
+            engine.start().block(startupTimeout);
+        } catch (RuntimeException failed) {
+            throw new DurableStartupException(engine.options(), url, startupTimeout, failed);
+        }
         running = true;
     }
 
@@ -47,7 +62,7 @@ public final class DurableLifecycle implements SmartLifecycle, DisposableBean {
     @Override
     public void stop(Runnable callback) {
         running = false;
-        engine.close().subscribe(null, error -> {
+        engine.closeLater().subscribe(null, error -> {
             log.warn("Durable engine {} closed with errors", engine.options().name(), error);
             callback.run();
         }, callback);
@@ -57,7 +72,7 @@ public final class DurableLifecycle implements SmartLifecycle, DisposableBean {
     @Override
     public void stop() {
         running = false;
-        engine.close().block(CLOSE_TIMEOUT);
+        engine.close();
     }
 
     /** True between a successful start and the beginning of a stop. */
@@ -82,6 +97,6 @@ public final class DurableLifecycle implements SmartLifecycle, DisposableBean {
      */
     @Override
     public void destroy() {
-        engine.close().block(CLOSE_TIMEOUT);
+        engine.close();
     }
 }

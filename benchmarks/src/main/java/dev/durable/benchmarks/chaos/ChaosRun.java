@@ -608,7 +608,7 @@ final class ChaosRun implements AutoCloseable {
         DurableEngine old = slot.engine;
         slot.pool.dispose();
         // Stops its loops; its buffered rows cannot be released and its runs cannot commit any more.
-        old.close().subscribe(null, error -> tally("zombie close errors", 1));
+        old.closeLater().subscribe(null, error -> tally("zombie close errors", 1));
         zombies.add(old);
         slot.generation++;
         startSlot(slot);
@@ -628,7 +628,7 @@ final class ChaosRun implements AutoCloseable {
             try {
                 engine.start().block(Duration.ofSeconds(30));
             } catch (RuntimeException e) {
-                engine.close().onErrorResume(x -> Mono.empty()).block(Duration.ofSeconds(10));
+                engine.closeLater().onErrorResume(x -> Mono.empty()).block(Duration.ofSeconds(10));
                 pool.dispose();
                 throw e;
             }
@@ -745,11 +745,11 @@ final class ChaosRun implements AutoCloseable {
         List<Mono<Void>> closing = new ArrayList<>();
         for (Slot slot : slots) {
             if (slot.engine != null) {
-                closing.add(slot.engine.close().onErrorResume(e -> Mono.empty()));
+                closing.add(slot.engine.closeLater().onErrorResume(e -> Mono.empty()));
             }
         }
         for (DurableEngine zombie : zombies) {
-            closing.add(zombie.close().onErrorResume(e -> Mono.empty()));
+            closing.add(zombie.closeLater().onErrorResume(e -> Mono.empty()));
         }
         try {
             Mono.when(closing).block(Duration.ofSeconds(60));
@@ -774,8 +774,8 @@ final class ChaosRun implements AutoCloseable {
         loading = false;
         closeEngines();
         try {
-            Mono.when(producer.close().onErrorResume(e -> Mono.empty()),
-                    signaller.close().onErrorResume(e -> Mono.empty())).block(Duration.ofSeconds(60));
+            Mono.when(producer.closeLater().onErrorResume(e -> Mono.empty()),
+                    signaller.closeLater().onErrorResume(e -> Mono.empty())).block(Duration.ofSeconds(60));
         } catch (RuntimeException ignored) {
             // The server goes away next.
         }

@@ -72,7 +72,7 @@ public class InsertAsyncBenchmark {
 
     @TearDown(Level.Trial)
     public void tearDown() {
-        engine.close().block(WAIT);
+        engine.closeLater().block(WAIT);
         database.close();
     }
 }

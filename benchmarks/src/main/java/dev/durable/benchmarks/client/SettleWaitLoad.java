@@ -133,8 +133,8 @@ public final class SettleWaitLoad {
                     wakes.isEmpty() ? Double.NaN : wakes.get(wakes.size() - 1));
         } finally {
             gate.tryEmitEmpty();
-            settling.close().block(WAIT);
-            waiting.close().block(WAIT);
+            settling.closeLater().block(WAIT);
+            waiting.closeLater().block(WAIT);
             pool.disposeLater().block(WAIT);
             db.close();
         }

@@ -132,7 +132,7 @@ public final class SustainedLoad {
         } finally {
             running.set(false);
             producer.join(60_000);
-            engine.close().block(WAIT);
+            engine.closeLater().block(WAIT);
         }
 
         double seconds = samples.get(samples.size() - 1).seconds();

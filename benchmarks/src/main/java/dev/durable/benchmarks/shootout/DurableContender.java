@@ -110,7 +110,7 @@ final class DurableContender implements Contender {
                             + " %d stale", stats.queue(), stats.picks(), stats.picked(),
                     stats.picked() / (double) Math.max(1, stats.picks()), stats.pokesHandled(), stats.pokesDropped(),
                     stats.heartbeats(), stats.pickRetries(), stats.pickFailures(), stats.stale()));
-            engine.close().block(Duration.ofMinutes(1));
+            engine.closeLater().block(Duration.ofMinutes(1));
         }
     }
 }

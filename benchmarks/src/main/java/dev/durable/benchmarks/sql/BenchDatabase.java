@@ -96,7 +96,7 @@ final class BenchDatabase implements AutoCloseable {
     public void close() {
         Mono.from(admin.close()).block(WAIT);
         pool.disposeLater().block(WAIT);
-        engine.close().block(WAIT);
+        engine.closeLater().block(WAIT);
         database.close();
     }
 }

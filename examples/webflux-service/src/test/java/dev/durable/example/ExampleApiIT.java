@@ -33,7 +33,8 @@ class ExampleApiIT {
 
     @BeforeAll
     static void start() {
-        app = RunningExample.start("durable.schema=example_api_it", "example.events.heartbeat=1s");
+        app = RunningExample.start("durable.schema=example_api_it", "example.events.heartbeat=1s",
+                "management.endpoint.health.show-details=always");
         http = app.client();
         engine = app.bean(DurableEngine.class);
     }
@@ -134,6 +135,29 @@ class ExampleApiIT {
                         assertThat((String) detail).contains("at most 1024 bytes in UTF-8, was 3072 bytes"));
         long id = insert("/api/jobs", Map.of("type", "greet", "args", "after"));
         assertThat(settled(id).status()).isEqualTo(InstanceStatus.DONE);
+    }
+
+    @Test
+    void unknownIdsSayWhatWasAsked() {
+        http.get().uri("/api/instances/999999999").exchange().expectStatus().isNotFound()
+                .expectBody().jsonPath("$.detail").isEqualTo("no instance with id 999999999");
+        http.post().uri("/api/instances/999999999/cancel").exchange().expectStatus().isNotFound()
+                .expectBody().jsonPath("$.detail").isEqualTo("no instance with id 999999999 to cancel");
+        http.post().uri("/api/instances/999999999/signals/paid").exchange().expectStatus().isNotFound()
+                .expectBody().jsonPath("$.detail").isEqualTo("no live instance with id 999999999 to signal");
+    }
+
+    @Test
+    void malformedJsonIsAProblemDetail() {
+        http.post().uri("/api/jobs").contentType(MediaType.APPLICATION_JSON).bodyValue("{\"type\": \"greet\", ")
+                .exchange().expectStatus().isBadRequest()
+                .expectHeader().contentTypeCompatibleWith(MediaType.APPLICATION_PROBLEM_JSON)
+                .expectBody().jsonPath("$.status").isEqualTo(400).jsonPath("$.detail").exists();
+        // Arguments of the wrong shape for the job's type are refused at insert, naming the type.
+        http.post().uri("/api/workflows").bodyValue(Map.of("type", "order", "state", List.of("not", "an", "order")))
+                .exchange().expectStatus().isBadRequest()
+                .expectBody().jsonPath("$.detail").value(detail -> assertThat((String) detail)
+                        .contains("arguments of type 'order' do not fit"));
     }
 
     @Test

@@ -31,12 +31,16 @@ final class RunningExample implements AutoCloseable {
         return new RunningExample(SpringApplication.run(ExampleApplication.class, args));
     }
 
+    ConfigurableApplicationContext context() {
+        return context;
+    }
+
     <T> T bean(Class<T> type) {
         return context.getBean(type);
     }
 
     String baseUrl() {
-        return "http://localhost:" + port;
+        return "http://127.0.0.1:" + port;
     }
 
     WebTestClient client() {

@@ -24,6 +24,7 @@ import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -37,10 +38,34 @@ import reactor.core.publisher.Sinks;
  * never waits: each subscriber has its own bounded buffer that drops its oldest event (counted)
  * when the subscriber falls behind, so a slow or stalled subscriber never slows a pick. Nothing is
  * built for events while nobody subscribes.
+ *
+ * <p>Events of one instance come in the order of what happened to it. The one race is an insert:
+ * a scheduler may pick the row (this engine's, by claim-on-insert or a poll) before the insert's
+ * answer is back to say INSERTED. So while someone listens, each insert takes a ticket before its
+ * statement goes, and events emitted while older tickets are open wait until those inserts have
+ * said INSERTED (or failed). The other race is a re-pick: a run's retry or next step commits, and
+ * a poll picks the row again before the run has said RETRIED or STEPPED. So while someone listens,
+ * a PICKED of an instance whose earlier run on this engine has not ended waits for that run's
+ * event, with whatever else comes for the instance meanwhile. Without listeners none of this is
+ * tracked and nothing costs more than a volatile read.
  */
 public final class Telemetry {
 
     private final Sinks.Many<JobEvent> events = Sinks.many().multicast().directBestEffort();
+    /** Guards the insert tickets and the events held for them. */
+    private final Object order = new Object();
+    private final java.util.TreeSet<Long> openInserts = new java.util.TreeSet<>();
+    private final java.util.ArrayDeque<Held> held = new java.util.ArrayDeque<>();
+    private long lastTicket;
+    /** The runs in progress while someone listens, by instance. */
+    private final java.util.Map<Long, java.util.Set<Run>> activeRuns = new java.util.HashMap<>();
+    /** Events of an instance waiting for runs that were in progress when it was picked again. */
+    private final java.util.Map<Long, Waiting> waiting = new java.util.HashMap<>();
+    /** True while inserts are open, runs tracked or events held: emitters then take the ordered path. */
+    private volatile boolean ordering;
+
+    private record Waiting(java.util.Set<Run> blockers, List<JobEvent> events) {
+    }
     /** Emitters are many threads; events go out one at a time, with no lock held while subscribers run. */
     private final SerializedEmitter<JobEvent> emitter = new SerializedEmitter<>(events);
     private final int eventBuffer;
@@ -81,9 +106,86 @@ public final class Telemetry {
 
     private void emit(Kind kind, long id, @Nullable String type, String queue, @Nullable String step, int attempt,
             @Nullable Duration duration, @Nullable String error) {
-        emitter.emit(new JobEvent(kind, id, type, queue, step, attempt, Instant.now(), duration, error));
+        publish(new JobEvent(kind, id, type, queue, step, attempt, Instant.now(), duration, error), false);
     }
 
+    private void publish(JobEvent event, boolean pick) {
+        if (!ordering) {
+            emitter.emit(event);
+            return;
+        }
+        synchronized (order) {
+            Waiting wait = waiting.get(event.id());
+            if (wait != null) {
+                wait.events().add(event);
+                return;
+            }
+            java.util.Set<Run> running = pick ? activeRuns.get(event.id()) : null;
+            if (running != null && !running.isEmpty()) {
+                waiting.put(event.id(), new Waiting(new java.util.HashSet<>(running),
+                        new ArrayList<>(List.of(event))));
+                return;
+            }
+            afterInserts(event);
+        }
+    }
+
+    /** Emits the event, or holds it behind the inserts open now; under {@code order}. */
+    private void afterInserts(JobEvent event) {
+        if (openInserts.isEmpty() && held.isEmpty()) {
+            emitter.emit(event);
+            return;
+        }
+        held.add(new Held(event, lastTicket));
+        release();
+    }
+
+    /** An event waiting until every insert up to {@code ticket} has said INSERTED. */
+    private record Held(JobEvent event, long ticket) {
+    }
+
+    /** Emits the held events no open insert can precede; under {@code order}. */
+    private void release() {
+        long oldestOpen = openInserts.isEmpty() ? Long.MAX_VALUE : openInserts.first();
+        while (!held.isEmpty() && held.peek().ticket() < oldestOpen) {
+            emitter.emit(held.poll().event());
+        }
+        refreshOrdering();
+    }
+
+    /** Under {@code order}. */
+    private void refreshOrdering() {
+        ordering = !openInserts.isEmpty() || !held.isEmpty() || !activeRuns.isEmpty() || !waiting.isEmpty();
+    }
+
+    /** An insert about to send its statement: its ticket, or 0 while nobody listens. */
+    public long insertStarting() {
+        if (!listening()) {
+            return 0L;
+        }
+        synchronized (order) {
+            long ticket = ++lastTicket;
+            openInserts.add(ticket);
+            ordering = true;
+            return ticket;
+        }
+    }
+
+    /** The insert of {@code ticket} said INSERTED, failed or was cancelled: what waited for it goes. */
+    public void insertEnded(long ticket) {
+        if (ticket == 0L) {
+            return;
+        }
+        synchronized (order) {
+            openInserts.remove(ticket);
+            release();
+        }
+    }
+
+    /**
+     * INSERTED for each row. Sent at once, ahead of events held for this insert's ticket: those
+     * are the only events that can be about its rows.
+     */
     public void inserted(List<NewInstance> rows, List<Long> ids) {
         for (int i = 0; i < rows.size(); i++) {
             NewInstance row = rows.get(i);
@@ -91,7 +193,8 @@ public final class Telemetry {
                     () -> meters.counter("durable.inserted", "queue", row.queue(), "type", row.type()), Counter.class)
                     .increment();
             if (listening()) {
-                emit(Kind.INSERTED, ids.get(i), row.type(), row.queue(), row.step(), 0, null, null);
+                emitter.emit(new JobEvent(Kind.INSERTED, ids.get(i), row.type(), row.queue(), row.step(), 0,
+                        Instant.now(), null, null));
             }
         }
     }
@@ -102,16 +205,21 @@ public final class Telemetry {
                 DistributionSummary.class).record(rows.size());
         if (listening()) {
             for (ClaimedRow row : rows) {
-                emit(Kind.PICKED, row.id(), row.type(), queue, row.step(), row.attempt(), null, null);
+                publish(new JobEvent(Kind.PICKED, row.id(), row.type(), queue, row.step(), row.attempt(),
+                        Instant.now(), null, null), true);
             }
         }
     }
 
-    public void signalled(long id, String queue, boolean woken) {
+    /**
+     * SIGNALLED (and WOKEN) for a delivery, sent at once like INSERTED: the delivery ran under an
+     * insert-style ticket, so a pick of the woken instance waits for these.
+     */
+    public void signalled(long id, String type, String queue, boolean woken) {
         if (listening()) {
-            emit(Kind.SIGNALLED, id, null, queue, null, 0, null, null);
+            emitter.emit(new JobEvent(Kind.SIGNALLED, id, type, queue, null, 0, Instant.now(), null, null));
             if (woken) {
-                emit(Kind.WOKEN, id, null, queue, null, 0, null, null);
+                emitter.emit(new JobEvent(Kind.WOKEN, id, type, queue, null, 0, Instant.now(), null, null));
             }
         }
     }
@@ -124,19 +232,19 @@ public final class Telemetry {
         if (listening()) {
             Kind kind = expiredAwait ? Kind.WOKEN : transition.status() == InstanceStatus.FAILED ? Kind.FAILED
                     : transition.status() == InstanceStatus.CANCELLED ? Kind.CANCELLED : Kind.REAPED;
-            emit(kind, transition.id(), null, transition.queue(), null, 0, null, null);
+            emit(kind, transition.id(), transition.type(), transition.queue(), null, 0, null, null);
         }
     }
 
     public void wokenParent(Transition parent) {
         if (listening()) {
-            emit(Kind.WOKEN, parent.id(), null, parent.queue(), null, 0, null, null);
+            emit(Kind.WOKEN, parent.id(), parent.type(), parent.queue(), null, 0, null, null);
         }
     }
 
-    public void cancelled(long id, String queue) {
+    public void cancelled(long id, String type, String queue) {
         if (listening()) {
-            emit(Kind.CANCELLED, id, null, queue, null, 0, null, null);
+            emit(Kind.CANCELLED, id, type, queue, null, 0, null, null);
         }
     }
 
@@ -154,10 +262,16 @@ public final class Telemetry {
         Observation observation = DurableObservation.RUN
                 .observation(convention, DefaultRunObservationConvention.INSTANCE, () -> context, observations)
                 .start();
+        Run run = new Run(row, context, observation, System.nanoTime());
         if (listening()) {
+            synchronized (order) {
+                activeRuns.computeIfAbsent(row.id(), id -> new java.util.HashSet<>()).add(run);
+                run.tracked = true;
+                ordering = true;
+            }
             emit(Kind.STARTED, row.id(), row.type(), row.queue(), row.step(), row.attempt(), null, null);
         }
-        return new Run(row, context, observation, System.nanoTime());
+        return run;
     }
 
     /** One run in progress. */
@@ -166,6 +280,8 @@ public final class Telemetry {
         private final RunContext context;
         private final Observation observation;
         private final long startedNanos;
+        /** Counted in {@code activeRuns}; guarded by {@code order}. */
+        private boolean tracked;
 
         private Run(ClaimedRow row, RunContext context, Observation observation, long startedNanos) {
             this.row = row;
@@ -191,13 +307,54 @@ public final class Telemetry {
             cached("durable.outcomes", row.queue(), row.type(), name, () -> Counter.builder("durable.outcomes")
                     .tag("queue", row.queue()).tag("type", row.type()).tag("outcome", name).register(meters), Counter.class)
                     .increment();
-            if (listening()) {
-                emit(kind, row.id(), row.type(), row.queue(), row.step(), row.attempt(), duration, outcome.error());
+            JobEvent end = new JobEvent(kind, row.id(), row.type(), row.queue(), row.step(), row.attempt(),
+                    Instant.now(), duration, outcome.error());
+            if (!untrack(end) && listening()) {
+                publish(end, false);
+            }
+        }
+
+        /**
+         * Stops counting this run; its end event, when tracked, goes ahead of the events of its
+         * instance that waited for it (a later pick), or behind them when they waited for another
+         * run. Returns whether the event was handled here.
+         */
+        private boolean untrack(@Nullable JobEvent end) {
+            synchronized (order) {
+                if (!tracked) {
+                    return false;
+                }
+                tracked = false;
+                long id = row.id();
+                java.util.Set<Run> running = activeRuns.get(id);
+                if (running != null && running.remove(this) && running.isEmpty()) {
+                    activeRuns.remove(id);
+                }
+                Waiting wait = waiting.get(id);
+                if (wait != null && !wait.blockers().contains(this)) {
+                    if (end != null) {
+                        wait.events().add(end);
+                    }
+                } else {
+                    if (end != null) {
+                        afterInserts(end);
+                    }
+                    if (wait != null) {
+                        wait.blockers().remove(this);
+                        if (wait.blockers().isEmpty()) {
+                            waiting.remove(id);
+                            wait.events().forEach(Telemetry.this::afterInserts);
+                        }
+                    }
+                }
+                refreshOrdering();
+                return true;
             }
         }
 
         /** The outcome could not be committed at all. */
         public void failedToCommit(Throwable error) {
+            untrack(null);
             context.outcome("not_committed");
             observation.error(error);
             observation.stop();

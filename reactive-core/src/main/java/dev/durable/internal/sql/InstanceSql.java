@@ -244,11 +244,11 @@ public final class InstanceSql {
                      WHERE i.id IN (SELECT id FROM tree) AND i.status NOT IN ('done', 'failed', 'cancelled')
                     RETURNING i.id, i.status
                 )
-                SELECT r.status AS before, c.status AS after, r.queue
+                SELECT r.status AS before, c.status AS after, r.queue, r.type
                   FROM {instances} r LEFT JOIN changed c ON c.id = r.id
                  WHERE r.id = $1""");
         this.countBusy = tables.render("SELECT (SELECT count(*) FROM {instances} WHERE queue = ANY($1)"
-                + " AND status = 'runnable' AND eligible_at <= now())"
+                + " AND status = 'runnable' AND eligible_at <= now() + $2 * interval '1 millisecond')"
                 + " + (SELECT count(*) FROM {instances} WHERE status = 'executing' AND queue = ANY($1))");
     }
 
@@ -334,15 +334,17 @@ public final class InstanceSql {
                 .concatMap(result -> result.map(row -> {
                     String after = row.get("after", String.class);
                     return new CancelRow(InstanceStatus.fromSql(row.get("before", String.class)),
-                            after == null ? null : InstanceStatus.fromSql(after), row.get("queue", String.class));
+                            after == null ? null : InstanceStatus.fromSql(after), row.get("queue", String.class),
+                            row.get("type", String.class));
                 })))
                 .next();
     }
 
     /** How many instances of the queues are due now or running. */
-    public Mono<Long> countBusy(Collection<String> queues) {
+    /** Rows of the queues running, or runnable and due within {@code horizonMillis}. */
+    public Mono<Long> countBusy(Collection<String> queues, long horizonMillis) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(countBusy)
-                        .bind(0, queues.toArray(String[]::new)).execute())
+                        .bind(0, queues.toArray(String[]::new)).bind(1, horizonMillis).execute())
                 .concatMap(result -> result.map(row -> row.get(0, Long.class)))).single();
     }
 

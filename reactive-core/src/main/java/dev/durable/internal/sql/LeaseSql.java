@@ -99,9 +99,9 @@ public final class LeaseSql {
                        claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
                   FROM unnest($1::bigint[], $2::bigint[]) AS l(id, delay_ms)
                  WHERE i.id = l.id AND i.claimed_by IS NOT NULL
-                RETURNING i.id, i.queue, i.status, i.parent_id""");
+                RETURNING i.id, i.queue, i.status, i.type, i.parent_id""");
         this.wokenParents = tables.render("""
-                SELECT id, queue, status FROM {instances}
+                SELECT id, queue, status, type FROM {instances}
                  WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");
     }
 

@@ -67,7 +67,7 @@ public final class MaintenanceSql {
                    SET status = 'runnable', eligible_at = now(), await_deadline = NULL, updated_at = now()
                   FROM due d
                  WHERE i.id = d.id
-                RETURNING i.id, i.queue, i.status""");
+                RETURNING i.id, i.queue, i.status, i.type""");
         this.collectGarbage = tables.render("""
                 WITH doomed AS (
                     SELECT i.id FROM {instances} i

@@ -139,7 +139,7 @@ public final class OutcomeSql {
                  WHERE s.id = c.signal_id AND i.id = s.instance_id
                    AND i.claimed_by = c.worker AND i.attempt = c.attempt AND i.status = 'executing'""");
         this.wokenParents = tables.render("""
-                SELECT id, queue, status FROM {instances}
+                SELECT id, queue, status, type FROM {instances}
                  WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");
     }
 

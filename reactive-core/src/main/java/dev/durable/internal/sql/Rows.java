@@ -4,6 +4,7 @@ import dev.durable.Child;
 import dev.durable.InstanceStatus;
 import dev.durable.Signal;
 import io.r2dbc.spi.Readable;
+import io.r2dbc.spi.Row;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
@@ -99,21 +100,30 @@ public final class Rows {
         }
     }
 
-    /** A row whose status a statement changed, with its queue (to poke it) and new status. */
-    public record Transition(long id, String queue, InstanceStatus status) {
+    /**
+     * A row whose status a statement changed, with its queue (to poke it), new status and, where
+     * the statement returns it, its type (for the events the change makes).
+     */
+    public record Transition(long id, String queue, InstanceStatus status, @Nullable String type) {
 
-        /** From a statement returning {@code id, queue, status}. */
+        public Transition(long id, String queue, InstanceStatus status) {
+            this(id, queue, status, null);
+        }
+
+        /** From a statement returning {@code id, queue, status} and perhaps {@code type}. */
         static Transition read(Readable row) {
+            String type = row instanceof Row typed && typed.getMetadata().contains("type")
+                    ? row.get("type", String.class) : null;
             return new Transition(row.get("id", Long.class), row.get("queue", String.class),
-                    InstanceStatus.fromSql(row.get("status", String.class)));
+                    InstanceStatus.fromSql(row.get("status", String.class)), type);
         }
     }
 
     /** What a signal delivery found: the target, and what it did (nothing stored when its inbox was full). */
-    public record Delivery(long id, String queue, boolean stored, boolean woken, boolean inboxFull) {
+    public record Delivery(long id, String queue, String type, boolean stored, boolean woken, boolean inboxFull) {
     }
 
     /** What a cancel found and left. */
-    public record CancelRow(InstanceStatus before, @Nullable InstanceStatus after, String queue) {
+    public record CancelRow(InstanceStatus before, @Nullable InstanceStatus after, String queue, String type) {
     }
 }

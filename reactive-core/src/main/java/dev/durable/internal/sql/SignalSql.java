@@ -20,7 +20,7 @@ public final class SignalSql {
      */
     private static final String DELIVER = """
             WITH target AS (
-                SELECT id, queue, status, awaited_signals FROM {instances}
+                SELECT id, queue, type, status, awaited_signals FROM {instances}
                  WHERE %s AND status NOT IN ('done', 'failed', 'cancelled')
                    FOR UPDATE
             ), room AS (
@@ -47,7 +47,7 @@ public final class SignalSql {
                  WHERE i.id = t.id AND EXISTS (SELECT 1 FROM stored)
                 RETURNING i.id, i.status
             )
-            SELECT t.id, t.queue, (SELECT count(*) FROM stored) AS stored, (SELECT inbox_full FROM room) AS inbox_full,
+            SELECT t.id, t.queue, t.type, (SELECT count(*) FROM stored) AS stored, (SELECT inbox_full FROM room) AS inbox_full,
                    (SELECT count(*) FROM flagged f WHERE f.status = 'runnable' AND t.status = 'awaiting_signal')
                    AS woken
               FROM target t""";
@@ -79,7 +79,7 @@ public final class SignalSql {
             Db.bind(statement, 3, dedupKey, String.class);
             statement.bind(4, maxInbox);
             return Flux.from(statement.execute()).concatMap(result -> result.map(row -> new Delivery(
-                    row.get("id", Long.class), row.get("queue", String.class),
+                    row.get("id", Long.class), row.get("queue", String.class), row.get("type", String.class),
                     row.get("stored", Long.class) > 0, row.get("woken", Long.class) > 0,
                     Boolean.TRUE.equals(row.get("inbox_full", Boolean.class)))));
         }).next();

@@ -32,7 +32,7 @@ class OutcomeCommitIT {
         db = database;
         DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
         schema.migrate().block(WAIT);
-        schema.close().block(WAIT);
+        schema.closeLater().block(WAIT);
         Statements statements = Statements.create(new Db(db.connectionFactory(), WAIT), db.schema(), List.of(),
                 List.of(), Map.of(), EngineOptions.DEFAULT_MAX_INBOX_SIGNALS);
         commit = new OutcomeCommit(statements.db(), statements.outcomes(), statements.instances());
