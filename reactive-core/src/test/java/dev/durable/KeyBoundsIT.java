@@ -87,9 +87,13 @@ class KeyBoundsIT {
     @Test
     void theLongestKeysAndNamesTheApiAcceptsRunThroughEveryIndex() {
         Random random = new Random(1024);
-        // The longest names (128 characters, 384 bytes) and keys of exactly MAX_KEY_BYTES, random so
-        // PostgreSQL cannot compress them under an index's limit.
-        String queue = cjk(random, 128);
+        // The longest names (128 characters, 384 bytes; a queue name is ASCII) and keys of exactly
+        // MAX_KEY_BYTES, random so PostgreSQL cannot compress them under an index's limit.
+        StringBuilder name = new StringBuilder("q");
+        while (name.length() < 128) {
+            name.append(Character.forDigit(random.nextInt(36), 36));
+        }
+        String queue = name.toString();
         String gate = cjk(random, 128);
         String rate = cjk(random, 128);
         String signal = cjk(random, 128);
