@@ -111,7 +111,10 @@ class KeyBoundsIT {
                 .step("keyed", ctx -> Mono.just(Outcome.next("gated", ctx.state()).gate(gate, keys.get(6))))
                 .step("gated", ctx -> Mono.just(Outcome.next("limited", ctx.state()).rateLimit(rate, 1, keys.get(7))))
                 .step("limited", ctx -> Mono.just(Outcome.await(Set.of(signal), "end", ctx.state())))
-                .step("end", ctx -> Mono.just(Outcome.done(ctx.signals().size())))
+                // Parks again, so the duplicate below still finds the instance live.
+                .step("end", ctx -> Mono.just(Outcome.await(Set.of("finish"), "last",
+                        String.valueOf(ctx.signals().size()))))
+                .step("last", ctx -> Mono.just(Outcome.done(Integer.parseInt(ctx.state()))))
                 .build();
         DurableEngine engine = engines.start(engines.options("longest").gate(gate, 2).rateLimit(rate, 1000, 100)
                 .queue(QueueOptions.builder(queue).pollInterval(Duration.ofMillis(50)).build()), job, flow);
@@ -134,6 +137,7 @@ class KeyBoundsIT {
                 .isEqualTo(SignalResult.DELIVERED);
         assertThat(engine.signal(keys.get(4), signal, Map.of("n", 1), keys.get(0)).block(WAIT))
                 .isEqualTo(SignalResult.DUPLICATE);
+        assertThat(engine.signal(workflow, "finish", null, null).block(WAIT)).isEqualTo(SignalResult.DELIVERED);
         Instance flowDone = engine.awaitSettled(workflow, WAIT).block();
         assertThat(flowDone.status()).as(flowDone.lastError()).isEqualTo(InstanceStatus.DONE);
         assertThat(flowDone.resultJson()).isEqualTo("1");

@@ -41,12 +41,16 @@ class LimitsIT {
 
     private static JobDefinition<String, String> tracked(String type, String queue, Map<String, AtomicInteger> active,
             Map<String, AtomicInteger> maxActive, Duration hold) {
+        // The handler's work ends before it emits: a finally hook could run after the engine had
+        // committed, given the slot back and another engine started the next holder.
         return JobDefinition.of(type, String.class, (String key) -> Mono.defer(() -> {
                     int now = active.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
                     maxActive.computeIfAbsent(key, k -> new AtomicInteger()).accumulateAndGet(now, Math::max);
-                    return Mono.delay(hold).thenReturn(key);
-                })
-                .doFinally(signal -> active.get(key).decrementAndGet()))
+                    return Mono.delay(hold).map(tick -> {
+                        active.get(key).decrementAndGet();
+                        return key;
+                    });
+                }))
                 .queue(queue);
     }
 

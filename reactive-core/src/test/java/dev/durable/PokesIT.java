@@ -142,7 +142,9 @@ class PokesIT {
         QueueStats quietStats = quiet.queueStats("quiet").orElseThrow();
         assertThat(quietStats.pokesHandled()).isZero();
         assertThat(quietStats.picks(PickTrigger.POKE)).isZero();
-        assertThat(quietStats.picks(PickTrigger.POLL)).isPositive();
+        // Its work was found by picks of its own (the poll's, or a freed slot's on a slow machine).
+        assertThat(quietStats.picks(PickTrigger.POLL) + quietStats.picks(PickTrigger.DEMAND)
+                + quietStats.picks(PickTrigger.PICKED_FULL)).isPositive();
         // The same work on the default transport pokes its own schedulers: the counters can tell.
         Eventually.until("control poked", WAIT, () -> control.queueStats("control").orElseThrow().pokesHandled() > 0);
         assertThat(PokeTransports.none()).hasToString("none");

@@ -8,15 +8,20 @@ import dev.durable.support.Eventually;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Result;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -127,6 +132,47 @@ class WorkflowIT {
         gate.tryEmitEmpty();
 
         Instance done = engine.awaitSettled(id, WAIT).block();
+        assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(done.resultJson()).isEqualTo("1");
+    }
+
+    @Test
+    void aSignalThatWaitsForTheParkingCommitWakesTheParkedRow() throws Exception {
+        Sinks.Empty<Void> gate = Sinks.empty();
+        AtomicInteger running = new AtomicInteger();
+        WorkflowDefinition<String> racy = WorkflowDefinition.builder("held", String.class).queue("held")
+                .step("park", ctx -> Mono.defer(() -> {
+                    running.incrementAndGet();
+                    return gate.asMono().thenReturn(Outcome.await(Set.of("go"), "woken", ctx.state()));
+                }))
+                .step("woken", ctx -> Mono.just(Outcome.done(ctx.signals().size())))
+                .build();
+        DurableEngine engine = engines.start(options("holder", "held"), racy);
+        long id = engine.insert(JobRequest.of("held", "s")).block(WAIT);
+        Eventually.until("parking step running", WAIT, () -> running.get() == 1);
+
+        // A parking commit that has updated the executing row but not committed yet (as another
+        // node's would be): the delivery's snapshot still sees the row executing, and it waits for
+        // the lock, then finds the row parked on its signal.
+        Connection parking = Mono.from(db.connectionFactory().create()).block(WAIT);
+        try {
+            Mono.from(parking.beginTransaction()).block(WAIT);
+            Flux.from(parking.createStatement("UPDATE " + db.schema() + ".durable_instances"
+                            + " SET status = 'awaiting_signal', step = 'woken', awaited_signals = '{go}',"
+                            + " claimed_by = NULL, lease_expires_at = NULL WHERE id = " + id).execute())
+                    .concatMap(Result::getRowsUpdated).blockLast(WAIT);
+            CompletableFuture<SignalResult> delivery = engine.signal(id, "go", null, null).toFuture();
+            Eventually.until("the delivery waits for the parking commit", WAIT, () -> !Sql.query(db,
+                    "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH target%'",
+                    row -> 1).isEmpty());
+            Mono.from(parking.commitTransaction()).block(WAIT);
+            assertThat(delivery.get(1, TimeUnit.MINUTES)).isEqualTo(SignalResult.DELIVERED);
+        } finally {
+            Mono.from(parking.close()).block(WAIT);
+        }
+        // The first run's own commit is stale now (its claim is gone); the woken row runs on.
+        gate.tryEmitEmpty();
+        Instance done = engine.awaitSettled(id, WAIT).block(WAIT);
         assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
         assertThat(done.resultJson()).isEqualTo("1");
     }

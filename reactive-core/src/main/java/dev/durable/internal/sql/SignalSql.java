@@ -34,13 +34,17 @@ public final class SignalSql {
                 ON CONFLICT (instance_id, dedup_key) DO NOTHING
                 RETURNING instance_id
             ), flagged AS (
+                -- Decided on the row being updated, not on target's copy: after a concurrent commit
+                -- the update first builds its new row from the version its snapshot saw (checked
+                -- against the lease constraint before it re-reads the row), and target's copy is
+                -- already the newer version; mixing the two made a row that fails the check.
                 UPDATE {instances} i
                    SET has_signals = true,
-                       status = CASE WHEN t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                       status = CASE WHEN i.status = 'awaiting_signal' AND $2 = ANY (i.awaited_signals)
                                      THEN 'runnable' ELSE i.status END,
-                       eligible_at = CASE WHEN t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                       eligible_at = CASE WHEN i.status = 'awaiting_signal' AND $2 = ANY (i.awaited_signals)
                                           THEN now() ELSE i.eligible_at END,
-                       await_deadline = CASE WHEN t.status = 'awaiting_signal' AND $2 = ANY (t.awaited_signals)
+                       await_deadline = CASE WHEN i.status = 'awaiting_signal' AND $2 = ANY (i.awaited_signals)
                                              THEN NULL ELSE i.await_deadline END,
                        updated_at = now()
                   FROM target t
