@@ -9,6 +9,8 @@ import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -110,8 +112,10 @@ class ExecutorIT {
 
     @Test
     void blockingHandlersDoNotStallTheQueue() {
+        CountDownLatch release = new CountDownLatch(1);
         JobDefinition<String, String> sleeper = JobDefinition.of("sleeper", String.class, (String s) -> Mono.fromCallable(() -> {
-            Thread.sleep(1500); // a handler that blocks: it runs on bounded elastic, not on an event loop
+            // A handler that blocks (until the quick jobs are done): it runs on bounded elastic, not on an event loop.
+            release.await(2, TimeUnit.MINUTES);
             return s;
         })).queue("blocking");
         JobDefinition<String, String> quick = JobDefinition.of("quick", String.class, (String s) -> Mono.just(s))
@@ -125,6 +129,7 @@ class ExecutorIT {
         Eventually.until("quick jobs done while the sleeper sleeps", WAIT,
                 () -> Sql.count(db, "type = 'quick' AND status = 'done'") == 20);
         assertThat(engine.get(slow).block().status()).isEqualTo(InstanceStatus.EXECUTING);
+        release.countDown();
         engines.awaitStatus(engine, slow, InstanceStatus.DONE, WAIT);
     }
 
