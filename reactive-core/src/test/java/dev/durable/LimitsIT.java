@@ -131,8 +131,8 @@ class LimitsIT {
         engine.insertAll(free).block();
         // The throttled rows are more urgent and far more numerous, yet the free ones all run.
         Eventually.until("unrelated work done", Duration.ofSeconds(20),
-                () -> Sql.count(db, "queue = 'mixed' AND rate_limit IS NULL AND gate_name IS NULL AND status = 'done'") == 100);
-        assertThat(Sql.count(db, "queue = 'mixed' AND rate_limit = 'slow' AND status = 'done'")).isLessThan(50);
+                () -> Sql.count(db, "queue = 'mixed' AND state::text LIKE '\"free%' AND status = 'done'") == 100);
+        assertThat(Sql.count(db, "queue = 'mixed' AND state::text LIKE '\"slow%' AND status = 'done'")).isLessThan(50);
     }
 
     @Test
@@ -163,8 +163,9 @@ class LimitsIT {
         List<Long> ids = engine.insertAll(List.of(JobRequest.of("any", "a"), JobRequest.of("any", "b"))).block();
         Eventually.until("done", WAIT, () -> Sql.count(db, "queue = 'gc' AND status = 'done'") == 2);
         long parent = engine.insert(JobRequest.of("any", "parent").runIn(Duration.ofHours(1))).block();
-        Sql.update(db, "UPDATE {schema}.durable_instances SET parent_id = $1 WHERE id = $2", parent, ids.get(1));
-        Sql.update(db, "UPDATE {schema}.durable_instances SET updated_at = now() - interval '2 hours' WHERE id IN ($1, $2)",
+        // Settled rows live in the history: made two hours old there, one the child of a live parent.
+        Sql.update(db, "UPDATE {schema}.durable_history SET parent_id = $1 WHERE id = $2", parent, ids.get(1));
+        Sql.update(db, "UPDATE {schema}.durable_history SET settled_at = now() - interval '2 hours' WHERE id IN ($1, $2)",
                 ids.get(0), ids.get(1));
         assertThat(engine.maintenance().orElseThrow().collectGarbage().block()).isEqualTo(1);
         assertThat(engine.get(ids.get(0)).blockOptional()).isEmpty();
@@ -200,7 +201,7 @@ class LimitsIT {
         long started = System.nanoTime();
         engine.insertAll(requests).block();
         Eventually.until(label + " done", WAIT,
-                () -> Sql.count(db, "queue = 'cost' AND status = 'done' AND gate_name IS " + (gated ? "NOT NULL" : "NULL")) == 2000);
+                () -> Sql.count(db, "queue = 'cost' AND status = 'done' AND state::text LIKE '\"" + label + "%'") == 2000);
         return 2000 / ((System.nanoTime() - started) / 1e9);
     }
 }

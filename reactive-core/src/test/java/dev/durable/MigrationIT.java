@@ -29,9 +29,10 @@ class MigrationIT {
                     .block(Duration.ofSeconds(60));
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
-                    row -> row.get(0, Integer.class))).containsExactly(1, 2);
-            assertThat(tables(db)).containsExactly("durable_engines", "durable_gate_slots", "durable_instances",
-                    "durable_rate_buckets", "durable_schema_version", "durable_signals");
+                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3);
+            assertThat(tables(db)).containsExactly("durable_engines", "durable_gate_slots", "durable_history",
+                    "durable_instances", "durable_instances_all", "durable_rate_buckets", "durable_schema_version",
+                    "durable_signals");
 
             // Idempotent: nothing left to apply.
             assertThat(first.migrate().block()).isEqualTo(LATEST);
@@ -50,7 +51,7 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 2;
+    private static final int LATEST = 3;
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -62,6 +63,11 @@ class MigrationIT {
             // Work a version-1 deployment left behind: a runnable job and a parked workflow with a signal.
             db.execute("INSERT INTO \"" + db.schema() + "\".durable_instances (type, queue, step, state, max_attempts)"
                     + " VALUES ('echo', 'upgraded', 'run', '\"kept\"', 5)");
+            // A settled one with a signal it never read: version 3 moves it to the history, signal gone.
+            db.execute("INSERT INTO \"" + db.schema() + "\".durable_instances (id, type, queue, step, state,"
+                    + " max_attempts, status, result) VALUES (1000, 'echo', 'upgraded', 'run', '\"old\"', 5, 'done',"
+                    + " '\"was done\"')");
+            db.execute("INSERT INTO \"" + db.schema() + "\".durable_signals (instance_id, name) VALUES (1000, 'late')");
         } finally {
             old.closeLater().block();
         }
@@ -74,13 +80,31 @@ class MigrationIT {
             upgraded.start().block(Duration.ofSeconds(60));
             assertThat(Sql.query(db, "SELECT max(version) FROM {schema}.durable_schema_version",
                     row -> row.get(0, Integer.class))).containsExactly(LATEST);
-            long id = Sql.query(db, "SELECT id FROM {schema}.durable_instances", row -> row.get(0, Long.class)).get(0);
+            assertThat(Sql.query(db, "SELECT id || ' ' || status FROM {schema}.durable_history",
+                    row -> row.get(0, String.class))).containsExactly("1000 done");
+            assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_signals", row -> row.get(0, Long.class)))
+                    .containsExactly(0L);
+            Instance settled = upgraded.get(1000).block();
+            assertThat(settled.status()).isEqualTo(InstanceStatus.DONE);
+            assertThat(settled.resultJson()).isEqualTo("\"was done\"");
+            long id = Sql.query(db, "SELECT id FROM {schema}.durable_instances_all WHERE id <> 1000",
+                    row -> row.get(0, Long.class)).get(0);
             Instance done = upgraded.awaitSettled(id, Duration.ofSeconds(30)).block();
             assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
             assertThat(done.resultJson()).isEqualTo("\"kept\"");
             assertThat(upgraded.liveEngines().collectList().block()).extracting(LiveEngine::name).contains("new");
         } finally {
             upgraded.closeLater().block();
+        }
+        // Down to version 2: the history comes back into the one table.
+        DurableEngine tool = DurableEngine.builder(db.engineOptions().name("tool").build()).build();
+        try {
+            assertThat(tool.migrateDown(2).block()).isEqualTo(2);
+            assertThat(tables(db)).doesNotContain("durable_history");
+            assertThat(Sql.query(db, "SELECT status, count(*)::int FROM {schema}.durable_instances GROUP BY status",
+                    row -> row.get(0, String.class) + " " + row.get(1, Integer.class))).containsExactly("done 2");
+        } finally {
+            tool.closeLater().block();
         }
     }
 
@@ -90,5 +114,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U1__durable_schema.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V2__engine_registry.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U2__engine_registry.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V3__settled_history.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U3__settled_history.sql")).isNotNull();
     }
 }

@@ -67,16 +67,17 @@ class RuntimeIT {
                     .reaperInterval(Duration.ofMillis(500)).callTimeout(Duration.ofSeconds(2))
                     .queue(QueueOptions.builder("stalls").concurrency(4).pollInterval(Duration.ofMillis(100)).build()),
                     fragile, quick("stalls"));
+            // A done outcome moves its row to the history: the first attempt's move stalls, then fails.
             db.execute("CREATE FUNCTION \"" + db.schema() + "\".stall_once() RETURNS trigger LANGUAGE plpgsql AS $$"
-                    + " BEGIN IF NEW.type = 'fragile' AND NEW.status = 'done' AND OLD.attempt = 1 THEN"
+                    + " BEGIN IF NEW.type = 'fragile' AND NEW.status = 'done' AND NEW.attempt = 1 THEN"
                     + " PERFORM pg_sleep(5); RAISE EXCEPTION 'commit refused after a stall'; END IF; RETURN NEW; END $$");
-            db.execute("CREATE TRIGGER stall_once BEFORE UPDATE ON \"" + db.schema() + "\".durable_instances"
+            db.execute("CREATE TRIGGER stall_once BEFORE INSERT ON \"" + db.schema() + "\".durable_history"
                     + " FOR EACH ROW EXECUTE FUNCTION \"" + db.schema() + "\".stall_once()");
 
             long id = engine.insert(JobRequest.of("fragile", "order-7")).block();
             Integer port = Eventually.until("the fragile commit stalls in the server", WAIT,
                     () -> Sql.query(db, "SELECT client_port FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
-                            + " AND query LIKE 'UPDATE%'", row -> row.get(0, Integer.class)),
+                            + " AND query LIKE 'WITH o AS%'", row -> row.get(0, Integer.class)),
                     ports -> !ports.isEmpty()).get(0);
             TcpProxy.Link frozen = proxy.linkByUpstreamPort(port).orElseThrow();
             proxy.freeze(frozen);

@@ -40,7 +40,7 @@ public final class Sql {
     }
 
     public static long count(TestDatabase db, String where) {
-        return query(db, "SELECT count(*) FROM {schema}.durable_instances WHERE " + where,
+        return query(db, "SELECT count(*) FROM {schema}.durable_instances_all WHERE " + where,
                 row -> row.get(0, Long.class)).get(0);
     }
 }

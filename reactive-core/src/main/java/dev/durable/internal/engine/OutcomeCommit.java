@@ -10,18 +10,22 @@ import dev.durable.internal.sql.Rows.NewInstance;
 import dev.durable.internal.sql.Rows.Transition;
 import io.r2dbc.spi.Connection;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The commit of one batch of outcomes. Plain outcomes (no riders) go as one auto-committed
- * statement. A batch with riders is one transaction of a fixed set of statements, whatever its
- * size: lock the rows in id order, mark the consumed signals, commit every outcome, insert the
- * children of parents that parked for them, and read which parents their settled children woke.
+ * The commit of one batch of outcomes, its rows in id order (so commits and heartbeats lock rows
+ * in one order and never deadlock each other). Plain outcomes (no riders) are auto-committed: the
+ * ones that only settle their row on the fast path, the others in the general statement. A batch
+ * with riders is one transaction of a fixed set of statements, whatever its size: lock the rows,
+ * mark the consumed signals, commit every outcome, insert the children of parents that parked for
+ * them, and read which parents their settled children woke.
  */
 final class OutcomeCommit {
 
@@ -39,9 +43,14 @@ final class OutcomeCommit {
         this.instances = instances;
     }
 
-    Mono<Committed> commit(List<OutcomeRow> batch) {
+    Mono<Committed> commit(List<OutcomeRow> unordered) {
+        List<OutcomeRow> batch = unordered.stream().sorted(Comparator.comparingLong(OutcomeRow::id)).toList();
         if (batch.stream().noneMatch(OutcomeRow::hasRiders)) {
-            return db.withConnection(connection -> outcomes.commit(connection, batch))
+            List<OutcomeRow> settling = batch.stream().filter(OutcomeSql::settlesPlainly).toList();
+            List<OutcomeRow> others = batch.stream().filter(outcome -> !OutcomeSql.settlesPlainly(outcome)).toList();
+            return db.withConnection(connection -> Flux.concat(
+                            settling.isEmpty() ? Flux.empty() : outcomes.settle(connection, settling),
+                            others.isEmpty() ? Flux.empty() : outcomes.commit(connection, others)))
                     .collectList()
                     .map(transitions -> new Committed(transitions, List.of(), List.of()));
         }

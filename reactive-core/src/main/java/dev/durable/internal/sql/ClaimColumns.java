@@ -19,7 +19,8 @@ import org.jspecify.annotations.Nullable;
  * decodes without JSON: the inbox only for rows that ever had a signal (never for plain jobs), at
  * most {@code EngineOptions.maxInboxSignals} unconsumed ones since deliveries stop there; the
  * children only for a claim that joins them (the step a parent parked for), not for every later
- * step of the parent. Times
+ * step of the parent; settled children are read from the history table, live ones from the
+ * hot table. Times
  * travel as epoch microseconds: the driver decodes a timestamptz by parsing text, which cost a fifth
  * of the engine's CPU on a busy queue.
  */
@@ -37,7 +38,10 @@ final class ClaimColumns {
                    FROM {signals} s WHERE s.instance_id = i.id AND s.consumed_at IS NULL) END AS inbox,
             CASE WHEN i.has_children THEN
                 (SELECT array_agg(ARRAY[c.id::text, c.type, c.status, c.result::text, c.last_error] ORDER BY c.id)
-                   FROM {instances} c WHERE c.parent_id = i.id) END AS children""";
+                   FROM (SELECT id, type, status, result, last_error FROM {instances} WHERE parent_id = i.id
+                          UNION ALL
+                         SELECT id, type, status, result, last_error FROM {history} WHERE parent_id = i.id) c)
+            END AS children""";
 
     private static final String[] NO_STRINGS = new String[0];
 

@@ -219,34 +219,48 @@ public final class InstanceSql {
                   LEFT JOIN taken ON ins.id IS NULL AND taken.slot = s.slot
                   LEFT JOIN held ON ins.id IS NULL AND held.correlation_slot = s.slot
                  ORDER BY s.ord""");
-        this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1");
-        this.watch = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
-                  FROM {instances} i
+        this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1"
+                + "\n UNION ALL\nSELECT " + Settled.AS_INSTANCE + " FROM {history} WHERE id = $1");
+        String unseen = """
                  WHERE i.id = ANY ($1::bigint[])
                    AND NOT EXISTS (SELECT 1 FROM unnest($1::bigint[], $2::text[]) AS w(wid, seen)
-                                    WHERE w.wid = i.id AND w.seen = i.status)""");
-        this.list = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
-                 FROM {instances}
+                                    WHERE w.wid = i.id AND w.seen = i.status)""";
+        this.watch = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} i\n" + unseen
+                + " UNION ALL\nSELECT " + Settled.AS_INSTANCE + " FROM {history} i\n" + unseen);
+        String page = """
                  WHERE ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR status = $2) AND id > $3
                  ORDER BY id
-                 LIMIT $4""");
+                 LIMIT $4""";
+        this.list = tables.render("SELECT * FROM ((SELECT " + INSTANCE_COLUMNS + " FROM {instances}\n" + page
+                + ")\n UNION ALL\n(SELECT " + Settled.AS_INSTANCE + " FROM {history}\n" + page
+                + ")) page ORDER BY id LIMIT $4");
+        String idle = "i.id = t.id AND i.status NOT IN ('done', 'failed', 'cancelled', 'executing')";
         this.cancel = tables.render("""
                 WITH RECURSIVE tree AS (
                         SELECT id FROM {instances} WHERE id = $1
                     UNION
                         SELECT c.id FROM {instances} c JOIN tree t ON c.parent_id = t.id WHERE $2
-                ), changed AS (
+                ), root AS (
+                    SELECT status, queue, type FROM {instances} WHERE id = $1
+                     UNION ALL
+                    SELECT status, queue, type FROM {history} WHERE id = $1
+                ),\s""" + Settled.move("tree t", idle, "'cancelled'", "i.step", "i.state", "i.result", "i.last_error",
+                        "i.attempt") + """
+                , kept AS (
                     UPDATE {instances} i
                        SET status = CASE WHEN i.status = 'executing' THEN i.status ELSE 'cancelled' END,
                            cancel_requested = (i.status = 'executing'),
                            await_deadline = NULL,
                            updated_at = now()
-                     WHERE i.id IN (SELECT id FROM tree) AND i.status NOT IN ('done', 'failed', 'cancelled')
+                      FROM tree t
+                     WHERE i.id = t.id AND i.status NOT IN ('done', 'failed', 'cancelled')
+                       AND NOT (i.status <> 'executing' AND %s)
                     RETURNING i.id, i.status
+                ), changed AS (
+                    SELECT id, status FROM moved UNION ALL SELECT id, status FROM kept
                 )
                 SELECT r.status AS before, c.status AS after, r.queue, r.type
-                  FROM {instances} r LEFT JOIN changed c ON c.id = r.id
-                 WHERE r.id = $1""");
+                  FROM root r LEFT JOIN changed c ON c.id = $1""".formatted(Settled.settlesWhere("'cancelled'")));
         this.countBusy = tables.render("SELECT (SELECT count(*) FROM {instances} WHERE queue = ANY($1)"
                 + " AND status = 'runnable' AND eligible_at <= now() + $2 * interval '1 millisecond')"
                 + " + (SELECT count(*) FROM {instances} WHERE status = 'executing' AND queue = ANY($1))");

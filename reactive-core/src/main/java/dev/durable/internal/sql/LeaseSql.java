@@ -70,14 +70,23 @@ public final class LeaseSql {
                    SET lease_expires_at = now() + $3 * interval '1 millisecond'
                  WHERE id = ANY($1) AND claimed_by = $2 AND status = 'executing'
                 RETURNING id, cancel_requested""");
-        this.release = tables.render("""
-                UPDATE {instances} i
-                   SET status = CASE WHEN i.cancel_requested THEN 'cancelled' ELSE 'runnable' END,
-                       claimed_by = NULL, lease_expires_at = NULL,
-                       attempt = greatest(i.attempt - 1, 0), updated_at = now()
-                  FROM unnest($1::bigint[], $3::int[]) AS r(id, attempt)
-                 WHERE i.id = r.id AND i.attempt = r.attempt AND i.claimed_by = $2 AND i.status = 'executing'
-                RETURNING i.id, i.queue, i.status""");
+        String releaseStatus = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE 'runnable' END";
+        String releaseGuard = "i.id = r.id AND i.attempt = r.attempt AND i.claimed_by = $2";
+        this.release = tables.render("WITH r AS (SELECT * FROM unnest($1::bigint[], $3::int[]) AS r(id, attempt)), "
+                + Settled.move("r", releaseGuard, releaseStatus, "i.step", "i.state", "i.result", "i.last_error",
+                        "greatest(i.attempt - 1, 0)") + """
+                , kept AS (
+                    UPDATE {instances} i
+                       SET status = %s, claimed_by = NULL, lease_expires_at = NULL,
+                           attempt = greatest(i.attempt - 1, 0), updated_at = now()
+                      FROM r
+                     WHERE %s AND NOT (%s)
+                    RETURNING i.id, i.queue, i.status
+                )
+                SELECT id, queue, status FROM moved
+                 UNION ALL
+                SELECT id, queue, status FROM kept""".formatted(releaseStatus, releaseGuard,
+                Settled.settlesWhere(releaseStatus)));
         this.lockExpired = tables.render("""
                 SELECT id, type, attempt FROM {instances}
                  WHERE status = 'executing'
@@ -86,20 +95,29 @@ public final class LeaseSql {
                  ORDER BY lease_expires_at
                  LIMIT $4
                    FOR UPDATE SKIP LOCKED""");
-        this.recoverLocked = tables.render("""
-                UPDATE {instances} i
-                   SET status = CASE WHEN i.cancel_requested THEN 'cancelled'
-                                     WHEN i.attempt >= i.max_attempts THEN 'failed'
-                                     ELSE 'runnable' END,
-                       eligible_at = CASE WHEN i.cancel_requested OR i.attempt >= i.max_attempts THEN i.eligible_at
-                                          ELSE now() + l.delay_ms * interval '1 millisecond' END,
-                       last_error = CASE WHEN i.cancel_requested THEN i.last_error
-                                         ELSE 'worker ' || i.claimed_by || ' lost: its lease expired on attempt '
-                                              || i.attempt || ' of ' || i.max_attempts END,
-                       claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
-                  FROM unnest($1::bigint[], $2::bigint[]) AS l(id, delay_ms)
-                 WHERE i.id = l.id AND i.claimed_by IS NOT NULL
-                RETURNING i.id, i.queue, i.status, i.type, i.parent_id""");
+        String reapStatus = "CASE WHEN i.cancel_requested THEN 'cancelled' WHEN i.attempt >= i.max_attempts"
+                + " THEN 'failed' ELSE 'runnable' END";
+        String reapError = "CASE WHEN i.cancel_requested THEN i.last_error ELSE 'worker ' || i.claimed_by"
+                + " || ' lost: its lease expired on attempt ' || i.attempt || ' of ' || i.max_attempts END";
+        String reapGuard = "i.id = l.id AND i.claimed_by IS NOT NULL";
+        this.recoverLocked = tables.render("WITH l AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS l(id, delay_ms)), "
+                + Settled.move("l", reapGuard, reapStatus, "i.step", "i.state", "i.result", reapError, "i.attempt")
+                + """
+                , kept AS (
+                    UPDATE {instances} i
+                       SET status = %s,
+                           eligible_at = CASE WHEN i.cancel_requested OR i.attempt >= i.max_attempts THEN i.eligible_at
+                                              ELSE now() + l.delay_ms * interval '1 millisecond' END,
+                           last_error = %s,
+                           claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
+                      FROM l
+                     WHERE %s AND NOT (%s)
+                    RETURNING i.id, i.queue, i.status, i.type, i.parent_id
+                )
+                SELECT id, queue, status, type, parent_id FROM moved
+                 UNION ALL
+                SELECT id, queue, status, type, parent_id FROM kept""".formatted(reapStatus, reapError, reapGuard,
+                Settled.settlesWhere(reapStatus)));
         this.wokenParents = tables.render("""
                 SELECT id, queue, status, type FROM {instances}
                  WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");

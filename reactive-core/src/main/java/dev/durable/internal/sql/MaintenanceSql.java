@@ -32,10 +32,12 @@ public final class MaintenanceSql {
     private final String expireAwaits;
 
     /**
-     * Deletes up to $2 settled instances older than $1 ms, with their signals, sparing children
-     * whose parent is still live: its join reads them. Index: the GC index, oldest first; the
-     * parent's primary key; the inbox by instance. Locks: the deleted rows, skipping rows another
-     * transaction holds.
+     * Deletes up to $2 settled instances older than $1 ms from the history table, and up to $2
+     * from the hot table (settled rows whose correlation key stays occupied, with their signals),
+     * sparing children whose parent is still live: its join reads them. Index: the history's BRIN
+     * index on settlement time (no order: any old rows do), the hot table's GC index, oldest first;
+     * the parents' primary key; the inbox by instance. Locks: the deleted rows, skipping rows
+     * another transaction holds.
      */
     private final String collectGarbage;
 
@@ -69,7 +71,17 @@ public final class MaintenanceSql {
                  WHERE i.id = d.id
                 RETURNING i.id, i.queue, i.status, i.type""");
         this.collectGarbage = tables.render("""
-                WITH doomed AS (
+                WITH old AS (
+                    SELECT h.id FROM {history} h
+                     WHERE h.settled_at < now() - $1 * interval '1 millisecond'
+                       AND (h.parent_id IS NULL OR NOT EXISTS (
+                            SELECT 1 FROM {instances} p
+                             WHERE p.id = h.parent_id AND p.status NOT IN ('done', 'failed', 'cancelled')))
+                     LIMIT $2
+                       FOR UPDATE SKIP LOCKED
+                ), archive AS (
+                    DELETE FROM {history} h USING old o WHERE h.id = o.id RETURNING 1
+                ), doomed AS (
                     SELECT i.id FROM {instances} i
                      WHERE i.status IN ('done', 'failed', 'cancelled')
                        AND i.updated_at < now() - $1 * interval '1 millisecond'
@@ -81,8 +93,10 @@ public final class MaintenanceSql {
                        FOR UPDATE SKIP LOCKED
                 ), signals AS (
                     DELETE FROM {signals} s USING doomed d WHERE s.instance_id = d.id
+                ), hot AS (
+                    DELETE FROM {instances} i USING doomed d WHERE i.id = d.id RETURNING 1
                 )
-                DELETE FROM {instances} i USING doomed d WHERE i.id = d.id""");
+                SELECT (SELECT count(*) FROM archive) + (SELECT count(*) FROM hot)""");
         this.sweepBuckets = tables.render("""
                 WITH idle AS (
                     SELECT b.name, b.partition_key
@@ -118,7 +132,7 @@ public final class MaintenanceSql {
         return db.inTransaction(connection -> boundStatements(connection, timeout)
                         .thenMany(Flux.from(connection.createStatement(collectGarbage)
                                 .bind(0, retentionMillis).bind(1, limit).execute()))
-                        .concatMap(result -> result.getRowsUpdated()))
+                        .concatMap(result -> result.map(row -> row.get(0, Long.class))))
                 .reduce(0L, Long::sum);
     }
 

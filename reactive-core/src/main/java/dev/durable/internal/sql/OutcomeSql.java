@@ -41,22 +41,69 @@ public final class OutcomeSql {
             .integer("claimed_attempt", OutcomeRow::claimedAttempt)
             .build();
 
+    /** The plain settling outcomes' columns: the fast path ships six arrays, not twenty-two. */
+    private static final Columns<OutcomeRow> SETTLE_COLUMNS = Columns.<OutcomeRow>builder()
+            .bigint("id", OutcomeRow::id)
+            .text("worker", OutcomeRow::worker)
+            .integer("claimed_attempt", OutcomeRow::claimedAttempt)
+            .text("status", o -> o.status().sqlName())
+            .text("result", OutcomeRow::resultJson)
+            .text("error", OutcomeRow::error)
+            .build();
+
+    /** The ownership guard of every commit: the claim's worker and attempt, looked up by primary key. */
+    private static final String GUARD = "i.id = o.id AND i.claimed_by = o.worker AND i.attempt = o.claimed_attempt";
+
+    /**
+     * A general outcome's final status: a requested cancel wins; an await whose signal already
+     * came goes straight back to runnable (the lost-wakeup check, through the inbox index).
+     */
+    private static final String FINAL = """
+            CASE WHEN i.cancel_requested THEN 'cancelled'
+                 WHEN o.status = 'awaiting_signal' AND EXISTS (
+                      SELECT 1 FROM {signals} s
+                       WHERE s.instance_id = i.id AND s.consumed_at IS NULL
+                         AND s.name = ANY (string_to_array(o.awaited, ',')))
+                 THEN 'runnable'
+                 ELSE o.status END""";
+    private static final String STEP = "CASE WHEN i.cancel_requested THEN i.step ELSE COALESCE(o.step, i.step) END";
+    private static final String STATE = "CASE WHEN i.cancel_requested OR o.state IS NULL THEN i.state ELSE o.state::jsonb END";
+    private static final String RESULT = "CASE WHEN i.cancel_requested THEN i.result ELSE o.result::jsonb END";
+    private static final String ERROR = "COALESCE(o.error, i.last_error)";
+    private static final String ATTEMPT = "CASE WHEN i.cancel_requested OR o.attempt IS NULL THEN i.attempt ELSE o.attempt END";
+    /** A settling outcome's final status on the fast path. */
+    private static final String SETTLE_FINAL = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE o.status END";
+
     /**
      * Commits a batch of outcomes in one statement, each guarded by ownership: the row must still
-     * be executing, claimed by the worker that ran it, at the attempt its claim took; else the
-     * outcome is stale and is not returned. A row whose cancel was requested ends cancelled and
-     * keeps its step and state. An outcome that stays executing (inline run-ahead) keeps the claim
-     * and renews the lease. An await whose signal is already in the inbox goes straight back to
-     * runnable (the lost-wakeup check). An outcome that runs the same step again (a retry, an error
-     * retried with backoff, work handed back) keeps what woke the step: its awaited signals stay
-     * awaited and unconsumed, and a join keeps its children, so the redo sees what the first try
-     * saw. {@code has_children} marks a claim that joins: set when a step parks for children,
-     * cleared by the first outcome that moves to another step. Key and rate changes are coded as the ordinals of
-     * {@code Outcome.KeyChange} (keep, set, release, gate) and {@code Outcome.RateChange}.
-     * Index: the primary key per outcome; the inbox index for the await check. Locks: each
-     * committed row (and, through the triggers, its parent's row and its gate counter).
+     * be claimed by the worker that ran it, at the attempt its claim took (the table's check ties
+     * a claim to the executing status, so no status filter is needed: the row is found by primary
+     * key, whatever the statistics say about executing rows); else the outcome is stale and is not
+     * returned. A row whose cancel was requested ends cancelled and keeps its step and state. An
+     * outcome that stays executing (inline run-ahead) keeps the claim and renews the lease. An
+     * await whose signal is already in the inbox goes straight back to runnable (the lost-wakeup
+     * check). An outcome that runs the same step again (a retry, an error retried with backoff,
+     * work handed back) keeps what woke the step: its awaited signals stay awaited and unconsumed,
+     * and a join keeps its children, so the redo sees what the first try saw. {@code has_children}
+     * marks a claim that joins: set when a step parks for children, cleared by the first outcome
+     * that moves to another step. Key and rate changes are coded as the ordinals of
+     * {@code Outcome.KeyChange} (keep, set, release, gate) and {@code Outcome.RateChange}. Rows
+     * that settle move to the history table ({@link Settled}); the others are updated in place.
+     * Index: the primary key per outcome; the inbox index for the await check; the history's
+     * primary key for settled rows. Locks: each committed row, in the order given (callers sort
+     * by id, so commits and heartbeats lock in one order), and, through the triggers, its parent's
+     * row and its gate counter.
      */
     private final String commit;
+
+    /**
+     * The fast path of the commit, for outcomes that only settle a row (done, failed, cancelled)
+     * with no rider: six arrays instead of twenty-two, the same guard, the same move to the history
+     * table, and an in-place update for a row whose correlation key stays occupied. Index: the
+     * primary key per outcome; the history's primary key. Locks: each settled row, in the order
+     * given, and through the triggers its gate counter.
+     */
+    private final String settle;
 
     /**
      * Locks a commit batch's rows in id order before an await parks or signals are consumed: the
@@ -82,56 +129,67 @@ public final class OutcomeSql {
     private final String wokenParents;
 
     public OutcomeSql(Tables tables) {
-        this.commit = tables.render("""
-                UPDATE {instances} i
-                   SET status = CASE WHEN i.cancel_requested THEN 'cancelled'
-                                     WHEN o.status = 'awaiting_signal' AND EXISTS (
-                                          SELECT 1 FROM {signals} s
-                                           WHERE s.instance_id = i.id AND s.consumed_at IS NULL
-                                             AND s.name = ANY (string_to_array(o.awaited, ',')))
-                                     THEN 'runnable'
-                                     ELSE o.status END,
-                       step = CASE WHEN i.cancel_requested THEN i.step ELSE COALESCE(o.step, i.step) END,
-                       state = CASE WHEN i.cancel_requested OR o.state IS NULL THEN i.state
-                                    ELSE o.state::jsonb END,
-                       result = CASE WHEN i.cancel_requested THEN i.result ELSE o.result::jsonb END,
-                       last_error = COALESCE(o.error, i.last_error),
-                       attempt = CASE WHEN i.cancel_requested OR o.attempt IS NULL THEN i.attempt
-                                      ELSE o.attempt END,
-                       eligible_at = CASE WHEN o.delay_ms IS NULL OR i.cancel_requested THEN i.eligible_at
-                                          ELSE now() + o.delay_ms * interval '1 millisecond' END,
-                       awaited_signals = CASE WHEN i.cancel_requested OR (o.step IS NULL AND o.status = 'runnable')
-                                              THEN i.awaited_signals
-                                              ELSE string_to_array(o.awaited, ',') END,
-                       await_deadline = CASE WHEN o.await_ms IS NULL OR i.cancel_requested THEN NULL
-                                             ELSE now() + o.await_ms * interval '1 millisecond' END,
-                       children_pending = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested
-                                               THEN o.children ELSE i.children_pending END,
-                       has_children = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested THEN true
-                                           WHEN o.step IS NOT NULL THEN false
-                                           ELSE i.has_children END,
-                       concurrency_key = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.concurrency_key
-                                              WHEN o.key_change IN (1, 3) THEN o.new_key END,
-                       gate_name = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_name
-                                        WHEN o.key_change = 3 THEN o.new_gate END,
-                       gate_shard = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_shard
-                                         WHEN o.key_change = 3 THEN floor(random() * o.gate_shards)::int END,
-                       rate_limit = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_limit
-                                         WHEN o.rate_change = 1 THEN o.rate_limit END,
-                       rate_weight = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_weight
-                                          WHEN o.rate_change = 1 THEN o.rate_weight END,
-                       rate_partition = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_partition
-                                             WHEN o.rate_change = 1 THEN o.rate_partition END,
-                       claimed_by = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
-                                         THEN i.claimed_by END,
-                       lease_expires_at = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
-                                               THEN now() + o.lease_ms * interval '1 millisecond' END,
-                       updated_at = now()
-                  FROM\s""" + COLUMNS.unnest(1, "o", false) + """
-
-                 WHERE i.id = o.id AND i.claimed_by = o.worker AND i.status = 'executing'
-                   AND i.attempt = o.claimed_attempt
-                RETURNING i.id, i.queue, i.status""");
+        this.commit = tables.render("WITH o AS (SELECT * FROM " + COLUMNS.unnest(1, "o", false) + "), "
+                + Settled.move("o", GUARD, FINAL, STEP, STATE, RESULT, ERROR, ATTEMPT) + """
+                , kept AS (
+                    UPDATE {instances} i
+                       SET status = %s,
+                           step = %s,
+                           state = %s,
+                           result = %s,
+                           last_error = %s,
+                           attempt = %s,
+                           eligible_at = CASE WHEN o.delay_ms IS NULL OR i.cancel_requested THEN i.eligible_at
+                                              ELSE now() + o.delay_ms * interval '1 millisecond' END,
+                           awaited_signals = CASE WHEN i.cancel_requested OR (o.step IS NULL AND o.status = 'runnable')
+                                                  THEN i.awaited_signals
+                                                  ELSE string_to_array(o.awaited, ',') END,
+                           await_deadline = CASE WHEN o.await_ms IS NULL OR i.cancel_requested THEN NULL
+                                                 ELSE now() + o.await_ms * interval '1 millisecond' END,
+                           children_pending = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested
+                                                   THEN o.children ELSE i.children_pending END,
+                           has_children = CASE WHEN o.status = 'awaiting_children' AND NOT i.cancel_requested THEN true
+                                               WHEN o.step IS NOT NULL THEN false
+                                               ELSE i.has_children END,
+                           concurrency_key = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.concurrency_key
+                                                  WHEN o.key_change IN (1, 3) THEN o.new_key END,
+                           gate_name = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_name
+                                            WHEN o.key_change = 3 THEN o.new_gate END,
+                           gate_shard = CASE WHEN i.cancel_requested OR o.key_change = 0 THEN i.gate_shard
+                                             WHEN o.key_change = 3 THEN floor(random() * o.gate_shards)::int END,
+                           rate_limit = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_limit
+                                             WHEN o.rate_change = 1 THEN o.rate_limit END,
+                           rate_weight = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_weight
+                                              WHEN o.rate_change = 1 THEN o.rate_weight END,
+                           rate_partition = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_partition
+                                                 WHEN o.rate_change = 1 THEN o.rate_partition END,
+                           claimed_by = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
+                                             THEN i.claimed_by END,
+                           lease_expires_at = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
+                                                   THEN now() + o.lease_ms * interval '1 millisecond' END,
+                           updated_at = now()
+                      FROM o
+                     WHERE %s AND NOT (%s)
+                    RETURNING i.id, i.queue, i.status
+                )
+                SELECT id, queue, status FROM moved
+                 UNION ALL
+                SELECT id, queue, status FROM kept""".formatted(FINAL, STEP, STATE, RESULT, ERROR, ATTEMPT, GUARD,
+                Settled.settlesWhere(FINAL)));
+        this.settle = tables.render("WITH o AS (SELECT * FROM " + SETTLE_COLUMNS.unnest(1, "o", false) + "), "
+                + Settled.move("o", GUARD, SETTLE_FINAL, "i.step", "i.state", RESULT, ERROR, "i.attempt") + """
+                , kept AS (
+                    UPDATE {instances} i
+                       SET status = %s, result = %s, last_error = %s, awaited_signals = NULL, await_deadline = NULL,
+                           claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
+                      FROM o
+                     WHERE %s AND NOT (%s)
+                    RETURNING i.id, i.queue, i.status
+                )
+                SELECT id, queue, status FROM moved
+                 UNION ALL
+                SELECT id, queue, status FROM kept""".formatted(SETTLE_FINAL, RESULT, ERROR, GUARD,
+                Settled.settlesWhere(SETTLE_FINAL)));
         this.lockForCommit = tables.render("SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE");
         this.consumeSignals = tables.render("""
                 UPDATE {signals} s SET consumed_at = now()
@@ -146,6 +204,18 @@ public final class OutcomeSql {
     /** Commits the outcomes; emits the transition of each one that was not stale. */
     public Flux<Transition> commit(Connection connection, List<OutcomeRow> outcomes) {
         return Flux.from(COLUMNS.bind(connection.createStatement(commit), 0, outcomes).execute())
+                .concatMap(result -> result.map(Transition::read))
+                .onErrorMap(Errors::translate);
+    }
+
+    /** Whether an outcome can take the fast path: it settles its row and carries no rider. */
+    public static boolean settlesPlainly(OutcomeRow outcome) {
+        return outcome.status().isTerminal() && !outcome.hasRiders();
+    }
+
+    /** Commits settling outcomes on the fast path ({@link #settlesPlainly}); emits each one's transition. */
+    public Flux<Transition> settle(Connection connection, List<OutcomeRow> outcomes) {
+        return Flux.from(SETTLE_COLUMNS.bind(connection.createStatement(settle), 0, outcomes).execute())
                 .concatMap(result -> result.map(Transition::read))
                 .onErrorMap(Errors::translate);
     }

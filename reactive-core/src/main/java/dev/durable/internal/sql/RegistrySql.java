@@ -45,8 +45,8 @@ public final class RegistrySql {
     private final String unknownTypes;
 
     /**
-     * Fails up to $3 live (runnable or parked) instances of type $1 with error $2; their parents
-     * count them off through the trigger. For removing a type for good. Index: none for the type
+     * Fails up to $3 live (runnable or parked) instances of type $1 with error $2, moving them to
+     * the history table ({@link Settled}); their parents count them off through the trigger. For removing a type for good. Index: none for the type
      * (a rare, explicit call: a scan per batch). Locks: the failed rows, skipping locked ones.
      */
     private final String failType;
@@ -99,11 +99,17 @@ public final class RegistrySql {
                      WHERE type = $1 AND status IN ('runnable', 'awaiting_signal', 'awaiting_children')
                      LIMIT $3
                        FOR UPDATE SKIP LOCKED
+                ),\s""" + Settled.move("doomed d", "i.id = d.id", "'failed'", "i.step", "i.state", "i.result", "$2::text",
+                        "i.attempt") + """
+                , kept AS (
+                    UPDATE {instances} i
+                       SET status = 'failed', last_error = $2, await_deadline = NULL, updated_at = now()
+                      FROM doomed d
+                     WHERE i.id = d.id AND NOT (%s)
+                    RETURNING 1
                 )
-                UPDATE {instances} i
-                   SET status = 'failed', last_error = $2, await_deadline = NULL, updated_at = now()
-                  FROM doomed d
-                 WHERE i.id = d.id""");
+                SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM kept)""".formatted(
+                        Settled.settlesWhere("'failed'")));
     }
 
     /** This engine's entry: what it serves, and for how long it counts as live without a refresh. */
@@ -159,7 +165,7 @@ public final class RegistrySql {
     public Mono<Long> failType(String type, String error, int batch) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(failType)
                         .bind(0, type).bind(1, error).bind(2, batch).execute())
-                .concatMap(result -> result.getRowsUpdated()))
+                .concatMap(result -> result.map(row -> row.get(0, Long.class))))
                 .reduce(0L, Long::sum);
     }
 

@@ -2,7 +2,7 @@ package dev.durable.internal.sql;
 
 /**
  * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
- * {@code {gate_slots}}, {@code {buckets}} and {@code {engines}} placeholders and rendered once per engine, so no
+ * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}} and {@code {history}} placeholders and rendered once per engine, so no
  * statement is assembled on a hot path.
  */
 public final class Tables {
@@ -24,6 +24,7 @@ public final class Tables {
                 .replace("{signals}", table("durable_signals"))
                 .replace("{gate_slots}", table("durable_gate_slots"))
                 .replace("{buckets}", table("durable_rate_buckets"))
-                .replace("{engines}", table("durable_engines"));
+                .replace("{engines}", table("durable_engines"))
+                .replace("{history}", table("durable_history"));
     }
 }

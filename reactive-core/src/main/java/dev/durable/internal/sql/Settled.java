@@ -1,0 +1,66 @@
+package dev.durable.internal.sql;
+
+/**
+ * Settled instances and the history table they move to: the one place that knows its columns.
+ *
+ * <p>A statement that may settle rows does it in three data-modifying CTEs of its own statement,
+ * so the move is atomic with the decision: {@link #move} deletes the rows that settle from the hot
+ * table (the delete triggers count a child off its parent and give a gate slot back), inserts them
+ * into the history table with their final values, and deletes their signals (a settled instance is
+ * no signal's target any more). Rows whose correlation key stays occupied in their final status
+ * are not moved: the hot table's unique index must keep holding the key, so the statement updates
+ * them in place like any other transition ({@link #settlesWhere} is false for them).
+ */
+final class Settled {
+
+    /** The history table's columns, in the order {@link #move} inserts them. */
+    private static final String COLUMNS = "id, type, type_version, queue, priority, status, step, state, result,"
+            + " last_error, attempt, max_attempts, eligible_at, parent_id, concurrency_key, correlation_key,"
+            + " inserted_at";
+
+    /** A history row read as the columns of an instance (see InstanceSql's instance columns). */
+    static final String AS_INSTANCE = """
+            id, type, type_version, queue, priority, status, step, state::text AS state,
+            result::text AS result, last_error, attempt, max_attempts, eligible_at,
+            NULL::text[] AS awaited_signals, NULL::timestamptz AS await_deadline, parent_id,
+            0 AS children_pending, concurrency_key, correlation_key, NULL::text AS claimed_by,
+            NULL::timestamptz AS lease_expires_at, false AS cancel_requested, inserted_at,
+            settled_at AS updated_at""";
+
+    private Settled() {
+    }
+
+    /**
+     * True when the hot-table row {@code i} settles with {@code status} and may leave: a terminal
+     * status that does not keep its correlation key occupied.
+     */
+    static String settlesWhere(String status) {
+        return "(" + status + ") IN ('done', 'failed', 'cancelled') AND NOT (i.correlation_key IS NOT NULL AND ("
+                + status + ") = ANY (i.correlation_statuses))";
+    }
+
+    /**
+     * The CTEs {@code moved}, {@code archived} and {@code forgotten}: deletes the rows of
+     * {@code {instances} i} joined to {@code using} that match {@code where} and settle with
+     * {@code status}, archives them with the given final values (SQL expressions over {@code i} and
+     * the {@code using} relations), and deletes their signals. {@code moved} returns id, queue and
+     * the final status, for the statement's answer.
+     */
+    static String move(String using, String where, String status, String step, String state, String result,
+            String error, String attempt) {
+        return """
+                moved AS (
+                    DELETE FROM {instances} i USING %s
+                     WHERE %s AND %s
+                    RETURNING i.id, i.type, i.type_version, i.queue, i.priority, %s AS status, %s AS step,
+                              %s AS state, %s AS result, %s AS last_error, %s AS attempt, i.max_attempts,
+                              i.eligible_at, i.parent_id, i.concurrency_key, i.correlation_key, i.inserted_at,
+                              i.has_signals
+                ), archived AS (
+                    INSERT INTO {history} (%s) SELECT %s FROM moved
+                ), forgotten AS (
+                    DELETE FROM {signals} s USING moved m WHERE s.instance_id = m.id AND m.has_signals
+                )""".formatted(using, where, settlesWhere(status), status, step, state, result, error, attempt,
+                COLUMNS, COLUMNS);
+    }
+}
