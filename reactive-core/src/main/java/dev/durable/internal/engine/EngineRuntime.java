@@ -85,8 +85,8 @@ public final class EngineRuntime {
             String worker = wiring.identity().worker(name);
             SchedulerCounters counters = new SchedulerCounters();
             QueueContext context = new QueueContext(name, worker, leaseMillis, counters);
-            Admission admission = new Admission(context, sql.db(), sql.picks(), limiter);
-            Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission);
+            Admission admission = new Admission(context, sql.db(), sql.picks(), limiter, telemetry);
+            Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission, telemetry);
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
                     options.heartbeatInterval().toMillis(), sql.leases(), delays, admission);
