@@ -75,7 +75,7 @@ public final class EngineRuntime {
                     onTransition.accept(parent);
                 }, onTransition);
         Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
-                options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry);
+                options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry, limiter);
         long leaseMillis = options.leaseTtl().toMillis();
         RetryDelays delays = new RetryDelays(wiring.definitions());
         List<QueueScheduler> made = new ArrayList<>();

@@ -80,8 +80,16 @@ public final class PickSql {
     private static final String BUCKET_SHORT = """
             EXISTS (SELECT 1 FROM {buckets} b JOIN rates r ON r.name = b.name
                      WHERE b.name = %1$s.rate_limit AND b.partition_key = COALESCE(%1$s.rate_partition, '')
-                       AND least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))
+                       AND {refilled}
                            < %1$s.rate_weight)""";
+
+    /**
+     * The tokens bucket {@code b} holds now: what it held at its last admission, refilled at the
+     * rate ({@code %2$s}) for the time since, capped at the burst ({@code %1$s}). A bucket's clock only
+     * moves forward, so a transaction that started before another's admission cannot rewind it and
+     * over-refill. The one spelling of the refill, here and in {@link LimiterSql}.
+     */
+    static final String REFILLED = "least(%1$s, b.tokens + %2$s * greatest(0, extract(epoch FROM now() - b.refilled_at)))";
 
     /** Claims the rows of the CTE named by {@code %s} for worker $3 with a lease of $4 ms. */
     private static final String CLAIM = """
@@ -202,13 +210,13 @@ public final class PickSql {
                        SET taken = coalesce((
                                SELECT max(w.rate_cum) FROM rate_wanted w, rates r
                                 WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
-                                  AND w.rate_cum <= least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))), 0),
-                           tokens = (SELECT least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))
+                                  AND w.rate_cum <= {refilled}), 0),
+                           tokens = (SELECT {refilled}
                                        FROM rates r WHERE r.name = b.name)
                                     - coalesce((
                                SELECT max(w.rate_cum) FROM rate_wanted w, rates r
                                 WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
-                                  AND w.rate_cum <= least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))), 0),
+                                  AND w.rate_cum <= {refilled}), 0),
                            refilled_at = greatest(b.refilled_at, now())
                     RETURNING b.name, b.partition_key, b.taken
                 ), rate_admitted AS (
@@ -278,7 +286,8 @@ public final class PickSql {
                 ), claimed AS (
                 """ + CLAIM.formatted("admitted") + ClaimColumns.SELECT + """
                 )
-                SELECT claimed.*, throttled.* FROM throttled LEFT JOIN claimed ON true""");
+                SELECT claimed.*, throttled.* FROM throttled LEFT JOIN claimed ON true""")
+                .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"));
         this.lockCandidates = tables.render("WITH " + CANDIDATES.formatted("$8", "$7", """
                        AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
                             (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
