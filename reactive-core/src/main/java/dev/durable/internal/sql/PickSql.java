@@ -310,6 +310,14 @@ public final class PickSql {
         return pick;
     }
 
+    /**
+     * The text of the pick of an engine with limits ($1-$4 as in a pick, $5-$12 the limits and known
+     * types as the class describes), for EXPLAIN.
+     */
+    public String pickWithLimitsText() {
+        return pickWithLimits;
+    }
+
     /** How many rows a limit held back in one pick, and one of them (its lowest id) with its type. */
     public record Throttled(long rows, long sampleId, @Nullable String sampleType) {
 
