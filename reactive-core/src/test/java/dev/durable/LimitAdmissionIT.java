@@ -91,8 +91,17 @@ class LimitAdmissionIT {
                     return Mono.just(Outcome.done(ctx.state() + "b"));
                 })
                 .build();
+        // Another holder keeps one of the gate's two slots the whole time, so a slot credited twice shows.
+        Sinks.One<Boolean> releaseHolder = Sinks.one();
+        AtomicInteger holding = new AtomicInteger();
+        JobDefinition<String, String> holder = JobDefinition.of("holder", String.class, (String s) -> Mono.defer(() -> {
+            holding.incrementAndGet();
+            return releaseHolder.asMono().thenReturn(s);
+        })).queue("trickle");
         DurableEngine engine = engines.start(engines.options("trickle").rateLimit("trickle", TRICKLE, 1)
-                .gate("one", 1).queue(queue("trickle")), chain);
+                .gate("one", 2).queue(queue("trickle")), chain, holder);
+        long holderId = engine.insert(JobRequest.of("holder", "h").gate("one", "k")).block(WAIT);
+        Eventually.until("the other holder running", WAIT, () -> holding.get() == 1);
         long id = engine.insert(JobRequest.of("trickle-chain", "").rateLimit("trickle").gate("one", "k"))
                 .block(WAIT);
 
@@ -101,12 +110,15 @@ class LimitAdmissionIT {
         Eventually.until("step b back in the queue", WAIT, () -> engine.get(id).block(WAIT),
                 instance -> instance.status() == InstanceStatus.RUNNABLE && "b".equals(instance.step()));
         assertThat(secondSteps.get()).isZero();
-        // Its gate slot went back with its claim, once: no row holds it, and the counter is not below zero.
-        assertThat(held("one")).isZero();
+        // Its gate slot went back with its claim, once: the other holder's slot is still counted.
+        assertThat(held("one")).isEqualTo(1);
 
         Sql.update(db, "UPDATE {schema}.durable_rate_buckets SET tokens = 1 WHERE name = 'trickle'");
         assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.DONE);
         assertThat(secondSteps.get()).isEqualTo(1);
+        assertThat(held("one")).isEqualTo(1);
+        releaseHolder.tryEmitValue(true);
+        assertThat(engines.awaitSettled(engine, holderId, WAIT).status()).isEqualTo(InstanceStatus.DONE);
         assertThat(held("one")).isZero();
     }
 
