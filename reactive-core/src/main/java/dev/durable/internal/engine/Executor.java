@@ -42,9 +42,10 @@ import reactor.util.Loggers;
  * on the handler scheduler (never on the event loop that delivered the claim) under the type's
  * timeout, turns what happened into an outcome of the claim and commits it through the group
  * committer. An inline {@code next} runs the following step on the same claim once its transition
- * is committed (and its rate limit, if it keeps one, afforded the step). When the scheduler stops the run (its instance was cancelled, or its claim was
- * lost), the handler's subscription is disposed and a cancel is committed in place of its outcome
- * (on a lost claim, that commit is stale and dropped). Never errors: whatever the handler does
+ * is committed (and its rate limit, if it keeps one, afforded the step). When the scheduler stops
+ * the run (its instance was cancelled, or its claim was lost), the handler's subscription is
+ * disposed and a cancel is committed in place of its outcome (on a lost claim, that commit is stale
+ * and dropped). Never errors: whatever the handler does
  * becomes an outcome.
  */
 final class Executor {
