@@ -52,7 +52,12 @@ public record JobEvent(
         /** Woken from park by a signal, its last child, or its await deadline. */
         WOKEN,
         /** A signal was stored in its inbox. */
-        SIGNALLED
+        SIGNALLED,
+        /**
+         * A pick found rows held back by a full gate or an empty bucket: one event per pick and
+         * reason (not per row), naming one of those rows; {@code error} says the reason and how many.
+         */
+        THROTTLED
     }
 
     /** Events of one queue. */

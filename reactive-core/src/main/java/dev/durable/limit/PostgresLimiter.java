@@ -1,12 +1,15 @@
 package dev.durable.limit;
 
+import dev.durable.Limits;
 import dev.durable.internal.Db;
 import dev.durable.internal.sql.LimiterSql;
 import dev.durable.internal.sql.Tables;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -14,7 +17,8 @@ import reactor.core.publisher.Mono;
  *
  * <p>Admission is done by the pick statement itself ({@code PickSql.pickWithLimits}): a row is only
  * ever claimed once its bucket and its gate counter admitted it, in the same transaction, so
- * {@link #admit} has nothing left to refuse and admits every claim it is given. Credit is done by
+ * {@link #admit} has nothing left to refuse and admits every claim it is given; {@link #draw} takes an
+ * inline step's tokens from its bucket. Credit is done by
  * the {@code durable_gate_release} trigger the moment a gated row leaves executing (outcome,
  * release, reaper or a key change), so {@link #credit} has nothing to do; counters do not expire,
  * so neither does {@link #renew}. {@link #reconcile} recounts the counters from the executing rows
@@ -23,9 +27,11 @@ import reactor.core.publisher.Mono;
 public final class PostgresLimiter implements Limiter {
 
     private final LimiterSql sql;
+    private final Map<String, Limits.RateLimit> rateLimits;
 
-    private PostgresLimiter(LimiterSql sql) {
+    private PostgresLimiter(LimiterSql sql, Map<String, Limits.RateLimit> rateLimits) {
         this.sql = sql;
+        this.rateLimits = rateLimits;
     }
 
     /** The factory an engine uses by default. */
@@ -34,7 +40,8 @@ public final class PostgresLimiter implements Limiter {
             @Override
             public Mono<Limiter> create(LimiterContext context) {
                 return Mono.fromSupplier(() -> new PostgresLimiter(new LimiterSql(
-                        new Db(context.connectionFactory(), context.callTimeout()), new Tables(context.schema()))));
+                        new Db(context.connectionFactory(), context.callTimeout()), new Tables(context.schema())),
+                        context.rateLimits()));
             }
 
             @Override
@@ -53,6 +60,16 @@ public final class PostgresLimiter implements Limiter {
     @Override
     public Mono<Set<Long>> admit(List<LimitClaim> claims) {
         return Mono.just(claims.stream().map(LimitClaim::id).collect(Collectors.toUnmodifiableSet()));
+    }
+
+    /** Takes the inline step's tokens from its bucket in one statement; a limit not configured here is refused. */
+    @Override
+    public Mono<Boolean> draw(LimitClaim claim) {
+        Limits.@Nullable RateLimit limit = claim.rateLimit() == null ? null : rateLimits.get(claim.rateLimit());
+        if (limit == null) {
+            return Mono.just(claim.rateLimit() == null);
+        }
+        return sql.draw(limit.name(), claim.ratePartition(), claim.rateWeight(), limit.burst(), limit.ratePerSecond());
     }
 
     /** Nothing: the trigger credited the slot when the row left executing. */

@@ -292,4 +292,37 @@ class RedisLimiterIT {
             withChain.closeLater().block(WAIT);
         }
     }
+
+    @Test
+    void anInlineStepDrawsItsTokensFromRedisAndGoesThroughTheQueueWhenTheBucketIsEmpty() {
+        AtomicInteger secondSteps = new AtomicInteger();
+        WorkflowDefinition<String> chain = WorkflowDefinition.builder("rtrickle", String.class).queue("rtrickle")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state() + "a").inline()))
+                .step("b", ctx -> Mono.fromSupplier(() -> {
+                    secondSteps.incrementAndGet();
+                    return Outcome.<String>done(ctx.state() + "b");
+                }))
+                .build();
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry meters =
+                new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        DurableEngine engine = engines.start(engines.options("rtrickle").limiter(limiter()).meterRegistry(meters)
+                .rateLimit("rtrickle", 0.001, 1).gate("rsolo", 1)
+                .queue(QueueOptions.builder("rtrickle").pollInterval(Duration.ofMillis(50))
+                        .maxPollInterval(Duration.ofMillis(100)).build()), chain);
+        long id = engine.insert(JobRequest.of("rtrickle", "").rateLimit("rtrickle").gate("rsolo", "k")).block(WAIT);
+
+        // The pick's admission took the bucket's only token; the inline step found it empty.
+        Eventually.until("step b back in the queue", WAIT, () -> engine.get(id).block(WAIT),
+                instance -> instance.status() == InstanceStatus.RUNNABLE && "b".equals(instance.step()));
+        assertThat(secondSteps.get()).isZero();
+        // Back in the queue, the row is refused at each pick: counted as held by its gate (the
+        // limiter does not say which limit refused a claim with both).
+        Eventually.until("the refusal counted", WAIT, () -> {
+            var counter = meters.find("durable.throttled").tag("queue", "rtrickle").tag("limit", "gate")
+                    .functionCounter();
+            return counter != null && counter.count() > 0;
+        });
+        assertThat(secondSteps.get()).isZero();
+        assertThat(engine.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
+    }
 }

@@ -58,8 +58,10 @@ final class Admission {
     private final Map<String, Long> refusedGates = new ConcurrentHashMap<>();
     private final Map<String, Long> refusedRates = new ConcurrentHashMap<>();
     private final AtomicLong claimSequence = new AtomicLong();
+    private final Telemetry telemetry;
 
-    Admission(QueueContext queue, Db db, PickSql picks, Limiter limiter) {
+    Admission(QueueContext queue, Db db, PickSql picks, Limiter limiter, Telemetry telemetry) {
+        this.telemetry = telemetry;
         this.queue = queue;
         this.db = db;
         this.picks = picks;
@@ -81,7 +83,7 @@ final class Admission {
                                 return admit(claims)
                                         .doOnNext(ok -> {
                                             admitted.addAll(ok);
-                                            refused[0] = refuse(claims, ok);
+                                            refused[0] = refuse(claims, ok, typesOf(candidates));
                                         })
                                         .flatMapMany(ok -> {
                                             List<Long> ids = candidates.stream()
@@ -140,19 +142,32 @@ final class Admission {
                 candidate.ratePartition() == null ? "" : candidate.ratePartition(), candidate.rateWeight());
     }
 
+    private static Map<Long, String> typesOf(List<Candidate> candidates) {
+        Map<Long, String> types = new java.util.HashMap<>();
+        candidates.forEach(candidate -> types.put(candidate.id(), candidate.type()));
+        return types;
+    }
+
     private static List<LimitClaim> admittedOf(Collection<LimitClaim> claims, Set<Long> admitted) {
         return claims.stream().filter(claim -> admitted.contains(claim.id())).toList();
     }
 
     /** Notes the limits of refused claims, to be skipped for a while; returns how many were refused. */
-    private int refuse(List<LimitClaim> claims, Set<Long> admitted) {
+    private int refuse(List<LimitClaim> claims, Set<Long> admitted, Map<Long, String> types) {
         long until = System.nanoTime() + REFUSED_HOLD_MILLIS * 1_000_000;
         int refused = 0;
+        // By reason, as the PostgreSQL pick counts: the limiter does not say which limit refused a
+        // claim with both, so such a claim counts as held by its gate.
+        long[] held = new long[2];
+        long[] sample = {Long.MAX_VALUE, Long.MAX_VALUE};
         for (LimitClaim claim : claims) {
             if (admitted.contains(claim.id())) {
                 continue;
             }
             refused++;
+            int reason = claim.gate() != null ? 0 : 1;
+            held[reason]++;
+            sample[reason] = Math.min(sample[reason], claim.id());
             if (claim.gate() != null) {
                 refusedGates.put(gateKey(claim), until);
             }
@@ -160,7 +175,10 @@ final class Admission {
                 refusedRates.put(claim.rateLimit() + SEP + claim.ratePartition(), until);
             }
         }
-        queue.counters().throttled.addAndGet(refused);
+        for (int reason = 0; reason < 2; reason++) {
+            telemetry.throttled(queue.counters(), queue.queue(), reason == 0, held[reason], sample[reason],
+                    types.get(sample[reason]));
+        }
         return refused;
     }
 

@@ -75,7 +75,7 @@ public final class EngineRuntime {
                     onTransition.accept(parent);
                 }, onTransition);
         Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
-                options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry);
+                options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry, limiter);
         long leaseMillis = options.leaseTtl().toMillis();
         RetryDelays delays = new RetryDelays(wiring.definitions());
         List<QueueScheduler> made = new ArrayList<>();
@@ -85,8 +85,8 @@ public final class EngineRuntime {
             String worker = wiring.identity().worker(name);
             SchedulerCounters counters = new SchedulerCounters();
             QueueContext context = new QueueContext(name, worker, leaseMillis, counters);
-            Admission admission = new Admission(context, sql.db(), sql.picks(), limiter);
-            Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission);
+            Admission admission = new Admission(context, sql.db(), sql.picks(), limiter, telemetry);
+            Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission, telemetry);
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
                     options.heartbeatInterval().toMillis(), sql.leases(), delays, admission);

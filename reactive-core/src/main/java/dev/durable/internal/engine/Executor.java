@@ -22,6 +22,8 @@ import dev.durable.internal.sql.OutcomeRow;
 import dev.durable.internal.sql.OutcomeRow.LimitChange;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.Transition;
+import dev.durable.limit.LimitClaim;
+import dev.durable.limit.Limiter;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
@@ -40,9 +42,10 @@ import reactor.util.Loggers;
  * on the handler scheduler (never on the event loop that delivered the claim) under the type's
  * timeout, turns what happened into an outcome of the claim and commits it through the group
  * committer. An inline {@code next} runs the following step on the same claim once its transition
- * is committed. When the scheduler stops the run (its instance was cancelled, or its claim was
- * lost), the handler's subscription is disposed and a cancel is committed in place of its outcome
- * (on a lost claim, that commit is stale and dropped). Never errors: whatever the handler does
+ * is committed (and its rate limit, if it keeps one, afforded the step). When the scheduler stops
+ * the run (its instance was cancelled, or its claim was lost), the handler's subscription is
+ * disposed and a cancel is committed in place of its outcome (on a lost claim, that commit is stale
+ * and dropped). Never errors: whatever the handler does
  * becomes an outcome.
  */
 final class Executor {
@@ -53,6 +56,8 @@ final class Executor {
     static final Duration DEFER_HOLD = Duration.ofSeconds(5);
     /** Micrometer's ObservationThreadLocalAccessor.KEY, spelled out so context-propagation stays optional. */
     private static final String OBSERVATION_KEY = "micrometer.observation";
+    /** Between worker and row in the holder of an inline step's draw (it holds no slot, so any unique name does). */
+    private static final String INLINE_HOLDER = (char) 31 + "inline" + (char) 31;
 
     /** How a run ended, from the scheduler's point of view. */
     enum RunResult {
@@ -80,10 +85,13 @@ final class Executor {
     private final long leaseMillis;
     private final Consumer<Transition> onCommitted;
     private final Telemetry telemetry;
+    private final Limiter limiter;
 
     Executor(Map<String, Definition> definitions, RequestMapper mapper, JsonCodec codec, OutcomeCommitter committer,
-            Scheduler handlerScheduler, Duration leaseTtl, Consumer<Transition> onCommitted, Telemetry telemetry) {
+            Scheduler handlerScheduler, Duration leaseTtl, Consumer<Transition> onCommitted, Telemetry telemetry,
+            Limiter limiter) {
         this.telemetry = telemetry;
+        this.limiter = limiter;
         this.definitions = definitions;
         this.mapper = mapper;
         this.codec = codec;
@@ -133,7 +141,33 @@ final class Executor {
                 .flatMap(decision -> commit(decision, run, cancellation, onInline));
     }
 
+    /**
+     * An inline step runs on its claim with no pick to admit it, so it draws its rate limit's
+     * tokens here, before its transition commits; a bucket that cannot afford them (or a limiter
+     * that cannot be asked) sends the step back through the queue instead, where a pick admits it.
+     * A gate needs nothing: an inline step keeps the slot its claim holds or leaves the gate, and a
+     * gate change is never inline.
+     */
     private Mono<RunResult> commit(Decision decision, Telemetry.Run run, Cancellation cancellation,
+            Consumer<ClaimedRow> onInline) {
+        ClaimedRow next = decision.inlineNext();
+        if (next == null || next.rateLimit() == null) {
+            return commitDrawn(decision, run, cancellation, onInline);
+        }
+        LimitClaim claim = new LimitClaim(next.id(), next.worker() + INLINE_HOLDER + next.id(), null, null, 0,
+                next.rateLimit(), next.ratePartition() == null ? "" : next.ratePartition(), next.rateWeight());
+        return limiter.draw(claim)
+                .onErrorResume(error -> {
+                    log.debug("instance {}: inline step's tokens not drawn ({}); it goes through the queue",
+                            next.id(), error.toString());
+                    return Mono.just(false);
+                })
+                .defaultIfEmpty(false)
+                .flatMap(drawn -> commitDrawn(drawn ? decision : Decision.of(decision.outcome().throughQueue()), run,
+                        cancellation, onInline));
+    }
+
+    private Mono<RunResult> commitDrawn(Decision decision, Telemetry.Run run, Cancellation cancellation,
             Consumer<ClaimedRow> onInline) {
         OutcomeRow outcome = decision.outcome();
         return committer.commit(outcome)

@@ -13,7 +13,7 @@ import reactor.util.retry.Retry;
  * another pick is claiming are skipped by the statement itself; a pick is retried a bounded number
  * of times, after a short jittered pause, when a key was claimed under it anyway (the executing-key
  * unique index refused it) or it lost a deadlock; any other failure is the scheduler's to report,
- * and the poll tries again.
+ * and the poll tries again. What the limits held back at a pick is counted and told (THROTTLED).
  */
 final class Pick implements QueueScheduler.Picker {
 
@@ -24,8 +24,10 @@ final class Pick implements QueueScheduler.Picker {
     private final PickSql picks;
     private final Limiter limiter;
     private final Admission admission;
+    private final Telemetry telemetry;
 
-    Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission) {
+    Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry) {
+        this.telemetry = telemetry;
         this.queue = queue;
         this.retries = retries;
         this.picks = picks;
@@ -37,8 +39,14 @@ final class Pick implements QueueScheduler.Picker {
     public Mono<QueueScheduler.Picked> pick(int limit) {
         SchedulerCounters counters = queue.counters();
         Mono<QueueScheduler.Picked> once = limiter.admitsInPick()
-                ? picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis()).collectList()
-                        .map(rows -> new QueueScheduler.Picked(rows, 0))
+                ? picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis())
+                        .map(picked -> {
+                            throttled(true, picked.byGate());
+                            throttled(false, picked.byRate());
+                            // Refused stays 0: the statement already skips full limits, so looking
+                            // again at once would only find them full again.
+                            return new QueueScheduler.Picked(picked.rows(), 0);
+                        })
                 : admission.pick(limit);
         return once
                 // After a short random pause: two picks that raced for a key must not race again in step.
@@ -47,5 +55,9 @@ final class Pick implements QueueScheduler.Picker {
                         .doBeforeRetry(retry -> counters.pickRetries.incrementAndGet()))
                 .doOnSubscribe(subscription -> counters.picks.incrementAndGet())
                 .doOnError(error -> counters.pickFailures.incrementAndGet());
+    }
+
+    private void throttled(boolean byGate, PickSql.Throttled held) {
+        telemetry.throttled(queue.counters(), queue.queue(), byGate, held.rows(), held.sampleId(), held.sampleType());
     }
 }

@@ -28,7 +28,10 @@ final class SchedulerCounters {
     final AtomicLong reclaimed = new AtomicLong();
     final AtomicLong released = new AtomicLong();
     final AtomicLong drainAbandoned = new AtomicLong();
+    /** Rows a limit held back at a pick: all of them, and by a full gate or an empty bucket. */
     final AtomicLong throttled = new AtomicLong();
+    final AtomicLong throttledByGate = new AtomicLong();
+    final AtomicLong throttledByRate = new AtomicLong();
     final AtomicLong leasesLost = new AtomicLong();
     final AtomicLong runsCancelled = new AtomicLong();
     private final EnumMap<PickTrigger, AtomicLong> byTrigger = new EnumMap<>(PickTrigger.class);

@@ -410,7 +410,28 @@ public final class Telemetry {
         counter("durable.drained", counters.released, queue, "buffered rows given back at shutdown");
         counter("durable.drain.abandoned", counters.drainAbandoned, queue, "runs still going at the drain timeout");
         counter("durable.stale", counters.stale, queue, null);
-        counter("durable.throttled", counters.throttled, queue, null);
+        FunctionCounter.builder("durable.throttled", counters.throttledByGate, AtomicLong::get).tag("queue", queue)
+                .tag("limit", "gate").description("rows a full gate held back at a pick").register(meters);
+        FunctionCounter.builder("durable.throttled", counters.throttledByRate, AtomicLong::get).tag("queue", queue)
+                .tag("limit", "rate").description("rows an empty bucket held back at a pick").register(meters);
+    }
+
+    /**
+     * A pick of {@code queue} found {@code rows} rows held back by a full gate ({@code byGate}) or an
+     * empty bucket: counted, and one THROTTLED event per pick and reason, naming one of the rows
+     * ({@code sampleId} of {@code sampleType}) and saying how many there were.
+     */
+    void throttled(SchedulerCounters counters, String queue, boolean byGate, long rows, long sampleId,
+            @Nullable String sampleType) {
+        if (rows <= 0) {
+            return;
+        }
+        counters.throttled.addAndGet(rows);
+        (byGate ? counters.throttledByGate : counters.throttledByRate).addAndGet(rows);
+        if (listening() && sampleType != null) {
+            emit(Kind.THROTTLED, sampleId, sampleType, queue, null, 0, null,
+                    rows + (rows == 1 ? " row" : " rows") + " held back by " + (byGate ? "a full gate" : "an empty bucket"));
+        }
     }
 
     private void counter(String name, AtomicLong value, String queue, @Nullable String description) {

@@ -6,7 +6,8 @@ import reactor.core.publisher.Mono;
 
 /**
  * The PostgreSQL limiter's own statements. Admission itself happens inside the pick
- * ({@link PickSql}) and credit in the {@code durable_gate_release} trigger; this heals counters.
+ * ({@link PickSql}) and credit in the {@code durable_gate_release} trigger; this draws the tokens of
+ * inline steps (which no pick admits) and heals counters.
  */
 public final class LimiterSql {
 
@@ -25,10 +26,26 @@ public final class LimiterSql {
      */
     private final String reconcileGates;
 
+    /**
+     * Draws $3 tokens from the bucket of rate limit $1, partition $2 (burst $4, $5 tokens a second)
+     * for an inline step, which runs on its claim with no pick to admit it: takes them and returns a
+     * row when the bucket, refilled as the pick refills it ({@link PickSql#REFILLED}), affords them;
+     * else returns nothing and leaves the bucket as it was. A bucket not there yet is full.
+     * Index: the buckets' primary key. Locks: the bucket row, to the end of the statement.
+     */
+    private final String draw;
+
     private final Db db;
 
     public LimiterSql(Db db, Tables tables) {
         this.db = db;
+        this.draw = tables.render("""
+                INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
+                SELECT $1, $2, $4 - $3, now(), $3 WHERE $3 <= $4
+                ON CONFLICT (name, partition_key) DO UPDATE
+                   SET tokens = {refilled} - $3, taken = $3, refilled_at = greatest(b.refilled_at, now())
+                 WHERE {refilled} >= $3
+                RETURNING b.name""").replace("{refilled}", PickSql.REFILLED.formatted("$4::float8", "$5::float8"));
         this.lockGates = tables.render("LOCK TABLE {gate_slots} IN EXCLUSIVE MODE");
         this.reconcileGates = tables.render("""
                 WITH counted AS (
@@ -50,6 +67,15 @@ public final class LimiterSql {
                     RETURNING s.held
                 )
                 SELECT (SELECT count(*) FROM healed) + (SELECT count(*) FROM emptied WHERE held <> 0)""");
+    }
+
+    /** Draws {@code weight} tokens for an inline step; emits whether the bucket afforded them. */
+    public Mono<Boolean> draw(String rateLimit, String partition, int weight, int burst, double ratePerSecond) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(draw)
+                                .bind(0, rateLimit).bind(1, partition).bind(2, weight).bind(3, burst)
+                                .bind(4, ratePerSecond).execute())
+                        .concatMap(result -> result.map(row -> true)))
+                .hasElements();
     }
 
     /** Recounts the gate counters under a lock that holds picks off; emits how many were wrong. */

@@ -143,7 +143,10 @@ public final class OutcomeRow {
         return failed(claim, reason, List.of());
     }
 
-    /** This inline {@code next} going through the queue instead (its new key was busy elsewhere). */
+    /**
+     * This inline {@code next} going through the queue instead, as a plain {@code next} due now (its
+     * new key was busy elsewhere, or its bucket could not afford the step): a pick admits it.
+     */
     public OutcomeRow throughQueue() {
         return new OutcomeRow(claim, InstanceStatus.RUNNABLE, step, stateJson, null, null, 0L, 0, 0, null, null,
                 limitChange, consumedSignals, List.of());

@@ -10,7 +10,10 @@ import io.r2dbc.spi.Statement;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 
 /**
  * The pick: how a scheduler claims the next rows of its queue with a lease.
@@ -36,7 +39,7 @@ public final class PickSql {
      */
     private static final String CANDIDATES = """
             candidates AS (
-                SELECT c.id, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
+                SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
                   FROM {instances} c
@@ -59,6 +62,34 @@ public final class PickSql {
                       FROM candidates) ranked
                  WHERE key_rank = 1
             )""";
+
+    /**
+     * True when the gate counter of the row aliased {@code %1$s} is full: the filter that keeps such
+     * rows out of a pick, and the count of rows it held back. Index: the counters' primary key. Locks: none.
+     */
+    private static final String GATE_FULL = """
+            EXISTS (SELECT 1 FROM {gate_slots} s
+                     WHERE s.gate = %1$s.gate_name AND s.key = %1$s.concurrency_key AND s.shard = %1$s.gate_shard
+                       AND s.held >= s.capacity)""";
+
+    /**
+     * True when the bucket of the row aliased {@code %1$s} (refilled by the time since its last
+     * admission, capped at its burst) cannot afford the row's weight; needs the {@code rates} CTE.
+     * Index: the buckets' primary key. Locks: none.
+     */
+    private static final String BUCKET_SHORT = """
+            EXISTS (SELECT 1 FROM {buckets} b JOIN rates r ON r.name = b.name
+                     WHERE b.name = %1$s.rate_limit AND b.partition_key = COALESCE(%1$s.rate_partition, '')
+                       AND {refilled}
+                           < %1$s.rate_weight)""";
+
+    /**
+     * The tokens bucket {@code b} holds now: what it held at its last admission, refilled at the
+     * rate ({@code %2$s}) for the time since, capped at the burst ({@code %1$s}). A bucket's clock only
+     * moves forward, so a transaction that started before another's admission cannot rewind it and
+     * over-refill. The one spelling of the refill, here and in {@link LimiterSql}.
+     */
+    static final String REFILLED = "least(%1$s, b.tokens + %2$s * greatest(0, extract(epoch FROM now() - b.refilled_at)))";
 
     /** Claims the rows of the CTE named by {@code %s} for worker $3 with a lease of $4 ms. */
     private static final String CLAIM = """
@@ -90,9 +121,23 @@ public final class PickSql {
      * types and their versions. A bucket's clock
      * only moves forward, so a pick whose transaction started before another's admission cannot
      * rewind it and over-refill.
-     * Index: as {@link #pick}, plus the primary keys of the counters and buckets. Locks: the
-     * claimed rows (skip locked), and the counter and bucket rows it upserts, in key order, so two
-     * picks lock them in the same order and never deadlock on them.
+     *
+     * <p>A gate counter another transaction holds locked (a concurrent pick or commit on the same
+     * shard) is skipped, not waited on: its rows count as held by a full gate for this pick, and
+     * the other shards admit as usual, so picks on a hot sharded gate do not serialize. Only a
+     * counter that does not exist yet can make two picks wait on each other (both insert it).
+     *
+     * <p>It also counts the rows a limit held back, by reason: of the head of the queue (its first
+     * $2 runnable, eligible rows in urgency order, read without locks), those a full gate or an
+     * empty bucket keeps out, plus the candidates refused inside the pick. The statement always
+     * returns one row more than it claims or not: {@code gate_held, gate_sample_id,
+     * gate_sample_type, rate_held, rate_sample_id, rate_sample_type} on every row, the claimed
+     * columns null on a row that claims nothing.
+     *
+     * <p>Index: as {@link #pick} (the head of the queue through the pick index too), plus the primary
+     * keys of the counters and buckets. Locks: the claimed rows (skip locked); the counter rows it
+     * admits on, locked {@code FOR UPDATE SKIP LOCKED} in key order before their upsert; the bucket
+     * rows it upserts, in key order, so two picks lock them in the same order and never deadlock on them.
      */
     private final String pickWithLimits;
 
@@ -145,16 +190,10 @@ public final class PickSql {
                     SELECT * FROM unnest($5::text[], $6::int[], $7::int[]) AS g(name, capacity, shards)
                 ), rates AS (
                     SELECT * FROM unnest($8::text[], $9::float8[], $10::int[]) AS r(name, rate, burst)
-                ),\s""" + CANDIDATES.formatted("$12", "$11", """
-                       AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT EXISTS (
-                            SELECT 1 FROM {gate_slots} s
-                             WHERE s.gate = c.gate_name AND s.key = c.concurrency_key AND s.shard = c.gate_shard
-                               AND s.held >= s.capacity)))
-                       AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT EXISTS (
-                            SELECT 1 FROM {buckets} b JOIN rates r ON r.name = b.name
-                             WHERE b.name = c.rate_limit AND b.partition_key = COALESCE(c.rate_partition, '')
-                               AND least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))
-                                   < c.rate_weight)))""") + """
+                ),\s""" + CANDIDATES.formatted("$12", "$11",
+                "AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT " + GATE_FULL.formatted("c") + "))\n"
+                + "AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT " + BUCKET_SHORT.formatted("c") + "))")
+                + """
                 , rate_wanted AS (
                     SELECT o.*, sum(o.rate_weight) OVER (PARTITION BY o.rate_limit, o.rate_partition
                                                          ORDER BY o.priority, o.eligible_at, o.id) AS rate_cum
@@ -171,13 +210,13 @@ public final class PickSql {
                        SET taken = coalesce((
                                SELECT max(w.rate_cum) FROM rate_wanted w, rates r
                                 WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
-                                  AND w.rate_cum <= least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))), 0),
-                           tokens = (SELECT least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))
+                                  AND w.rate_cum <= {refilled}), 0),
+                           tokens = (SELECT {refilled}
                                        FROM rates r WHERE r.name = b.name)
                                     - coalesce((
                                SELECT max(w.rate_cum) FROM rate_wanted w, rates r
                                 WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
-                                  AND w.rate_cum <= least(r.burst, b.tokens + r.rate * greatest(0, extract(epoch FROM now() - b.refilled_at)))), 0),
+                                  AND w.rate_cum <= {refilled}), 0),
                            refilled_at = greatest(b.refilled_at, now())
                     RETURNING b.name, b.partition_key, b.taken
                 ), rate_admitted AS (
@@ -188,6 +227,11 @@ public final class PickSql {
                     SELECT a.*, row_number() OVER (PARTITION BY a.gate_name, a.concurrency_key, a.gate_shard
                                                    ORDER BY a.priority, a.eligible_at, a.id) AS gate_rank
                       FROM rate_admitted a
+                ), gate_locked AS (
+                    SELECT s.gate, s.key, s.shard FROM {gate_slots} s
+                     WHERE (s.gate, s.key, s.shard) IN (SELECT gate_name, concurrency_key, gate_shard FROM gate_wanted)
+                     ORDER BY s.gate, s.key, s.shard
+                       FOR UPDATE OF s SKIP LOCKED
                 ), gate_taken AS (
                     INSERT INTO {gate_slots} AS s (gate, key, shard, capacity, held, admitted)
                     SELECT w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity,
@@ -197,6 +241,9 @@ public final class PickSql {
                      CROSS JOIN LATERAL (SELECT g.capacity / g.shards
                                                 + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
                                                 AS capacity) cap
+                     WHERE (w.gate_name, w.concurrency_key, w.gate_shard) IN (SELECT gate, key, shard FROM gate_locked)
+                        OR NOT EXISTS (SELECT 1 FROM {gate_slots} e
+                                        WHERE (e.gate, e.key, e.shard) = (w.gate_name, w.concurrency_key, w.gate_shard))
                      GROUP BY w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity
                      ORDER BY w.gate_name, w.concurrency_key, w.gate_shard
                     ON CONFLICT (gate, key, shard) DO UPDATE
@@ -208,15 +255,46 @@ public final class PickSql {
                     SELECT w.id FROM gate_wanted w
                       LEFT JOIN gate_taken t ON t.gate = w.gate_name AND t.key = w.concurrency_key AND t.shard = w.gate_shard
                      WHERE w.gate_name IS NULL OR w.gate_rank <= t.admitted
+                ), peek AS (
+                    SELECT p.id, p.type,
+                """ + "p.gate_name IS NOT NULL AND " + GATE_FULL.formatted("p") + " AS gate_full,\n"
+                + "p.rate_limit IS NOT NULL AND " + BUCKET_SHORT.formatted("p") + " AS rate_short\n" + """
+                      FROM {instances} p
+                     WHERE p.queue = $1 AND p.status = 'runnable' AND p.eligible_at <= now()
+                     ORDER BY p.priority, p.eligible_at, p.id
+                     LIMIT $2
+                ), held AS (
+                    SELECT 'gate' AS reason, id, type FROM peek WHERE gate_full
+                    UNION ALL
+                    SELECT 'rate', id, type FROM peek WHERE rate_short AND NOT gate_full
+                    UNION ALL
+                    SELECT 'rate', w.id, w.type FROM rate_wanted w
+                      LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
+                     WHERE w.rate_limit IS NOT NULL AND w.rate_cum > coalesce(t.taken, 0)
+                    UNION ALL
+                    SELECT 'gate', w.id, w.type FROM gate_wanted w
+                      LEFT JOIN gate_taken t ON t.gate = w.gate_name AND t.key = w.concurrency_key AND t.shard = w.gate_shard
+                     WHERE w.gate_name IS NOT NULL AND w.gate_rank > coalesce(t.admitted, 0)
+                ), throttled AS (
+                    SELECT count(*) FILTER (WHERE reason = 'gate') AS gate_held,
+                           min(id) FILTER (WHERE reason = 'gate') AS gate_sample_id,
+                           (array_agg(type ORDER BY id) FILTER (WHERE reason = 'gate'))[1] AS gate_sample_type,
+                           count(*) FILTER (WHERE reason = 'rate') AS rate_held,
+                           min(id) FILTER (WHERE reason = 'rate') AS rate_sample_id,
+                           (array_agg(type ORDER BY id) FILTER (WHERE reason = 'rate'))[1] AS rate_sample_type
+                      FROM held
+                ), claimed AS (
+                """ + CLAIM.formatted("admitted") + ClaimColumns.SELECT + """
                 )
-                """ + CLAIM.formatted("admitted") + ClaimColumns.SELECT);
+                SELECT claimed.*, throttled.* FROM throttled LEFT JOIN claimed ON true""")
+                .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"));
         this.lockCandidates = tables.render("WITH " + CANDIDATES.formatted("$8", "$7", """
                        AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
                             (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
                        AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
                             (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))""") + """
 
-                SELECT id, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
+                SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
                        concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight
                   FROM one_per_key""");
         this.claimLocked = tables.render("""
@@ -233,24 +311,68 @@ public final class PickSql {
     }
 
     /**
+     * The text of the pick of an engine with limits ($1-$4 as in a pick, $5-$12 the limits and known
+     * types as the class describes), for EXPLAIN.
+     */
+    public String pickWithLimitsText() {
+        return pickWithLimits;
+    }
+
+    /** How many rows a limit held back in one pick, and one of them (its lowest id) with its type. */
+    public record Throttled(long rows, long sampleId, @Nullable String sampleType) {
+
+        static final Throttled NONE = new Throttled(0, 0, null);
+    }
+
+    /** What one pick claimed, and what full gates and empty buckets held back. */
+    public record Picked(List<ClaimedRow> rows, Throttled byGate, Throttled byRate) {
+    }
+
+    /**
      * Claims up to {@code limit} rows of {@code queue} for {@code worker} in one statement, admitting
      * limited rows in it when the engine knows limits ({@link #pickWithLimits}).
      */
-    public Flux<ClaimedRow> pick(String queue, int limit, String worker, long leaseMillis) {
-        return db.withConnection(connection -> pick(connection, queue, limit, worker, leaseMillis));
+    public Mono<Picked> pick(String queue, int limit, String worker, long leaseMillis) {
+        return db.withConnection(connection -> pickCounting(connection, queue, limit, worker, leaseMillis).flux())
+                .single();
     }
 
     /** As {@link #pick(String, int, String, long)}, on the caller's connection (benchmarks roll it back). */
     public Flux<ClaimedRow> pick(Connection connection, String queue, int limit, String worker, long leaseMillis) {
+        return pickCounting(connection, queue, limit, worker, leaseMillis).flatMapIterable(Picked::rows);
+    }
+
+    private Mono<Picked> pickCounting(Connection connection, String queue, int limit, String worker,
+            long leaseMillis) {
         Statement statement = connection.createStatement(limits ? pickWithLimits : pick)
                 .bind(0, queue).bind(1, limit).bind(2, worker).bind(3, leaseMillis);
-        if (limits) {
-            statement.bind(4, gateNames).bind(5, gateCapacities).bind(6, gateShards)
-                    .bind(7, rateNames).bind(8, rates).bind(9, bursts).bind(10, types).bind(11, versions);
-        } else {
+        if (!limits) {
             statement.bind(4, types).bind(5, versions);
+            return Flux.from(statement.execute()).concatMap(result -> result.map(ClaimColumns::read)).collectList()
+                    .map(rows -> new Picked(rows, Throttled.NONE, Throttled.NONE));
         }
-        return Flux.from(statement.execute()).concatMap(result -> result.map(ClaimColumns::read));
+        statement.bind(4, gateNames).bind(5, gateCapacities).bind(6, gateShards)
+                .bind(7, rateNames).bind(8, rates).bind(9, bursts).bind(10, types).bind(11, versions);
+        Throttled[] held = {Throttled.NONE, Throttled.NONE};
+        return Flux.from(statement.execute())
+                .concatMap(result -> result.map(row -> {
+                    held[0] = throttled(row, "gate");
+                    held[1] = throttled(row, "rate");
+                    return row.get("id", Long.class) == null ? Optional.<ClaimedRow>empty()
+                            : Optional.of(ClaimColumns.read(row));
+                }))
+                .filter(Optional::isPresent).map(Optional::get)
+                .collectList()
+                .map(rows -> new Picked(rows, held[0], held[1]));
+    }
+
+    private static Throttled throttled(Readable row, String reason) {
+        Long rows = row.get(reason + "_held", Long.class);
+        if (rows == null || rows == 0) {
+            return Throttled.NONE;
+        }
+        return new Throttled(rows, row.get(reason + "_sample_id", Long.class),
+                row.get(reason + "_sample_type", String.class));
     }
 
     /** Locks up to {@code limit} candidates, in the caller's transaction; see {@link #lockCandidates}. */
@@ -270,7 +392,7 @@ public final class PickSql {
     }
 
     private static Candidate toCandidate(Readable row) {
-        return new Candidate(row.get("id", Long.class), row.get("priority", Integer.class),
+        return new Candidate(row.get("id", Long.class), row.get("type", String.class), row.get("priority", Integer.class),
                 row.get("eligible_micros", Long.class), row.get("gate_name", String.class),
                 row.get("concurrency_key", String.class), ClaimColumns.orZero(row.get("gate_shard", Integer.class)),
                 row.get("rate_limit", String.class), row.get("rate_partition", String.class),

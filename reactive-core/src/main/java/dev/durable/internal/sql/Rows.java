@@ -91,7 +91,7 @@ public final class Rows {
     }
 
     /** A row a pick locked but has not claimed yet, with its limits, for the limiter to admit. */
-    public record Candidate(long id, int priority, long eligibleMicros, @Nullable String gateName,
+    public record Candidate(long id, String type, int priority, long eligibleMicros, @Nullable String gateName,
             @Nullable String concurrencyKey, int gateShard, @Nullable String rateLimit,
             @Nullable String ratePartition, int rateWeight) {
 
