@@ -113,7 +113,7 @@ class SchedulerIT {
     @Test
     void aFinishedRunRefillsFromTheBufferWithoutAPick() {
         DurableEngine engine = engines.start(engines.options("refill")
-                .queue(QueueOptions.builder("refill").concurrency(1).prefetch(9)
+                .queue(QueueOptions.builder("refill").concurrency(1).prefetch(9).minDemand(5)
                         .pollInterval(Duration.ofSeconds(30)).maxPollInterval(Duration.ofSeconds(30)).build()),
                 noop("refill"));
         Supplier<QueueStats> scheduler = () -> engine.queueStats().get(0);
@@ -125,9 +125,9 @@ class SchedulerIT {
         Eventually.until("all ten done", WAIT, () -> Sql.count(db, "queue = 'refill' AND status = 'done'") == 10);
         Eventually.sleep(100);
 
-        // One pick (the poke) brought all ten; runs two to ten came from the buffer. Two more
-        // picks found nothing: when the last buffered row started and when it finished. One
-        // round trip per row would be ten.
+        // One pick (the poke) brought all ten; runs two to ten came from the buffer. A finished
+        // run refills the buffer once five claims are free (min demand), buffer empty or not: two
+        // more picks, which find nothing here. One round trip per row would be ten.
         assertThat(scheduler.get().picks() - picksBefore).isLessThanOrEqualTo(3);
         assertThat(scheduler.get().picked()).isEqualTo(10);
     }

@@ -22,7 +22,10 @@ final class Demand {
         POLL,
         /** A poke: only a fully idle scheduler acts; a busy one refills on its own. */
         POKE,
-        /** A run finished and freed a slot: serve the buffer, pick only once it is empty. */
+        /**
+         * A run finished and freed a slot: serve the buffer, and pick once the free demand reaches
+         * min demand, buffer empty or not, so the buffer is refilled before it runs dry.
+         */
         DEMAND,
         /** A pick came back full, so more may be waiting: as for the poll. */
         PICKED_FULL,
@@ -51,6 +54,16 @@ final class Demand {
      * @param buffered rows claimed and waiting for a free slot
      */
     static int pickSize(Trigger trigger, int running, int buffered, int claimCeiling, int minDemand) {
+        return pickSize(trigger, running, buffered, claimCeiling, minDemand, false);
+    }
+
+    /**
+     * As above, knowing whether the last pick came back empty: then a finished run that still has
+     * buffered rows to start does not refill (the queue looked empty; a poll or poke says when it
+     * is not), so a queue's tail is not read once per finished run.
+     */
+    static int pickSize(Trigger trigger, int running, int buffered, int claimCeiling, int minDemand,
+            boolean lastPickEmpty) {
         int held = running + buffered;
         int demand = claimCeiling - held;
         boolean idle = held == 0;
@@ -60,7 +73,7 @@ final class Demand {
         if (trigger == Trigger.POKE) {
             return idle ? demand : 0;
         }
-        if (trigger == Trigger.DEMAND && buffered > 0) {
+        if (trigger == Trigger.DEMAND && buffered > 0 && lastPickEmpty) {
             return 0;
         }
         return demand >= minDemand || idle ? demand : 0;

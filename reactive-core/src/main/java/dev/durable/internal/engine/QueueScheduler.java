@@ -398,7 +398,7 @@ public final class QueueScheduler {
             return 0;
         }
         int size = Demand.pickSize(trigger, running.size(), buffer.size() + reserved, options.claimCeiling(),
-                options.minDemand());
+                options.minDemand(), lastPickEmpty);
         if (trigger == Trigger.POKE && size == 0) {
             counters.pokesDropped.incrementAndGet();
         }

@@ -71,7 +71,7 @@ public final class LeaseSql {
                  WHERE id = ANY($1) AND claimed_by = $2 AND status = 'executing'
                 RETURNING id, cancel_requested""");
         String releaseStatus = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE 'runnable' END";
-        String releaseGuard = "i.id = r.id AND i.attempt = r.attempt AND i.claimed_by = $2";
+        String releaseGuard = "i.id = r.id AND i.id = ANY ($1::bigint[]) AND i.attempt = r.attempt AND i.claimed_by = $2";
         this.release = tables.render("WITH r AS (SELECT * FROM unnest($1::bigint[], $3::int[]) AS r(id, attempt)), "
                 + Settled.move("r", releaseGuard, releaseStatus, "i.step", "i.state", "i.result", "i.last_error",
                         "greatest(i.attempt - 1, 0)") + """
@@ -99,7 +99,7 @@ public final class LeaseSql {
                 + " THEN 'failed' ELSE 'runnable' END";
         String reapError = "CASE WHEN i.cancel_requested THEN i.last_error ELSE 'worker ' || i.claimed_by"
                 + " || ' lost: its lease expired on attempt ' || i.attempt || ' of ' || i.max_attempts END";
-        String reapGuard = "i.id = l.id AND i.claimed_by IS NOT NULL";
+        String reapGuard = "i.id = l.id AND i.id = ANY ($1::bigint[]) AND i.claimed_by IS NOT NULL";
         this.recoverLocked = tables.render("WITH l AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS l(id, delay_ms)), "
                 + Settled.move("l", reapGuard, reapStatus, "i.step", "i.state", "i.result", reapError, "i.attempt")
                 + """

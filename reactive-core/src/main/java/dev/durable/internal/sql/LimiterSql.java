@@ -41,7 +41,7 @@ public final class LimiterSql {
         this.db = db;
         this.draw = tables.render("""
                 INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
-                SELECT $1, $2, $4 - $3, now(), $3 WHERE $3 <= $4
+                SELECT $1::text, $2::text, $4::float8 - $3::int, now(), $3::int WHERE $3::int <= $4::float8
                 ON CONFLICT (name, partition_key) DO UPDATE
                    SET tokens = {refilled} - $3, taken = $3, refilled_at = greatest(b.refilled_at, now())
                  WHERE {refilled} >= $3

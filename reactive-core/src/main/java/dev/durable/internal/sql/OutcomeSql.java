@@ -51,8 +51,13 @@ public final class OutcomeSql {
             .text("error", OutcomeRow::error)
             .build();
 
-    /** The ownership guard of every commit: the claim's worker and attempt, looked up by primary key. */
-    private static final String GUARD = "i.id = o.id AND i.claimed_by = o.worker AND i.attempt = o.claimed_attempt";
+    /**
+     * The ownership guard of every commit: the claim's worker and attempt, looked up by primary key.
+     * {@code id = ANY ($1)} repeats the join as an index condition, so the rows are fetched by key
+     * whatever the statistics say (a join alone let the planner scan the whole table: HotPlansIT).
+     */
+    private static final String GUARD = "i.id = o.id AND i.id = ANY ($1::bigint[]) AND i.claimed_by = o.worker"
+            + " AND i.attempt = o.claimed_attempt";
 
     /**
      * A general outcome's final status: a requested cancel wins; an await whose signal already

@@ -41,9 +41,15 @@ class DemandTest {
     }
 
     @Test
-    void aFinishedRunRefillsFromTheBufferAndPicksOnlyOnceItIsEmpty() {
-        assertThat(Demand.pickSize(DEMAND, 3, 1, 8, 1)).isZero();
+    void aFinishedRunRefillsTheBufferOnceFreeDemandReachesMinDemand() {
+        // Ceiling 8 (say concurrency 4 + prefetch 4), min demand 3: 4 running, 2 buffered.
+        assertThat(Demand.pickSize(DEMAND, 4, 2, 8, 3)).isZero();
+        // One more finished and its slot took a buffered row: 4 running, 1 buffered, 3 free.
+        assertThat(Demand.pickSize(DEMAND, 4, 1, 8, 3)).isEqualTo(3);
         assertThat(Demand.pickSize(DEMAND, 3, 0, 8, 1)).isEqualTo(5);
+        // The last pick found nothing: the buffer is served, the queue not read again per run.
+        assertThat(Demand.pickSize(DEMAND, 4, 1, 8, 3, true)).isZero();
+        assertThat(Demand.pickSize(DEMAND, 4, 0, 8, 3, true)).isEqualTo(4);
     }
 
     @Test
