@@ -43,6 +43,27 @@ public final class DurableTesting {
         engine.awaitIdle(timeout, DRAIN_HORIZON).block(timeout.plusSeconds(5));
     }
 
+    /**
+     * Runs what is due on the engine's queues until it has settled, parked or is scheduled later;
+     * with {@link DrainOptions#withScheduled()} moving the engine's {@link TestClock} through what
+     * is scheduled, with {@link DrainOptions#withRecursion()} following what the runs create. Returns
+     * what ran; fails the test (an {@link AssertionError}) after the options' timeout.
+     *
+     * <pre>{@code
+     * DrainSummary ran = DurableTesting.drain(engine, DrainOptions.defaults().withScheduled().withRecursion());
+     * assertThat(ran.retried()).isEqualTo(3);
+     * }</pre>
+     */
+    public static DrainSummary drain(DurableEngine engine, DrainOptions options) {
+        TestClock clock = null;
+        if (options.scheduled()) {
+            clock = TestClock.of(engine).orElseThrow(() -> new IllegalStateException("withScheduled moves the "
+                    + "engine's test clock: build the engine on TestClock.on(db).engineOptions()"));
+        }
+        Drain drain = new Drain(engine, options, clock);
+        return drain.run();
+    }
+
     /** Checks on the instance as the database holds it now. */
     public static InstanceAssert assertInstance(DurableEngine engine, long id) {
         Instance instance = engine.get(id).block(Duration.ofSeconds(30));
