@@ -29,6 +29,7 @@ final class EngineDatabase {
 
     private final ConnectionFactory factory;
     private final String instances;
+    private final String signals;
     private final String[] queues;
 
     EngineDatabase(DurableEngine engine) {
@@ -39,6 +40,7 @@ final class EngineDatabase {
         }
         this.factory = configured != null ? configured : TestPostgres.connectionFactory(url);
         this.instances = '"' + engine.options().schema() + "\".durable_instances";
+        this.signals = '"' + engine.options().schema() + "\".durable_signals";
         this.queues = engine.options().queues().keySet().toArray(String[]::new);
     }
 
@@ -48,6 +50,12 @@ final class EngineDatabase {
                         + " OR (status = 'runnable' AND ($3 OR eligible_at <= now() + $2 * interval '1 millisecond')))",
                 statement -> statement.bind("$1", queues).bind("$2", horizon.toMillis()).bind("$3", scheduledToo),
                 row -> row.get("id", Long.class));
+    }
+
+    /** Names of the signals the instance's steps consumed, in the order they were delivered. */
+    List<String> consumedSignals(long id) {
+        return query("SELECT name FROM " + signals + " WHERE instance_id = $1 AND consumed_at IS NOT NULL ORDER BY id",
+                statement -> statement.bind("$1", id), row -> row.get("name", String.class));
     }
 
     /** The scope's stats; {@code ids} null for every row of the engine's queues. */

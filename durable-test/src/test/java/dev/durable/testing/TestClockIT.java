@@ -84,7 +84,10 @@ class TestClockIT {
         // Scheduled, so that every run happens inside the drain and its summary counts them all.
         long id = engine.insert(JobRequest.of("flaky", "x").runIn(Duration.ofMinutes(1))).block();
 
+        long began = System.nanoTime();
         DrainSummary ran = DurableTesting.drain(engine, DrainOptions.defaults().withScheduled());
+        // Reported, not asserted: the wall time of four runs through 7 minutes of backoff.
+        System.out.println("backoff drain took " + Duration.ofNanos(System.nanoTime() - began).toMillis() + " ms");
 
         DurableTesting.assertInstance(engine, id).isDone().hasResult("ok after 4");
         assertThat(ran.retried()).isEqualTo(3);
