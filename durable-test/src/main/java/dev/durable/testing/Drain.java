@@ -42,6 +42,8 @@ final class Drain {
     DrainSummary run() {
         long deadline = System.nanoTime() + options.timeout().toNanos();
         Disposable counting = engine.events().subscribe(this::count);
+        Instant limit = clock == null || options.scheduledUpTo() == null ? null
+                : clock.now().plus(options.scheduledUpTo());
         try {
             expireAwaits();
             setScope(options.recursion() ? null : new HashSet<>(database.dueNow(horizon, options.scheduled())));
@@ -68,7 +70,8 @@ final class Drain {
                     sleep();
                     continue;
                 }
-                if (clock != null && stats.nextEligible() != null) {
+                if (clock != null && stats.nextEligible() != null
+                        && (limit == null || !stats.nextEligible().isAfter(limit))) {
                     clock.jumpTo(stats.nextEligible());
                     advancedTo.add(stats.nextEligible());
                     idleSeen = 0;

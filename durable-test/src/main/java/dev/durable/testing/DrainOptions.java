@@ -2,6 +2,7 @@ package dev.durable.testing;
 
 import java.time.Duration;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How {@link DurableTesting#drain(dev.durable.DurableEngine, DrainOptions)} drains. By default it
@@ -21,12 +22,15 @@ import java.util.Objects;
 public final class DrainOptions {
 
     private final boolean scheduled;
+    private final @Nullable Duration scheduledUpTo;
     private final boolean recursion;
     private final Duration horizon;
     private final Duration timeout;
 
-    private DrainOptions(boolean scheduled, boolean recursion, Duration horizon, Duration timeout) {
+    private DrainOptions(boolean scheduled, @Nullable Duration scheduledUpTo, boolean recursion, Duration horizon,
+            Duration timeout) {
         this.scheduled = scheduled;
+        this.scheduledUpTo = scheduledUpTo;
         this.recursion = recursion;
         this.horizon = horizon;
         this.timeout = timeout;
@@ -34,15 +38,28 @@ public final class DrainOptions {
 
     /** What is due now, within {@link DurableTesting#DRAIN_HORIZON}, up to 30 s. */
     public static DrainOptions defaults() {
-        return new DrainOptions(false, false, DurableTesting.DRAIN_HORIZON, DurableTesting.DEFAULT_DRAIN_TIMEOUT);
+        return new DrainOptions(false, null, false, DurableTesting.DRAIN_HORIZON, DurableTesting.DEFAULT_DRAIN_TIMEOUT);
     }
 
     public DrainOptions withScheduled() {
-        return new DrainOptions(true, recursion, horizon, timeout);
+        return new DrainOptions(true, null, recursion, horizon, timeout);
+    }
+
+    /**
+     * As {@link #withScheduled()}, moving the clock at most {@code upTo} past where it was when the
+     * drain began: what is scheduled later stays. Use it with {@link #withRecursion()} when runs
+     * schedule more runs (a recurring job's next run, a job that re-enqueues itself), which would
+     * otherwise keep the drain going until its timeout.
+     */
+    public DrainOptions withScheduled(Duration upTo) {
+        if (upTo.isNegative()) {
+            throw new IllegalArgumentException("upTo must not be negative, was " + upTo);
+        }
+        return new DrainOptions(true, upTo, recursion, horizon, timeout);
     }
 
     public DrainOptions withRecursion() {
-        return new DrainOptions(scheduled, true, horizon, timeout);
+        return new DrainOptions(scheduled, scheduledUpTo, true, horizon, timeout);
     }
 
     /** Rows due within this much count as due (a short backoff without a test clock). */
@@ -50,7 +67,7 @@ public final class DrainOptions {
         if (horizon.isNegative()) {
             throw new IllegalArgumentException("horizon must not be negative, was " + horizon);
         }
-        return new DrainOptions(scheduled, recursion, horizon, timeout);
+        return new DrainOptions(scheduled, scheduledUpTo, recursion, horizon, timeout);
     }
 
     /** How long the drain may take before it fails the test. */
@@ -58,11 +75,16 @@ public final class DrainOptions {
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("timeout must be positive, was " + timeout);
         }
-        return new DrainOptions(scheduled, recursion, horizon, Objects.requireNonNull(timeout));
+        return new DrainOptions(scheduled, scheduledUpTo, recursion, horizon, Objects.requireNonNull(timeout));
     }
 
     public boolean scheduled() {
         return scheduled;
+    }
+
+    /** How far withScheduled may move the clock; null for as far as there is work. */
+    public @Nullable Duration scheduledUpTo() {
+        return scheduledUpTo;
     }
 
     public boolean recursion() {
@@ -79,7 +101,8 @@ public final class DrainOptions {
 
     @Override
     public String toString() {
-        return "DrainOptions{scheduled=" + scheduled + ", recursion=" + recursion + ", horizon=" + horizon
+        return "DrainOptions{scheduled=" + scheduled + (scheduledUpTo != null ? " up to " + scheduledUpTo : "")
+                + ", recursion=" + recursion + ", horizon=" + horizon
                 + ", timeout=" + timeout + "}";
     }
 }

@@ -5,14 +5,17 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.durable.Backoff;
 import dev.durable.DurableEngine;
+import dev.durable.Instance;
 import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.Outcome;
 import dev.durable.QueueOptions;
+import dev.durable.RecurringJob;
 import dev.durable.WorkflowDefinition;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -119,6 +122,53 @@ class TestClockIT {
         DurableTesting.assertInstance(engine, scheduled).isDone().hasResult("tomorrow");
         assertThat(rest.done()).isEqualTo(2);
         assertThat(rest.retried()).isEqualTo(2);
+    }
+
+    @Test
+    void aRecurringJobRunsAtItsTimeOnTheTestClockAndItsNextRunFollowsTheClock() {
+        JobDefinition<String, String> report = JobDefinition.of("report", String.class, (String s) -> Mono.just(s))
+                .queue("reports");
+        DurableEngine cron = DurableEngine.builder(clock.engineOptions().name("cron")
+                        .recurringInterval(Duration.ofMillis(50))
+                        .queue(QueueOptions.builder("reports").pollInterval(Duration.ofMillis(50)).build()).build())
+                .register(report)
+                .schedule(RecurringJob.of("nightly", "0 3 * * *", JobRequest.of("report", "all")))
+                .build();
+        cron.start().block();
+        try {
+            Instance first = waitForReports(cron, 1).get(0);
+            assertThat(first.eligibleAt().atZone(ZoneOffset.UTC).getHour()).isEqualTo(3);
+
+            // A day at most: the run at 3 o'clock, not the next night's the runner inserts after it.
+            DrainSummary ran = DurableTesting.drain(cron, DrainOptions.defaults().withScheduled(Duration.ofDays(1))
+                    .withRecursion());
+
+            assertThat(ran.done()).isEqualTo(1);
+            assertThat(ran.advancedTo()).containsExactly(first.eligibleAt());
+            DurableTesting.assertInstance(cron, first.id()).isDone().hasResult("all");
+            Instance next = waitForReports(cron, 2).get(1);
+            assertThat(next.eligibleAt()).isEqualTo(first.eligibleAt().plus(Duration.ofDays(1)));
+            assertThat(next.status()).isEqualTo(InstanceStatus.RUNNABLE);
+        } finally {
+            cron.closeLater().block(Duration.ofSeconds(60));
+        }
+    }
+
+    /** The runner inserts on its own ticks: wait (bounded) for the count of report runs. */
+    private static List<Instance> waitForReports(DurableEngine engine, int count) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (true) {
+            List<Instance> reports = engine.list("reports", null, 0, 100).collectList().block();
+            if (reports.size() >= count || System.nanoTime() > deadline) {
+                assertThat(reports).hasSizeGreaterThanOrEqualTo(count);
+                return reports;
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }
     }
 
     @Test
