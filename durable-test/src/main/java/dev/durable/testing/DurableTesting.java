@@ -17,12 +17,15 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Helpers for tests of your own jobs and workflows, blocking by design (call them from tests, never
- * from a reactive thread).
+ * from a reactive thread): drain, perform, recorded events and assertions.
  *
  * <pre>{@code
  * long id = engine.insert(JobRequest.of("send-email", email)).block();
  * DurableTesting.drain(engine);                       // everything due has run
  * DurableTesting.assertInstance(engine, id).isDone().hasResult("sent to ada@example.com");
+ *
+ * DrainSummary ran = DurableTesting.drain(engine, DrainOptions.defaults().withScheduled().withRecursion());
+ * Performed<String> once = DurableTesting.perform(sendEmail, email);   // inline, no database
  * }</pre>
  */
 public final class DurableTesting {
