@@ -81,6 +81,7 @@ final class Drain {
             }
         } finally {
             counting.dispose();
+            database.close();
         }
     }
 

@@ -267,7 +267,10 @@ public final class DurableTesting {
 
         /** Its steps consumed exactly these signals, in the order they were delivered. */
         public InstanceAssert hasConsumedSignals(String... names) {
-            List<String> consumed = new EngineDatabase(engine).consumedSignals(instance.id());
+            List<String> consumed;
+            try (EngineDatabase database = new EngineDatabase(engine)) {
+                consumed = database.consumedSignals(instance.id());
+            }
             if (!consumed.equals(Arrays.asList(names))) {
                 throw new AssertionError("instance " + instance.id() + " consumed signals " + consumed + ", expected "
                         + Arrays.asList(names) + describe());

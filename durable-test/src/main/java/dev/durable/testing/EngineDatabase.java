@@ -1,6 +1,8 @@
 package dev.durable.testing;
 
 import dev.durable.DurableEngine;
+import io.r2dbc.pool.ConnectionPool;
+import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.Readable;
@@ -16,7 +18,7 @@ import reactor.core.publisher.Flux;
  * The test kit's own reads of an engine's live rows (runnable and executing ones, in its instances
  * table), on the engine's database and clock. Blocking: tests only.
  */
-final class EngineDatabase {
+final class EngineDatabase implements AutoCloseable {
 
     /** Executing rows, rows due (within the horizon) and the next later eligible time, of a scope. */
     record Stats(long executing, long due, @Nullable Instant nextEligible) {
@@ -28,6 +30,7 @@ final class EngineDatabase {
     private static final Duration CALL = Duration.ofSeconds(30);
 
     private final ConnectionFactory factory;
+    private final @Nullable ConnectionPool own;
     private final String instances;
     private final String signals;
     private final String[] queues;
@@ -38,7 +41,10 @@ final class EngineDatabase {
         if (configured == null && url == null) {
             throw new IllegalStateException("the engine names no database");
         }
-        this.factory = configured != null ? configured : TestPostgres.connectionFactory(url);
+        // A drain reads every few milliseconds: one kept connection rather than a new one per read.
+        this.own = configured != null ? null : new ConnectionPool(ConnectionPoolConfiguration
+                .builder(TestPostgres.connectionFactory(url)).initialSize(0).maxSize(1).build());
+        this.factory = configured != null ? configured : own;
         this.instances = '"' + engine.options().schema() + "\".durable_instances";
         this.signals = '"' + engine.options().schema() + "\".durable_signals";
         this.queues = engine.options().queues().keySet().toArray(String[]::new);
@@ -77,6 +83,13 @@ final class EngineDatabase {
                 row -> new Stats(row.get("executing", Long.class), row.get("due", Long.class),
                         row.get("next_eligible", Instant.class)))
                 .get(0);
+    }
+
+    @Override
+    public void close() {
+        if (own != null) {
+            own.disposeLater().block(CALL);
+        }
     }
 
     private <T> List<T> query(String sql, Function<Statement, Statement> bind, Function<Readable, T> map) {
