@@ -488,7 +488,12 @@ public final class DurableEngine implements AutoCloseable {
 
     /** The instance with that id, or empty. */
     public Mono<Instance> get(long id) {
-        return whenOpen().then(statements.instances().get(id));
+        return whenOpen().then(statements.instances().get(id)).map(this::withCodec);
+    }
+
+    /** Instances handed out decode their state and result through this engine's codec. */
+    private Instance withCodec(Instance instance) {
+        return instance.withCodec(options.codec());
     }
 
     /** Empty while the engine is open; an {@link EngineClosedException} once closeLater() or close() was called. */
@@ -512,7 +517,7 @@ public final class DurableEngine implements AutoCloseable {
                 return Flux.error(invalid);
             }
         }
-        return whenOpen().thenMany(statements.instances().list(queue, status, afterId, limit));
+        return whenOpen().thenMany(statements.instances().list(queue, status, afterId, limit)).map(this::withCodec);
     }
 
     /**
@@ -643,6 +648,7 @@ public final class DurableEngine implements AutoCloseable {
     public Mono<Instance> awaitSettledOrCurrent(long id, Duration timeout) {
         return awaitSettled(id, timeout).onErrorResume(DurableTimeoutException.class, late -> whenOpen()
                 .then(waiters.current(id))
+                .map(this::withCodec)
                 .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to await"))));
     }
 
@@ -655,7 +661,7 @@ public final class DurableEngine implements AutoCloseable {
         if (timeout == null || timeout.isNegative() || timeout.isZero()) {
             return Mono.error(new InvalidRequestException("timeout must be positive, was " + timeout));
         }
-        return whenOpen().then(waiters.await(id, wanted, timeout))
+        return whenOpen().then(waiters.await(id, wanted, timeout)).map(this::withCodec)
                 .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to await")));
     }
 

@@ -2,6 +2,7 @@ package dev.durable;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.Module;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -63,6 +64,15 @@ public final class JacksonJsonCodec implements JsonCodec {
         } catch (JsonProcessingException e) {
             throw new DurableException("cannot decode JSON as " + type.getName() + ": "
                     + e.getOriginalMessage(), e);
+        }
+    }
+
+    @Override
+    public JsonNode tree(String json) {
+        try {
+            return mapper.readTree(json);
+        } catch (JsonProcessingException e) {
+            throw new DurableException("cannot read JSON: " + e.getOriginalMessage(), e);
         }
     }
 }

@@ -1,5 +1,8 @@
 package dev.durable;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.durable.internal.JsonTrees;
+
 /**
  * Turns arguments, state, results and signal payloads into JSON and back. The default is
  * {@link JacksonJsonCodec}; plug another one into {@link EngineOptions.Builder#codec}.
@@ -18,5 +21,13 @@ public interface JsonCodec {
      * of a type never wait on that lock on a handler thread. Does nothing by default.
      */
     default void prepare(Class<?> type) {
+    }
+
+    /**
+     * JSON text (as this codec wrote it) as a Jackson tree, for code that hands JSON on as JSON (a
+     * web endpoint returning an instance's state). Parsed by a plain Jackson mapper by default.
+     */
+    default JsonNode tree(String json) {
+        return JsonTrees.read(json);
     }
 }

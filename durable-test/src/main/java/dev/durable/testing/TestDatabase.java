@@ -4,6 +4,8 @@ import dev.durable.EngineOptions;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -16,6 +18,7 @@ public final class TestDatabase implements AutoCloseable {
     private final String url;
     private final String schema;
     private @Nullable ConnectionPool pool;
+    private final List<Runnable> onClose = new ArrayList<>();
 
     TestDatabase(String url, String schema) {
         this.url = url;
@@ -49,9 +52,16 @@ public final class TestDatabase implements AutoCloseable {
         TestPostgres.run(url, sql);
     }
 
+    /** Runs {@code cleanup} when this database closes (before its schema is dropped). */
+    synchronized void onClose(Runnable cleanup) {
+        onClose.add(cleanup);
+    }
+
     /** Drops the schema and closes the pool. */
     @Override
     public synchronized void close() {
+        onClose.forEach(Runnable::run);
+        onClose.clear();
         if (pool != null) {
             pool.disposeLater().block(Duration.ofSeconds(30));
             pool = null;
