@@ -33,6 +33,7 @@ final class EngineDatabase implements AutoCloseable {
     private final @Nullable ConnectionPool own;
     private final String instances;
     private final String signals;
+    private final String history;
     private final String[] queues;
 
     EngineDatabase(DurableEngine engine) {
@@ -47,6 +48,7 @@ final class EngineDatabase implements AutoCloseable {
         this.factory = configured != null ? configured : own;
         this.instances = '"' + engine.options().schema() + "\".durable_instances";
         this.signals = '"' + engine.options().schema() + "\".durable_signals";
+        this.history = '"' + engine.options().schema() + "\".durable_history";
         this.queues = engine.options().queues().keySet().toArray(String[]::new);
     }
 
@@ -60,7 +62,12 @@ final class EngineDatabase implements AutoCloseable {
 
     /** Names of the signals the instance's steps consumed, in the order they were delivered. */
     List<String> consumedSignals(long id) {
-        return query("SELECT name FROM " + signals + " WHERE instance_id = $1 AND consumed_at IS NOT NULL ORDER BY id",
+        // A settled instance's consumed signals are kept by name in the history, its inbox gone.
+        return query("SELECT name FROM (SELECT name, 0 AS settled, id AS ord FROM " + signals
+                        + " WHERE instance_id = $1 AND consumed_at IS NOT NULL"
+                        + " UNION ALL SELECT s.name, 1, s.ord FROM " + history + " h,"
+                        + " unnest(h.signals) WITH ORDINALITY AS s(name, ord) WHERE h.id = $1) consumed"
+                        + " ORDER BY settled, ord",
                 statement -> statement.bind("$1", id), row -> row.get("name", String.class));
     }
 

@@ -23,6 +23,8 @@ CREATE TABLE durable_history (
     concurrency_key  text,
     correlation_key  text,
     inserted_at      timestamptz NOT NULL,
+    -- The names of the signals its steps consumed, in delivery order (null: none ever arrived).
+    signals          text[],
     settled_at       timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT durable_history_status_check CHECK (status IN ('done', 'failed', 'cancelled'))
 ) WITH (fillfactor = 100);
@@ -35,13 +37,17 @@ CREATE INDEX durable_history_settled_brin ON durable_history USING brin (settled
 -- Operators list failures and cancellations; done rows, the bulk, pay nothing here.
 CREATE INDEX durable_history_unsuccessful_idx ON durable_history (queue, status, id) WHERE status <> 'done';
 
--- Settled rows of a version-2 schema move over, their signals with them gone (a signal to a settled
--- instance has no target).
+-- Settled rows of a version-2 schema move over with the names of the signals they consumed, their
+-- signals then gone (a signal to a settled instance has no target).
 INSERT INTO durable_history (id, type, type_version, queue, priority, status, step, state, result, last_error,
                              attempt, max_attempts, eligible_at, parent_id, concurrency_key, correlation_key,
-                             inserted_at, settled_at)
+                             inserted_at, signals, settled_at)
 SELECT id, type, type_version, queue, priority, status, step, state, result, last_error, attempt, max_attempts,
-       eligible_at, parent_id, concurrency_key, correlation_key, inserted_at, updated_at
+       eligible_at, parent_id, concurrency_key, correlation_key, inserted_at,
+       CASE WHEN has_signals THEN ARRAY(SELECT s.name FROM durable_signals s
+                                         WHERE s.instance_id = durable_instances.id AND s.consumed_at IS NOT NULL
+                                         ORDER BY s.id) END,
+       updated_at
   FROM durable_instances
  WHERE status IN ('done', 'failed', 'cancelled') AND correlation_slot IS NULL;
 DELETE FROM durable_signals s USING durable_instances i

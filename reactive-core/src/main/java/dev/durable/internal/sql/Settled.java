@@ -6,8 +6,8 @@ package dev.durable.internal.sql;
  * <p>A statement that may settle rows does it in three data-modifying CTEs of its own statement,
  * so the move is atomic with the decision: {@link #move} deletes the rows that settle from the hot
  * table (the delete triggers count a child off its parent and give a gate slot back), inserts them
- * into the history table with their final values, and deletes their signals (a settled instance is
- * no signal's target any more). Rows whose correlation key stays occupied in their final status
+ * into the history table with their final values and the names of the signals its steps consumed
+ * (in delivery order), and deletes their signals (a settled instance is no signal's target any more). Rows whose correlation key stays occupied in their final status
  * are not moved: the hot table's unique index must keep holding the key, so the statement updates
  * them in place like any other transition ({@link #settlesWhere} is false for them).
  */
@@ -16,7 +16,7 @@ final class Settled {
     /** The history table's columns, in the order {@link #move} inserts them. */
     private static final String COLUMNS = "id, type, type_version, queue, priority, status, step, state, result,"
             + " last_error, attempt, max_attempts, eligible_at, parent_id, concurrency_key, correlation_key,"
-            + " inserted_at";
+            + " inserted_at, signals";
 
     /** A history row read as the columns of an instance (see InstanceSql's instance columns). */
     static final String AS_INSTANCE = """
@@ -55,6 +55,10 @@ final class Settled {
                     RETURNING i.id, i.type, i.type_version, i.queue, i.priority, %s AS status, %s AS step,
                               %s AS state, %s AS result, %s AS last_error, %s AS attempt, i.max_attempts,
                               i.eligible_at, i.parent_id, i.concurrency_key, i.correlation_key, i.inserted_at,
+                              CASE WHEN i.has_signals THEN ARRAY(
+                                  SELECT s.name FROM {signals} s
+                                   WHERE s.instance_id = i.id AND s.consumed_at IS NOT NULL ORDER BY s.id)
+                              END AS signals,
                               i.has_signals
                 ), archived AS (
                     INSERT INTO {history} (%s) SELECT %s FROM moved
