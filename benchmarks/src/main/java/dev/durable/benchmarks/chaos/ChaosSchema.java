@@ -53,8 +53,9 @@ package dev.durable.benchmarks.chaos;
  *       poison jobs are);
  *   <li><b>unknown_commits</b>: tokens committed that no recorded execution wrote (the harness
  *       would be blind to them);
- *   <li><b>vanished</b>: live rows deleted from the hot table that the history never received, and
- *       history rows that did not leave the hot table in the same statement (see {@link #vanished});
+ *   <li><b>vanished</b>: live rows deleted from the hot table that the history never received,
+ *       history rows that did not leave the hot table in the same statement, and rows in both
+ *       tables (see {@link #vanished});
  *   <li><b>lost</b> / <b>stuck</b> (liveness): rows not settled after the recovery time; rows
  *       executing with an expired lease.
  * </ul>
@@ -261,14 +262,16 @@ final class ChaosSchema {
     // ---- invariants, at the end ----------------------------------------------------------------
 
     /**
-     * Rows that left the hot table live and never reached the history, and rows archived that had
-     * not left it: a settle is a move, and the audit sees it only as a pair. Rows the garbage
-     * collector deletes leave settled (their departure stays staged, and is not counted).
+     * Rows that left the hot table live and never reached the history, rows archived that had not
+     * left it, and rows in both tables: a settle is a move, and the audit sees it only as a pair.
+     * Rows the garbage collector deletes leave settled (their departure stays staged, and is not
+     * counted).
      */
     static String vanished(String schema) {
         return render("SELECT (SELECT count(*) FROM S.chaos_departed d"
                 + " WHERE (d.old).status NOT IN ('done', 'failed', 'cancelled'))"
-                + " + (SELECT count(*) FROM S.chaos_audit WHERE unpaired)", schema);
+                + " + (SELECT count(*) FROM S.chaos_audit WHERE unpaired)"
+                + " + (SELECT count(*) FROM S.durable_instances i JOIN S.durable_history h ON h.id = i.id)", schema);
     }
 
     /** Whether execution {@code e} ran under the claim {@code a} ended (its worker, attempt and step). */
