@@ -71,6 +71,14 @@ public final class QueueScheduler {
     @FunctionalInterface
     interface Beat {
         Mono<Renewal> beat(List<Long> held);
+
+        /**
+         * Renews the limiter's gate slots of the rows held, on a loop of its own: a slow database
+         * must not hold back the renewals that keep a slot from expiring under a live lease.
+         */
+        default Mono<Void> renewSlots() {
+            return Mono.empty();
+        }
     }
 
     /** Gives claimed, unstarted rows back; never errors. */
@@ -163,6 +171,7 @@ public final class QueueScheduler {
     private final Disposable.Composite loops = Disposables.composite();
     /** The heartbeat goes on through the drain, so running rows keep their leases. */
     private final Disposable.Swap heartbeatLoop = Disposables.swap();
+    private final Disposable.Swap slotLoop = Disposables.swap();
     private final Disposable.Swap runs = Disposables.swap();
 
     QueueScheduler(QueueOptions options, String worker, Picker picker, Beat beat, Releaser releaser, Runner runner,
@@ -253,6 +262,10 @@ public final class QueueScheduler {
                     return beat.beat(held).doOnNext(renewal -> renewed(held, renewal, sentAt));
                 }, 0)
                 .subscribe(null, error -> log.error("queue {}: heartbeat loop failed", queue(), error)));
+        slotLoop.update(Flux.interval(heartbeatInterval, timer)
+                .onBackpressureDrop()
+                .concatMap(tick -> beat.renewSlots(), 0)
+                .subscribe(null, error -> log.error("queue {}: slot renewal loop failed", queue(), error)));
     }
 
     /** The ids of every row held: running and buffered. */
@@ -610,6 +623,7 @@ public final class QueueScheduler {
                     .doFinally(signal -> {
                         loops.dispose();
                         heartbeatLoop.dispose();
+                        slotLoop.dispose();
                         runs.dispose();
                     })
                     .cache();
