@@ -234,6 +234,42 @@ class RuntimeIT {
         hold.tryEmitEmpty();
     }
 
+    /**
+     * A step that goes on inline commits on its claim and renews the lease, but not a lapsed one:
+     * its transition commits and the next step goes through the queue, on a new claim.
+     */
+    @Test
+    void anInlineStepOnALapsedLeaseGoesOnThroughTheQueue() {
+        Sinks.Empty<Void> hold = Sinks.empty();
+        List<Integer> attemptsOfB = new CopyOnWriteArrayList<>();
+        AtomicBoolean inA = new AtomicBoolean();
+        WorkflowDefinition<String> flow = WorkflowDefinition.builder("lapsing", String.class).queue("lapsing")
+                .step("a", ctx -> Mono.fromRunnable(() -> inA.set(true))
+                        .then(hold.asMono()).thenReturn(Outcome.next("b", ctx.state() + "a").inline()))
+                .step("b", ctx -> Mono.fromSupplier(() -> {
+                    attemptsOfB.add(ctx.attempt());
+                    return Outcome.<String>done(ctx.state() + "b");
+                }))
+                .build();
+        // Beats 20 s apart and no reaper: nothing but the commit meets the lapsed lease.
+        DurableEngine engine = engines.start(engines.options("lapsing").leaseTtl(Duration.ofSeconds(60))
+                .heartbeatInterval(Duration.ofSeconds(20)).reaperInterval(Duration.ofHours(1))
+                .queue(QueueOptions.builder("lapsing").pollInterval(Duration.ofMillis(100)).build()), flow);
+        long id = engine.insert(JobRequest.of("lapsing", "")).block();
+        Eventually.until("in step a", WAIT, inA::get);
+        Sql.update(db, "UPDATE {schema}.durable_instances SET lease_expires_at = now() - interval '1 second'"
+                + " WHERE id = $1", id);
+        hold.tryEmitEmpty();
+
+        engines.awaitStatus(engine, id, InstanceStatus.DONE, WAIT);
+        assertThat(engine.get(id).block().result(String.class)).isEqualTo("ab");
+        // Step b ran on a claim of its own, taken by a second pick, not inline on the lapsed one,
+        // with a fresh attempt budget as a queued step has.
+        assertThat(engine.queueStats().get(0).picked()).isEqualTo(2);
+        assertThat(attemptsOfB).containsExactly(1);
+        assertThat(engine.queueStats().get(0).leasesLost()).isZero();
+    }
+
     @Test
     void aKeyAnotherTransactionIsClaimingIsSkippedNotWaitedOn() {
         DurableEngine engine = engines.start(engines.options("hot")

@@ -12,9 +12,9 @@ import java.util.Map;
  * database call.
  *
  * <p>The engine sets the slot TTL to its lease TTL plus one heartbeat interval: a slot is taken after
- * its row's lease began and renewed beside the lease on each beat, so with that margin it never
- * expires while the lease is live, and a crashed holder's slot still frees about when the reaper
- * can take its row back.
+ * its row's lease began and renewed on a tick of its own as often as the lease, so with that margin
+ * it does not expire while the lease is live, and a crashed holder's slot still frees about when the
+ * reaper can take its row back.
  */
 public record LimiterContext(String origin, ConnectionFactory connectionFactory, String schema,
         Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits, Duration slotTtl,

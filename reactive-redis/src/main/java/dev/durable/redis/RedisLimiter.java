@@ -49,6 +49,10 @@ import reactor.util.Loggers;
  * renews it, so the gate never admits past its capacity while the holders re-assert. The tokens a
  * lost bucket had spent are forgotten: it starts full again. Redis must not evict these keys
  * ({@code maxmemory-policy noeviction}): an evicted counter is a lost one the mark does not see.
+ * The rebuild is exact for claims that committed before it counts; a claim admitted just before
+ * Redis lost its data and committed after the count is not stood in for until it renews (within a
+ * heartbeat), and a stand-in may outlive a holder that ended before renewing (by one slot TTL at
+ * most): the window is one beat and needs Redis to lose its data.
  *
  * <p>Losing Redis never loses or doubles work: while it is unreachable {@link #admit} signals
  * {@link LimiterUnavailableException}, so limited rows go back to the queue and unlimited ones keep
@@ -138,9 +142,7 @@ public final class RedisLimiter implements Limiter {
                                 .add(claim);
                     }
                 }
-                return Flux.fromIterable(byGate.entrySet())
-                        .flatMap(gate -> takeSlots(gate.getKey(), gate.getValue(), refused))
-                        .then();
+                return takeSlots(byGate, refused);
             })).then(Mono.fromSupplier(() -> {
                 Set<Long> admitted = new HashSet<>();
                 for (LimitClaim claim : claims) {
@@ -168,43 +170,69 @@ public final class RedisLimiter implements Limiter {
                 .then();
     }
 
-    private Mono<Void> takeSlots(String key, List<LimitClaim> claims, Set<Long> refused) {
+    /**
+     * Takes the slots of each gate counter. A counter without its ledger mark answers '?': the live
+     * claims of all such counters are counted in the database in one statement, and each is asked
+     * again with its count, which it stands in for.
+     */
+    private Mono<Void> takeSlots(Map<String, List<LimitClaim>> byGate, Set<Long> refused) {
+        return Flux.fromIterable(byGate.entrySet())
+                .flatMap(gate -> takeSlots(gate.getKey(), gate.getValue(), -1)
+                        .map(flags -> Map.entry(gate.getKey(), flags)))
+                .collectList()
+                .flatMap(answers -> {
+                    List<String> unmarked = new ArrayList<>();
+                    for (Map.Entry<String, String> answer : answers) {
+                        if (answer.getValue().equals("?")) {
+                            unmarked.add(answer.getKey());
+                        } else {
+                            markRefused(answer.getValue(), byGate.get(answer.getKey()), refused);
+                        }
+                    }
+                    if (unmarked.isEmpty()) {
+                        return Mono.empty();
+                    }
+                    return rebuildLedgers(unmarked.stream().map(key -> byGate.get(key).get(0)).toList())
+                            .flatMapMany(live -> Flux.range(0, unmarked.size())
+                                    .flatMap(i -> takeSlots(unmarked.get(i), byGate.get(unmarked.get(i)), live.get(i))
+                                            .doOnNext(flags -> markRefused(flags, byGate.get(unmarked.get(i)), refused))))
+                            .then();
+                });
+    }
+
+    /**
+     * Asks one gate counter for slots for {@code claims}, given the live claims the database shows
+     * for it ({@code live}, or -1 when not counted): the script's flags, or '?' when it needs the count.
+     */
+    private Mono<String> takeSlots(String key, List<LimitClaim> claims, long live) {
         Limits.Gate gate = gates.get(claims.get(0).gate());
         if (gate == null) {
-            claims.forEach(claim -> refused.add(claim.id()));
-            return Mono.empty();
+            return Mono.just(""); // an unknown gate admits nothing
         }
         int shard = claims.get(0).shard();
         // Each shard holds an even share of the capacity, the first ones one more, as in PostgreSQL.
         int capacity = gate.capacity() / gate.shards() + (shard < gate.capacity() % gate.shards() ? 1 : 0);
-        List<String> keys = List.of(key, ledgerKey(key));
         List<String> args = new ArrayList<>(claims.size() + 3);
         args.add(Integer.toString(capacity));
         args.add(Long.toString(slotTtlMillis));
-        args.add("-1");
+        args.add(Long.toString(live));
         claims.forEach(claim -> args.add(claim.holder()));
-        return this.<String>run(LimiterScripts.GATE_ACQUIRE, ScriptOutputType.VALUE, keys, args)
-                .flatMap(flags -> !flags.equals("?") ? Mono.just(flags)
-                        : rebuildLedger(key, claims.get(0)).flatMap(live -> {
-                            args.set(2, Long.toString(live));
-                            return this.<String>run(LimiterScripts.GATE_ACQUIRE, ScriptOutputType.VALUE, keys, args);
-                        }))
-                .doOnNext(flags -> markRefused(flags, claims, refused))
-                .then();
+        return run(LimiterScripts.GATE_ACQUIRE, ScriptOutputType.VALUE, List.of(key, ledgerKey(key)), args);
     }
 
     /**
-     * The live claims the database shows for a counter that lost its ledger mark (Redis lost its
-     * data, or the gate was idle long enough for its keys to expire): the admission that follows
-     * stands in for the ones the counter forgot. Rare, and on a connection of its own, bounded by
-     * the engine's call timeout; on a failure this pick admits nothing limited, as in an outage.
+     * The live claims the database shows for counters that lost their ledger mark (Redis lost its
+     * data, or the gate was idle for longer than the mark lives), one claim of each counter given:
+     * the admissions that follow stand in for the ones the counters forgot. One statement for the
+     * whole pick, on a connection of its own (the pick's transaction holds its own), bounded by the
+     * engine's call timeout; a failure makes this pick admit nothing limited, as an outage does.
      */
-    private Mono<Long> rebuildLedger(String key, LimitClaim claim) {
-        return liveClaims.count(claim.gate(), claim.key(), claim.shard())
-                .doOnNext(live -> log.debug("gate counter {} had no ledger mark: {} live claims in the database",
-                        key, live))
-                .onErrorMap(error -> new LimiterUnavailableException("the live claims of gate counter " + key
-                        + " could not be counted in the database: " + error, error));
+    private Mono<List<Long>> rebuildLedgers(List<LimitClaim> counters) {
+        return liveClaims.count(counters)
+                .doOnNext(live -> log.debug("{} gate counters had no ledger mark; live claims in the database: {}",
+                        counters.size(), live))
+                .onErrorMap(error -> new LimiterUnavailableException("the live claims of " + counters.size()
+                        + " gate counters could not be counted in the database: " + error, error));
     }
 
     private static void markRefused(String flags, List<LimitClaim> claims, Set<Long> refused) {

@@ -214,7 +214,7 @@ class RedisLimiterIT {
      * Redis loses its data while two claims hold both slots of a gate: the next admission rebuilds
      * the counter from the live claims the database shows and holds a stand-in for each, so a third
      * row waits; the holders' renewals take their stand-ins' places, and a slot given back lets it
-     * in. Beats are 5 s apart, so the pick after the loss comes long before the holders re-assert.
+     * in. Renewals are 5 s apart, so the pick after the loss comes long before the holders re-assert.
      */
     @Test
     void aGateWhoseCounterRedisLostAdmitsNoOneNewUntilItsHoldersAreBack() {
@@ -238,21 +238,32 @@ class RedisLimiterIT {
         // Right after a beat, so the next one (the holders' re-assertion) is 5 s away.
         long beats = engine.queueStats().get(0).heartbeats();
         Eventually.until("a heartbeat", WAIT, () -> engine.queueStats().get(0).heartbeats() > beats);
-        redis.flushAll();
-        long late = engine.insert(JobRequest.of("rforgot", "late").gate("rforgot", "k")).block(WAIT);
-        Eventually.until("the late row refused by the rebuilt gate", WAIT,
-                () -> engine.queueStats().get(0).throttled() > 0);
-        assertThat(started).doesNotContain("late");
-        // The holders renew: their own slots take the stand-ins' places, and the gate stays full.
-        long beatsAfter = engine.queueStats().get(0).heartbeats();
-        Eventually.until("the holders' next heartbeat", WAIT, () -> engine.queueStats().get(0).heartbeats() > beatsAfter);
-        long refused = engine.queueStats().get(0).throttled();
-        Eventually.until("the late row refused again", WAIT, () -> engine.queueStats().get(0).throttled() > refused);
-        assertThat(started).doesNotContain("late");
-        assertThat(engine.get(late).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
+        String counter = RedisLimiterOptions.DEFAULT_KEY_PREFIX + ":{" + db.schema() + ":gate:rforgot:0:k}";
+        io.lettuce.core.RedisClient client = io.lettuce.core.RedisClient.create(redis.redisUri());
+        try (io.lettuce.core.api.StatefulRedisConnection<String, String> peek = client.connect()) {
+            redis.flushAll();
+            long late = engine.insert(JobRequest.of("rforgot", "late").gate("rforgot", "k")).block(WAIT);
+            Eventually.until("the late row refused by the rebuilt gate", WAIT,
+                    () -> engine.queueStats().get(0).throttled() > 0);
+            assertThat(started).doesNotContain("late");
+            // Rebuilt from the two live claims: stand-ins for whichever holder has not renewed yet.
+            assertThat(peek.sync().exists(counter + ":ledger")).isEqualTo(1L);
+            assertThat(peek.sync().zcard(counter)).isEqualTo(2L);
+            // The holders renew: their own slots take the stand-ins' places, and the gate stays full.
+            Eventually.until("both holders back in the counter, no stand-in left", WAIT, () -> {
+                List<String> members = peek.sync().zrange(counter, 0, -1);
+                return members.size() == 2 && members.stream().noneMatch(member -> member.startsWith("\0standin:"));
+            });
+            long refused = engine.queueStats().get(0).throttled();
+            Eventually.until("the late row refused again", WAIT, () -> engine.queueStats().get(0).throttled() > refused);
+            assertThat(started).doesNotContain("late");
+            assertThat(engine.get(late).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
 
-        release.tryEmitEmpty();
-        engines.awaitStatus(engine, late, InstanceStatus.DONE, WAIT);
+            release.tryEmitEmpty();
+            engines.awaitStatus(engine, late, InstanceStatus.DONE, WAIT);
+        } finally {
+            client.shutdown();
+        }
         assertThat(maxActive.get()).isEqualTo(2);
         assertThat(count(db, "queue = 'rforgot' AND status = 'done'")).isEqualTo(3);
     }

@@ -95,7 +95,7 @@ public final class EngineRuntime {
                     .doOnNext(result -> admission.runEnded(row.id(), result));
             QueueScheduler scheduler = new QueueScheduler(queue, worker, pick, heartbeat, queueLeases, runner,
                     transport.pokes(), options.heartbeatInterval(), options.leaseTtl(), options.pokeWindow(),
-                    Schedulers.parallel(),
+                    Schedulers.parallel(), System::nanoTime,
                     counters, telemetry);
             telemetry.register(scheduler, queue.concurrency(), queue.prefetch());
             made.add(scheduler);

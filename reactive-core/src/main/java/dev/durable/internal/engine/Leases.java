@@ -63,12 +63,6 @@ final class Leases implements QueueScheduler.Releaser {
                 .then();
     }
 
-    /** Lost rows: their slots are no longer renewed, and expire in the limiter. */
-    @Override
-    public void forget(List<ClaimedRow> rows) {
-        admission.stopRenewing(rows.stream().map(ClaimedRow::id).toList());
-    }
-
     /**
      * Reclaims the stale claims of this scheduler's dead predecessors (same identity prefix, older
      * incarnation) at once. The margin spares any claim beaten within the last two heartbeats, so

@@ -15,8 +15,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
@@ -85,10 +85,6 @@ public final class QueueScheduler {
     @FunctionalInterface
     interface Releaser {
         Mono<Void> release(List<ClaimedRow> rows);
-
-        /** Rows no longer this worker's (their lease was lost): nothing to give back, only to forget. */
-        default void forget(List<ClaimedRow> rows) {
-        }
     }
 
     /** Runs one claimed row to its committed outcome, stopping when asked to; never errors. */
@@ -138,13 +134,15 @@ public final class QueueScheduler {
     private final long leaseNanos;
     private final Duration pokeWindow;
     private final Scheduler timer;
+    /** A monotonic clock in nanoseconds (System::nanoTime; the virtual time in tests): lease deadlines. */
+    private final LongSupplier nanoClock;
     private final SchedulerCounters counters;
     private final Telemetry telemetry;
 
     // Guarded by this.
     private final ArrayDeque<ClaimedRow> buffer = new ArrayDeque<>();
     /**
-     * When each buffered row's lease may have run out, on the timer's clock: counted from before the
+     * When each buffered row's lease may have run out, on the monotonic clock: counted from before the
      * statement that set or last renewed it was sent, so never later than the database's own.
      */
     private final Map<Long, Long> leaseDeadlines = new java.util.HashMap<>();
@@ -176,7 +174,7 @@ public final class QueueScheduler {
 
     QueueScheduler(QueueOptions options, String worker, Picker picker, Beat beat, Releaser releaser, Runner runner,
             Flux<String> pokes, Duration heartbeatInterval, Duration leaseTtl, Duration pokeWindow, Scheduler timer,
-            SchedulerCounters counters, Telemetry telemetry) {
+            LongSupplier nanoClock, SchedulerCounters counters, Telemetry telemetry) {
         this.options = options;
         this.worker = worker;
         this.picker = picker;
@@ -188,6 +186,7 @@ public final class QueueScheduler {
         this.leaseNanos = leaseTtl.toNanos();
         this.pokeWindow = pokeWindow;
         this.timer = timer;
+        this.nanoClock = nanoClock;
         this.counters = counters;
         this.telemetry = telemetry;
         this.currentPoll = options.pollInterval();
@@ -324,9 +323,13 @@ public final class QueueScheduler {
                 + toStop.stream().filter(run -> renewal.cancelRequested().contains(run.row.id())).count());
         log.debug("queue {}: heartbeat found {} buffered rows lost, {} buffered rows cancelled, {} runs to stop",
                 queue(), lost.size(), cancelled.size(), toStop.size());
-        releaser.forget(lost);
-        if (!cancelled.isEmpty()) {
-            releaser.release(cancelled).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
+        // Lost rows go back too: one whose lease merely lapsed is still this worker's in the table
+        // until the reaper comes (which would charge it an attempt it never ran); the release's guard
+        // leaves alone any another worker holds now.
+        List<ClaimedRow> giveBack = new ArrayList<>(lost);
+        giveBack.addAll(cancelled);
+        if (!giveBack.isEmpty()) {
+            releaser.release(giveBack).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
         }
         toStop.forEach(run -> run.stop(!renewal.renewed().contains(run.row.id())));
         // The buffer shrank: room for more.
@@ -457,9 +460,9 @@ public final class QueueScheduler {
         }
     }
 
-    /** Now on the timer's clock, in nanoseconds. */
+    /** Now on the monotonic clock, in nanoseconds. */
     private long now() {
-        return timer.now(TimeUnit.NANOSECONDS);
+        return nanoClock.getAsLong();
     }
 
     /** How many rows to pick now; 0 for none. Called under the lock. */

@@ -1,6 +1,7 @@
 package dev.durable.internal.sql;
 
 import dev.durable.internal.Db;
+import java.util.List;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -37,10 +38,11 @@ public final class LimiterSql {
     private final String draw;
 
     /**
-     * Counts the live claims of gate $1, key $2, shard $3: executing rows whose lease has not run out
-     * (a lapsed lease can no longer be renewed, so it holds no slot). What a lease-native limiter
-     * rebuilds a lost ledger from. Index: the executing rows' partial index
-     * ({@code durable_instances_executing_idx}), a handful of rows; filtered on the gate. Locks: none.
+     * Counts the live claims of each gate counter ($1 gates, $2 keys, $3 shards, in that order):
+     * executing rows whose lease has not run out (a lapsed lease can no longer be renewed, so it
+     * holds no slot). What a lease-native limiter rebuilds lost counters from. Index: the executing
+     * rows' partial index ({@code durable_instances_executing_idx}): every executing row, as many as
+     * the fleet runs at once, filtered on the counters. Locks: none.
      */
     private final String liveGateClaims;
 
@@ -57,9 +59,13 @@ public final class LimiterSql {
                 RETURNING b.name""").replace("{refilled}", PickSql.REFILLED.formatted("$4::float8", "$5::float8"));
         this.lockGates = tables.render("LOCK TABLE {gate_slots} IN EXCLUSIVE MODE");
         this.liveGateClaims = tables.render("""
-                SELECT count(*) FROM {instances}
-                 WHERE status = 'executing' AND gate_name = $1 AND concurrency_key = $2 AND gate_shard = $3
-                   AND lease_expires_at > now()""");
+                SELECT count(i.id)
+                  FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS g(gate, key, shard, ord)
+                  LEFT JOIN {instances} i
+                    ON i.status = 'executing' AND i.gate_name = g.gate AND i.concurrency_key = g.key
+                   AND i.gate_shard = g.shard AND i.lease_expires_at > now()
+                 GROUP BY g.ord
+                 ORDER BY g.ord""");
         this.reconcileGates = tables.render("""
                 WITH counted AS (
                     SELECT s.gate, s.key, s.shard, count(i.id) AS executing
@@ -100,11 +106,11 @@ public final class LimiterSql {
                 .single();
     }
 
-    /** The live claims of one gate counter; see {@link #liveGateClaims}. */
-    public Mono<Long> liveGateClaims(String gate, String key, int shard) {
+    /** The live claims of each gate counter, in the order given; see {@link #liveGateClaims}. */
+    public Mono<List<Long>> liveGateClaims(String[] gates, String[] keys, Integer[] shards) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(liveGateClaims)
-                                .bind(0, gate).bind(1, key).bind(2, shard).execute())
+                                .bind(0, gates).bind(1, keys).bind(2, shards).execute())
                         .concatMap(result -> result.map(row -> row.get(0, Long.class))))
-                .single();
+                .collectList();
     }
 }

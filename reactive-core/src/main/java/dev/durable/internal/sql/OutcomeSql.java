@@ -60,11 +60,13 @@ public final class OutcomeSql {
             + " AND i.attempt = o.claimed_attempt";
 
     /**
-     * A general outcome's final status: a requested cancel wins; an await whose signal already
-     * came goes straight back to runnable (the lost-wakeup check, through the inbox index).
+     * A general outcome's final status: a requested cancel wins; an inline step whose claim's lease
+     * lapsed goes on through the queue; an await whose signal already came goes straight back to
+     * runnable (the lost-wakeup check, through the inbox index).
      */
     private static final String FINAL = """
             CASE WHEN i.cancel_requested THEN 'cancelled'
+                 WHEN o.status = 'executing' AND i.lease_expires_at <= now() THEN 'runnable'
                  WHEN o.status = 'awaiting_signal' AND EXISTS (
                       SELECT 1 FROM {signals} s
                        WHERE s.instance_id = i.id AND s.consumed_at IS NULL
@@ -75,7 +77,9 @@ public final class OutcomeSql {
     private static final String STATE = "CASE WHEN i.cancel_requested OR o.state IS NULL THEN i.state ELSE o.state::jsonb END";
     private static final String RESULT = "CASE WHEN i.cancel_requested THEN i.result ELSE o.result::jsonb END";
     private static final String ERROR = "COALESCE(o.error, i.last_error)";
-    private static final String ATTEMPT = "CASE WHEN i.cancel_requested OR o.attempt IS NULL THEN i.attempt ELSE o.attempt END";
+    /** A step that goes on through the queue instead of inline (its lease lapsed) starts afresh, as a queued next. */
+    private static final String ATTEMPT = "CASE WHEN i.cancel_requested OR o.attempt IS NULL THEN i.attempt"
+            + " WHEN o.status = 'executing' AND i.lease_expires_at <= now() THEN 0 ELSE o.attempt END";
     /** A settling outcome's final status on the fast path. */
     private static final String SETTLE_FINAL = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE o.status END";
 
@@ -85,7 +89,9 @@ public final class OutcomeSql {
      * a claim to the executing status, so no status filter is needed: the row is found by primary
      * key, whatever the statistics say about executing rows); else the outcome is stale and is not
      * returned. A row whose cancel was requested ends cancelled and keeps its step and state. An
-     * outcome that stays executing (inline run-ahead) keeps the claim and renews the lease. An
+     * outcome that stays executing (inline run-ahead) keeps the claim and renews the lease, unless
+     * the lease has run out: a lapsed lease is never renewed (a lease-native limiter may have given
+     * its gate slot away), so the step goes on through the queue, runnable. An
      * await whose signal is already in the inbox goes straight back to runnable (the lost-wakeup
      * check). An outcome that runs the same step again (a retry, an error retried with backoff,
      * work handed back) keeps what woke the step: its awaited signals stay awaited and unconsumed,
@@ -169,8 +175,10 @@ public final class OutcomeSql {
                            rate_partition = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_partition
                                                  WHEN o.rate_change = 1 THEN o.rate_partition END,
                            claimed_by = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
+                                                  AND i.lease_expires_at > now()
                                              THEN i.claimed_by END,
                            lease_expires_at = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
+                                                        AND i.lease_expires_at > now()
                                                    THEN now() + o.lease_ms * interval '1 millisecond' END,
                            updated_at = now()
                       FROM o

@@ -33,8 +33,10 @@ public final class LimiterScripts {
      * answers '?' until it is told the live claims, then stands in for the ones the counter lacks
      * with placeholder slots (each given up when a forgotten holder renews its own, or at its TTL)
      * and sets the mark. Then a holder that already has a slot keeps it, the others get one while
-     * the counter has room. Returns one character per holder, '1' admitted, '0' refused. The keys
-     * outlive their last slot by one TTL, so an idle gate leaves nothing.
+     * the counter has room. Returns one character per holder, '1' admitted, '0' refused. The counter
+     * outlives its last slot by one TTL; the mark lives an hour past the gate's last use (at least
+     * two TTLs), so a gate used now and then is not recounted each time, and an idle one leaves
+     * nothing after that.
      */
     public static final String GATE_ACQUIRE = NOW + STANDIN + """
             local ttl = tonumber(ARGV[2])
@@ -65,7 +67,7 @@ public final class LimiterScripts {
                 end
             end
             redis.call('PEXPIRE', KEYS[1], ttl * 2)
-            redis.call('PEXPIRE', KEYS[2], ttl * 2)
+            redis.call('PEXPIRE', KEYS[2], math.max(ttl * 2, 3600000))
             return table.concat(out)
             """;
 
@@ -99,7 +101,7 @@ public final class LimiterScripts {
                 redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
             end
             redis.call('PEXPIRE', KEYS[1], ttl * 2)
-            redis.call('PEXPIRE', KEYS[2], ttl * 2)
+            redis.call('PEXPIRE', KEYS[2], math.max(ttl * 2, 3600000))
             return missing
             """;
 
