@@ -1,0 +1,103 @@
+package dev.durable.admin;
+
+import dev.durable.CancelResult;
+import dev.durable.Instance;
+import dev.durable.SignalResult;
+import java.time.Instant;
+import java.util.List;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Mono;
+
+/**
+ * The operator's API over one engine's schema: listing and search over live and settled instances,
+ * counts, detail, and actions by id or by filter. Get it from {@link dev.durable.DurableEngine#admin()};
+ * it needs no started queue. Every call is one statement or a bounded loop of them on the engine's pool;
+ * errors are typed ({@link dev.durable.NoTargetException} for an unknown id, {@link InstanceStateException}
+ * when the action does not apply, {@link dev.durable.InvalidRequestException} for a bad filter or cursor).
+ *
+ * <p>A dead-letter view is {@code list(InstanceFilter.builder().status(FAILED).queue(q).build(), page)},
+ * and a redrive is {@link #retryAll} over the same filter.
+ */
+public interface DurableAdmin {
+
+    /** The most children {@link #detail} returns. */
+    int DETAIL_CHILDREN = 100;
+
+    /** The most signals of the inbox {@link #detail} returns. */
+    int DETAIL_SIGNALS = 100;
+
+    /** The rows a bulk action reads and acts on per batch. */
+    int DEFAULT_BATCH_SIZE = 500;
+
+    /** One page of the instances the filter matches, live and settled, in the request's order. */
+    Mono<Page<Instance>> list(InstanceFilter filter, PageRequest page);
+
+    /**
+     * Instances by queue and status. Live statuses are counted (live rows are few and indexed). Settled
+     * ones are counted too while the history is small; once it holds more than
+     * {@code estimateAbove} rows by the planner's reckoning they are estimated from the statistics
+     * ANALYZE keeps on (queue, status) ({@code StatusCount.estimated}), so the call reads a few catalog
+     * rows whatever the table's size. Sorted by queue, then status.
+     */
+    Mono<List<StatusCount>> counts(long estimateAbove);
+
+    /** {@link #counts(long)} estimating settled rows above 100,000 history rows. */
+    default Mono<List<StatusCount>> counts() {
+        return counts(100_000);
+    }
+
+    /** The instance with its children, inbox or consumed signals and last error; empty when no instance has that id. */
+    Mono<InstanceDetail> detail(long id);
+
+    /** Cancels as {@link dev.durable.DurableEngine#cancel(long, boolean)} does, with its live descendants. */
+    Mono<CancelResult> cancel(long id);
+
+    /**
+     * Retries a failed or cancelled instance in place: the same id, args, state and step (the step it
+     * failed at) come back as runnable, due at {@code runAt} (now when null), with a fresh attempt
+     * budget. Errors with {@link InstanceStateException} when it is not failed or cancelled, when its
+     * parent still waits for it, or when a live instance now holds its correlation key.
+     */
+    Mono<Instance> retry(long id, @Nullable Instant runAt);
+
+    default Mono<Instance> retry(long id) {
+        return retry(id, null);
+    }
+
+    /** Signals as {@link dev.durable.DurableEngine#signal(long, String, Object, String)} does. */
+    Mono<SignalResult> signal(long id, String name, @Nullable Object payload);
+
+    /**
+     * Deletes a settled instance (its signals with it). Errors with {@link InstanceStateException} when
+     * it is live (cancel it first) or its parent still waits for it.
+     */
+    Mono<Void> delete(long id);
+
+    /** Cancels every live instance the filter matches, in batches of {@code batchSize}. */
+    Mono<BulkResult> cancelAll(InstanceFilter filter, int batchSize);
+
+    /** Retries in place every failed or cancelled instance the filter matches, in batches. */
+    Mono<BulkResult> retryAll(InstanceFilter filter, @Nullable Instant runAt, int batchSize);
+
+    /** Signals every live instance the filter matches, in batches. */
+    Mono<BulkResult> signalAll(InstanceFilter filter, String name, @Nullable Object payload, int batchSize);
+
+    /** Deletes every settled instance the filter matches, in batches. */
+    Mono<BulkResult> deleteAll(InstanceFilter filter, int batchSize);
+
+    default Mono<BulkResult> cancelAll(InstanceFilter filter) {
+        return cancelAll(filter, DEFAULT_BATCH_SIZE);
+    }
+
+    default Mono<BulkResult> retryAll(InstanceFilter filter) {
+        return retryAll(filter, null, DEFAULT_BATCH_SIZE);
+    }
+
+    default Mono<BulkResult> signalAll(InstanceFilter filter, String name, @Nullable Object payload) {
+        return signalAll(filter, name, payload, DEFAULT_BATCH_SIZE);
+    }
+
+    default Mono<BulkResult> deleteAll(InstanceFilter filter) {
+        return deleteAll(filter, DEFAULT_BATCH_SIZE);
+    }
+}

@@ -1,0 +1,438 @@
+package dev.durable.internal.sql;
+
+import dev.durable.Instance;
+import dev.durable.InstanceStatus;
+import dev.durable.admin.InboxSignal;
+import dev.durable.admin.InstanceFilter;
+import dev.durable.internal.Db;
+import dev.durable.internal.Errors;
+import io.r2dbc.spi.Readable;
+import io.r2dbc.spi.Statement;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The admin API's statements: listing and search, counts, detail, retry in place and delete. None is
+ * on a hot path; the listing's text depends on which filters are given (each combination is one
+ * statement text, so the planner sees the conditions it must serve and their literal statuses).
+ *
+ * <p>What each filter rides (the hot table holds only live rows and is walked by its primary key in id
+ * order, filtering as it goes; the indexes named are the history's, from migrations V3 and V4):
+ * <ul>
+ * <li>no filter, or status done only: the primary key, backwards for newest first, stopping at the page;
+ * <li>queue: {@code durable_history_queue_idx (queue, id)}; with status failed or cancelled,
+ *     {@code durable_history_unsuccessful_idx (queue, status, id)};
+ * <li>type: {@code durable_history_type_idx (type, id)};
+ * <li>correlation key, exact or prefix: {@code durable_history_correlation_idx} (text_pattern_ops, a range);
+ * <li>args/state containment: {@code durable_history_state_idx} (GIN jsonb_path_ops) when the match is
+ *     rare, else the id walk with the containment as a filter;
+ * <li>inserted range: {@code durable_history_inserted_brin}; updated (settled) range:
+ *     {@code durable_history_settled_brin}; eligible range and error text: filters on whichever walk the
+ *     other conditions chose (errors are on failed rows: filter by status failed to ride the
+ *     unsuccessful index).
+ * </ul>
+ * Several conditions: the planner picks the most selective index and filters the rest. Pages are keyed
+ * on id ({@code id < $k} newest first, {@code id > $k} oldest first), so a deep page costs what the
+ * first does. Locks: none but the actions' (retry and delete lock the rows they move or delete).
+ */
+public final class AdminSql {
+
+    private static final String TERMINAL = "('done', 'failed', 'cancelled')";
+
+    /** A row a retry brought back: its id and queue (the queue to wake). */
+    public record Retried(long id, String queue) {
+    }
+
+    /** One (queue, status) count from the hot table, the history, or the history's statistics. */
+    public record Count(String queue, InstanceStatus status, long count) {
+    }
+
+    private final Db db;
+    private final Tables tables;
+    private final String schema;
+
+    /** Live rows by queue and status. Index: none, a scan of the hot table (its rows are the live ones). Locks: none. */
+    private final String countLive;
+
+    /** Settled rows by queue and status, exactly. Index: a scan of the history; only for a small history. Locks: none. */
+    private final String countSettled;
+
+    /** The planner's row count of the history (-1 before its first VACUUM or ANALYZE). Index: pg_class's oid. */
+    private final String historyRows;
+
+    /**
+     * The most common (queue, status) combinations of the history with their frequencies, as ANALYZE
+     * last sampled them (extended statistics durable_history_queue_status, V4). Reads a catalog row.
+     */
+    private final String settledEstimate;
+
+    /** Children of an instance, live then settled, in id order. Index: both parent indexes. Locks: none. */
+    private final String children;
+
+    /** A live instance's signals, consumed or not, in delivery order. Index: durable_signals_dedup_uq's instance_id. */
+    private final String inbox;
+
+    /** The names of the signals a settled instance consumed. Index: the history's primary key. */
+    private final String consumed;
+
+    /** The highest id in either table: a bulk action's upper bound. Index: both primary keys (their last entry). */
+    private final String maxId;
+
+    /**
+     * Retry in place of the given failed or cancelled instances. From the history: each row goes back
+     * into the hot table with its id, args/state, step and error, runnable at $2 (now when null), attempt
+     * 0 and a correlation key occupied while live; a row whose key a live instance holds now is skipped
+     * (ON CONFLICT DO NOTHING) and stays in the history. Rows still in the hot table (their key was kept
+     * occupied after they settled) are updated in place. A child whose parent is live is left alone: its
+     * parent has counted it off already. Index: both primary keys, the correlation unique index; writes
+     * the pick index. Locks: the rows moved and updated.
+     */
+    private final String retry;
+
+    /**
+     * Deletes the given settled instances from either table, with the signals of hot rows (history rows
+     * have none), sparing children whose parent is live. Index: both primary keys; the signals by instance.
+     * Locks: the deleted rows.
+     */
+    private final String delete;
+
+    public AdminSql(Db db, Tables tables, String schema) {
+        this.db = db;
+        this.tables = tables;
+        this.schema = schema;
+        this.countLive = tables.render("SELECT queue, status, count(*) FROM {instances} GROUP BY queue, status");
+        this.countSettled = tables.render("SELECT queue, status, count(*) FROM {history} GROUP BY queue, status");
+        this.historyRows = "SELECT c.reltuples::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE n.nspname = $1 AND c.relname = 'durable_history'";
+        this.settledEstimate = """
+                SELECT s.most_common_vals[k][1] AS queue, s.most_common_vals[k][2] AS status,
+                       s.most_common_freqs[k] AS freq
+                  FROM pg_stats_ext s, generate_subscripts(s.most_common_freqs, 1) k
+                 WHERE s.schemaname = $1 AND s.tablename = 'durable_history'
+                   AND s.statistics_name = 'durable_history_queue_status'""";
+        this.children = tables.render("SELECT * FROM ((SELECT " + InstanceSql.INSTANCE_COLUMNS
+                + " FROM {instances} WHERE parent_id = $1 ORDER BY id LIMIT $2)\n UNION ALL\n(SELECT "
+                + Settled.AS_INSTANCE + " FROM {history} WHERE parent_id = $1 ORDER BY id LIMIT $2)) c"
+                + " ORDER BY id LIMIT $2");
+        this.inbox = tables.render("SELECT id, name, payload::text AS payload, dedup_key, inserted_at, consumed_at"
+                + " FROM {signals} WHERE instance_id = $1 ORDER BY id LIMIT $2");
+        this.consumed = tables.render("SELECT signals FROM {history} WHERE id = $1");
+        this.maxId = tables.render("SELECT greatest((SELECT max(id) FROM {instances}), (SELECT max(id) FROM {history}),"
+                + " 0)");
+        String parentLive = "EXISTS (SELECT 1 FROM {instances} p WHERE p.id = %s.parent_id AND p.status NOT IN "
+                + TERMINAL + ")";
+        this.retry = tables.render("""
+                WITH cand AS (
+                    SELECT h.* FROM {history} h
+                     WHERE h.id = ANY ($1::bigint[]) AND h.status IN ('failed', 'cancelled') AND NOT %s
+                ), back AS (
+                    INSERT INTO {instances} AS i (id, type, type_version, queue, priority, status, step, state,
+                                             last_error, attempt, max_attempts, eligible_at, parent_id,
+                                             concurrency_key, correlation_key, correlation_statuses,
+                                             has_children, inserted_at, updated_at)
+                    SELECT c.id, c.type, c.type_version, c.queue, c.priority, 'runnable', c.step, c.state,
+                           c.last_error, 0, c.max_attempts, COALESCE($2::timestamptz, now()), c.parent_id,
+                           c.concurrency_key, c.correlation_key,
+                           CASE WHEN c.correlation_key IS NOT NULL THEN $3::text[] END,
+                           EXISTS (SELECT 1 FROM {history} k WHERE k.parent_id = c.id)
+                               OR EXISTS (SELECT 1 FROM {instances} k WHERE k.parent_id = c.id),
+                           c.inserted_at, now()
+                      FROM cand c
+                     ORDER BY c.id
+                    ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING
+                    RETURNING i.id, i.queue
+                ), gone AS (
+                    DELETE FROM {history} h USING back b WHERE h.id = b.id
+                ), kept AS (
+                    UPDATE {instances} i
+                       SET status = 'runnable', attempt = 0, eligible_at = COALESCE($2::timestamptz, now()),
+                           result = NULL, cancel_requested = false, updated_at = now()
+                     WHERE i.id = ANY ($1::bigint[]) AND i.status IN ('failed', 'cancelled') AND NOT %s
+                    RETURNING i.id, i.queue
+                )
+                SELECT id, queue FROM back UNION ALL SELECT id, queue FROM kept""".formatted(
+                parentLive.formatted("h"), parentLive.formatted("i")));
+        this.delete = tables.render("""
+                WITH h AS (
+                    DELETE FROM {history} h WHERE h.id = ANY ($1::bigint[]) AND NOT %s
+                    RETURNING h.id
+                ), k AS (
+                    DELETE FROM {instances} i WHERE i.id = ANY ($1::bigint[]) AND i.status IN %s AND NOT %s
+                    RETURNING i.id, i.has_signals
+                ), s AS (
+                    DELETE FROM {signals} s USING k WHERE s.instance_id = k.id AND k.has_signals
+                )
+                SELECT id FROM h UNION ALL SELECT id FROM k""".formatted(parentLive.formatted("h"), TERMINAL,
+                parentLive.formatted("i")));
+    }
+
+    /**
+     * A page of the instances the filter matches: after {@code startAfter} in the order (exclusive), at
+     * most {@code limit}. One statement: the hot table's page and the history's page, each walked in id
+     * order and cut at the limit, merged. Both read one snapshot, so an instance that settles meanwhile is
+     * in exactly one of them.
+     */
+    public Flux<Instance> page(InstanceFilter filter, boolean newestFirst, long startAfter, int limit) {
+        Where where = new Where(filter);
+        int key = where.arg(startAfter);
+        int size = where.arg(limit);
+        String order = newestFirst ? "DESC" : "ASC";
+        String keyset = "id " + (newestFirst ? "<" : ">") + " $" + key;
+        List<String> parts = new ArrayList<>();
+        parts.add("(SELECT " + InstanceSql.INSTANCE_COLUMNS + " FROM {instances} WHERE " + where.render(false)
+                + keyset + " ORDER BY id " + order + " LIMIT $" + size + ")");
+        if (!filter.liveOnly()) {
+            parts.add("(SELECT " + Settled.AS_INSTANCE + " FROM {history} WHERE " + where.render(true) + keyset
+                    + " ORDER BY id " + order + " LIMIT $" + size + ")");
+        }
+        String sql = tables.render("SELECT * FROM (" + String.join("\n UNION ALL\n", parts) + ") page ORDER BY id "
+                + order + " LIMIT $" + size);
+        return db.withConnection(connection -> Flux.from(where.bind(connection.createStatement(sql)).execute())
+                        .concatMap(result -> result.map(InstanceSql::toInstance)))
+                .onErrorMap(Errors::translate);
+    }
+
+    /**
+     * The ids the filter matches in ({@code afterId}, {@code upTo}], ascending, at most {@code limit}:
+     * one batch of a bulk action. Index: as {@link #page}.
+     */
+    public Flux<Long> ids(InstanceFilter filter, long afterId, long upTo, int limit) {
+        Where where = new Where(filter);
+        String range = "id > $" + where.arg(afterId) + " AND id <= $" + where.arg(upTo);
+        int size = where.arg(limit);
+        List<String> parts = new ArrayList<>();
+        parts.add("(SELECT id FROM {instances} WHERE " + where.render(false) + range + " ORDER BY id LIMIT $" + size
+                + ")");
+        if (!filter.liveOnly()) {
+            parts.add("(SELECT id FROM {history} WHERE " + where.render(true) + range + " ORDER BY id LIMIT $" + size
+                    + ")");
+        }
+        String sql = tables.render("SELECT id FROM (" + String.join("\n UNION ALL\n", parts) + ") batch ORDER BY id"
+                + " LIMIT $" + size);
+        return db.withConnection(connection -> Flux.from(where.bind(connection.createStatement(sql)).execute())
+                        .concatMap(result -> result.map(row -> row.get(0, Long.class))))
+                .onErrorMap(Errors::translate);
+    }
+
+    public Mono<Long> maxId() {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(maxId).execute())
+                .concatMap(result -> result.map(row -> row.get(0, Long.class)))).single();
+    }
+
+    public Flux<Count> countLive() {
+        return counts(countLive);
+    }
+
+    public Flux<Count> countSettled() {
+        return counts(countSettled);
+    }
+
+    /** The planner's estimate of the history's rows, -1 when it has none yet. */
+    public Mono<Long> historyRows() {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(historyRows).bind(0, schema)
+                        .execute())
+                .concatMap(result -> result.map(row -> row.get(0, Long.class)))).next().defaultIfEmpty(-1L);
+    }
+
+    /** The settled counts estimated from the statistics times {@code rows}; empty when ANALYZE has not run. */
+    public Flux<Count> estimateSettled(long rows) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(settledEstimate).bind(0, schema)
+                        .execute())
+                .concatMap(result -> result.map(row -> new Count(row.get("queue", String.class),
+                        InstanceStatus.fromSql(row.get("status", String.class)),
+                        Math.round(row.get("freq", Double.class) * rows)))));
+    }
+
+    private Flux<Count> counts(String sql) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(sql).execute())
+                .concatMap(result -> result.map(row -> new Count(row.get(0, String.class),
+                        InstanceStatus.fromSql(row.get(1, String.class)), row.get(2, Long.class)))));
+    }
+
+    public Flux<Instance> children(long id, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(children).bind(0, id)
+                        .bind(1, limit).execute())
+                .concatMap(result -> result.map(InstanceSql::toInstance)));
+    }
+
+    public Flux<InboxSignal> inbox(long id, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(inbox).bind(0, id)
+                        .bind(1, limit).execute())
+                .concatMap(result -> result.map(row -> new InboxSignal(row.get("id", Long.class),
+                        row.get("name", String.class), row.get("payload", String.class),
+                        row.get("dedup_key", String.class), row.get("inserted_at", Instant.class),
+                        row.get("consumed_at", Instant.class)))));
+    }
+
+    /** The names a settled instance consumed, in delivery order; empty for none or for a live instance. */
+    public Mono<List<String>> consumedSignals(long id) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(consumed).bind(0, id).execute())
+                        .concatMap(result -> result.map(row -> {
+                            String[] names = row.get(0, String[].class);
+                            return names == null ? List.<String>of() : Arrays.asList(names);
+                        })))
+                .next().defaultIfEmpty(List.of());
+    }
+
+    /** Retries in place those of {@code ids} that may be ({@link #retry}); emits each one retried. */
+    public Flux<Retried> retry(List<Long> ids, @Nullable Instant runAt, Set<InstanceStatus> occupied) {
+        String[] statuses = occupied.stream().map(InstanceStatus::sqlName).sorted().toArray(String[]::new);
+        return db.withConnection(connection -> {
+            Statement statement = connection.createStatement(retry).bind(0, ids.toArray(Long[]::new));
+            Db.bind(statement, 1, runAt, Instant.class);
+            statement.bind(2, statuses);
+            return Flux.from(statement.execute())
+                    .concatMap(result -> result.map(row -> new Retried(row.get("id", Long.class),
+                            row.get("queue", String.class))));
+        }).onErrorMap(Errors::translate);
+    }
+
+    /** Deletes those of {@code ids} that are settled and not awaited by a live parent; emits each deleted id. */
+    public Flux<Long> delete(List<Long> ids) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(delete)
+                        .bind(0, ids.toArray(Long[]::new)).execute())
+                .concatMap(result -> result.map(row -> row.get(0, Long.class))))
+                .onErrorMap(Errors::translate);
+    }
+
+    /**
+     * A filter's conditions as SQL over one table, with its arguments numbered once for both tables.
+     * Statuses come from an enum and are written as literals, so a partial index on status matches.
+     */
+    private static final class Where {
+
+        private final List<Object> args = new ArrayList<>();
+        private final InstanceFilter filter;
+        private final int queues;
+        private final int types;
+        private final int correlationKey;
+        private final int prefix;
+        private final int prefixEnd;
+        private final int state;
+        private final int error;
+        private final int insertedFrom;
+        private final int insertedTo;
+        private final int updatedFrom;
+        private final int updatedTo;
+        private final int eligibleFrom;
+        private final int eligibleTo;
+        private final int parent;
+
+        Where(InstanceFilter filter) {
+            this.filter = filter;
+            this.queues = names(filter.queues());
+            this.types = names(filter.types());
+            this.correlationKey = optional(filter.correlationKey());
+            String start = filter.correlationKeyPrefix();
+            this.prefix = optional(start);
+            this.prefixEnd = start == null ? 0 : optional(upperBound(start));
+            this.state = optional(filter.stateContains());
+            this.error = optional(filter.errorContains());
+            this.insertedFrom = optional(filter.insertedFrom());
+            this.insertedTo = optional(filter.insertedTo());
+            this.updatedFrom = optional(filter.updatedFrom());
+            this.updatedTo = optional(filter.updatedTo());
+            this.eligibleFrom = optional(filter.eligibleFrom());
+            this.eligibleTo = optional(filter.eligibleTo());
+            this.parent = optional(filter.parentId());
+        }
+
+        /** Adds an argument; its 1-based placeholder number. */
+        int arg(Object value) {
+            args.add(value);
+            return args.size();
+        }
+
+        private int optional(@Nullable Object value) {
+            return value == null ? 0 : arg(value);
+        }
+
+        private int names(List<String> names) {
+            if (names.isEmpty()) {
+                return 0;
+            }
+            return names.size() == 1 ? arg(names.get(0)) : arg(names.toArray(String[]::new));
+        }
+
+        /** The conditions, each followed by AND (so a keyset condition can follow). */
+        String render(boolean history) {
+            StringBuilder sql = new StringBuilder();
+            name(sql, "queue", queues, filter.queues());
+            name(sql, "type", types, filter.types());
+            if (!filter.statuses().isEmpty()) {
+                sql.append("status IN (").append(filter.statuses().stream().sorted()
+                        .map(s -> "'" + s.sqlName() + "'").collect(Collectors.joining(", "))).append(") AND ");
+            }
+            if (correlationKey > 0) {
+                sql.append("correlation_key = $").append(correlationKey).append(" AND ");
+            }
+            if (prefix > 0) {
+                // The range rides the text_pattern_ops index; starts_with is the exact test.
+                sql.append("correlation_key ~>=~ $").append(prefix).append(" AND ");
+                if (prefixEnd > 0) {
+                    sql.append("correlation_key ~<~ $").append(prefixEnd).append(" AND ");
+                }
+                sql.append("starts_with(correlation_key, $").append(prefix).append(") AND ");
+            }
+            if (state > 0) {
+                sql.append("state @> $").append(state).append("::jsonb AND ");
+            }
+            if (error > 0) {
+                sql.append("strpos(lower(last_error), lower($").append(error).append(")) > 0 AND ");
+            }
+            String updated = history ? "settled_at" : "updated_at";
+            range(sql, "inserted_at", insertedFrom, insertedTo);
+            range(sql, updated, updatedFrom, updatedTo);
+            range(sql, "eligible_at", eligibleFrom, eligibleTo);
+            if (parent > 0) {
+                sql.append("parent_id = $").append(parent).append(" AND ");
+            }
+            return sql.toString();
+        }
+
+        private static void name(StringBuilder sql, String column, int index, List<String> names) {
+            if (index == 0) {
+                return;
+            }
+            sql.append(column).append(names.size() == 1 ? " = $" + index : " = ANY ($" + index + "::text[])")
+                    .append(" AND ");
+        }
+
+        private static void range(StringBuilder sql, String column, int from, int to) {
+            if (from > 0) {
+                sql.append(column).append(" >= $").append(from).append(" AND ");
+            }
+            if (to > 0) {
+                sql.append(column).append(" < $").append(to).append(" AND ");
+            }
+        }
+
+        Statement bind(Statement statement) {
+            for (int i = 0; i < args.size(); i++) {
+                statement.bind(i, args.get(i));
+            }
+            return statement;
+        }
+
+        /**
+         * The least string above every string that starts with {@code prefix} in byte order (the last
+         * code point plus one), or null when there is none to use (the last code point is the highest,
+         * or would become a surrogate): then only the lower bound rides the index.
+         */
+        private static @Nullable String upperBound(String prefix) {
+            int last = prefix.codePointBefore(prefix.length());
+            int next = last + 1;
+            if (next > Character.MAX_CODE_POINT || (next >= Character.MIN_SURROGATE && next <= Character.MAX_SURROGATE)) {
+                return null;
+            }
+            return prefix.substring(0, prefix.length() - Character.charCount(last)) + new String(Character.toChars(next));
+        }
+    }
+}
