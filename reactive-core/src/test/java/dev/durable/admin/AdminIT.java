@@ -1,0 +1,430 @@
+package dev.durable.admin;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.durable.CancelResult;
+import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
+import dev.durable.Instance;
+import dev.durable.InstanceStatus;
+import dev.durable.InvalidRequestException;
+import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
+import dev.durable.NoTargetException;
+import dev.durable.Outcome;
+import dev.durable.QueueOptions;
+import dev.durable.SignalResult;
+import dev.durable.WorkflowDefinition;
+import dev.durable.support.Engines;
+import dev.durable.support.Eventually;
+import dev.durable.support.Sql;
+import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestDatabase;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.core.publisher.Mono;
+
+/** The admin API on the real database: every filter, paging, counts, detail, each action and its errors. */
+@ExtendWith(PostgresExtension.class)
+class AdminIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+
+    @RegisterExtension
+    final Engines engines = new Engines();
+
+    private TestDatabase db;
+
+    @BeforeEach
+    void setUp(TestDatabase database) {
+        db = database;
+        engines.on(database);
+    }
+
+    public record Order(String customer, int amount) {
+    }
+
+    private EngineOptions.Builder worker(String name, String... queues) {
+        EngineOptions.Builder options = engines.options(name);
+        for (String queue : queues) {
+            options.queue(QueueOptions.builder(queue).concurrency(4).pollInterval(Duration.ofMillis(100))
+                    .maxPollInterval(Duration.ofMillis(300)).build());
+        }
+        return options;
+    }
+
+    /** An engine that runs no queue: what it inserts stays put. */
+    private DurableEngine producer(String name) {
+        return engines.start(engines.options(name));
+    }
+
+    private static List<Long> ids(Page<Instance> page) {
+        return page.items().stream().map(Instance::id).toList();
+    }
+
+    private static List<Long> all(DurableAdmin admin, InstanceFilter filter, PageRequest first) {
+        List<Long> ids = new ArrayList<>();
+        Page<Instance> page = admin.list(filter, first).block(WAIT);
+        ids.addAll(ids(page));
+        while (page.hasNext()) {
+            page = admin.list(filter, first.after(page.next())).block(WAIT);
+            ids.addAll(ids(page));
+        }
+        return ids;
+    }
+
+    private static Set<Long> matching(DurableAdmin admin, Function<InstanceFilter.Builder, InstanceFilter.Builder> f) {
+        return new HashSet<>(all(admin, f.apply(InstanceFilter.builder()).build(), PageRequest.oldestFirst(50)));
+    }
+
+    @Test
+    void everyFilterMatchesLiveAndSettledRows() {
+        JobDefinition<Order, String> ok = JobDefinition.of("f-ok", Order.class, (Order o) -> Mono.just("ok " + o.customer()))
+                .queue("f-run");
+        JobDefinition<Order, String> bad = JobDefinition.of("f-bad", Order.class,
+                (Order o) -> Mono.<String>error(new IllegalStateException("Card Declined for " + o.customer())))
+                .queue("f-run").maxAttempts(1);
+        DurableEngine producer = engines.start(engines.options("f-producer"), ok, bad);
+        DurableAdmin admin = producer.admin();
+        Instant before = producer.get(producer.insert(JobRequest.of("f-ok", new Order("x", 0)).queue("f-mark"))
+                .block()).block().insertedAt();
+        // Live: parked in queues nobody runs.
+        long liveA = producer.insert(JobRequest.of("f-ok", new Order("ann", 10)).queue("f-idle")
+                .correlationKey("order/1/a")).block();
+        long liveB = producer.insert(JobRequest.of("f-bad", new Order("bob", 20)).queue("f-idle")
+                .correlationKey("order/2/b").runIn(Duration.ofHours(2))).block();
+        // Settled: done and failed through a worker.
+        long doneC = producer.insert(JobRequest.of("f-ok", new Order("cid", 30)).correlationKey("order/3/c")).block();
+        long failedD = producer.insert(JobRequest.of("f-bad", new Order("dan", 40)).correlationKey("other/4")).block();
+        DurableEngine runner = engines.start(worker("f-runner", "f-run"), ok, bad);
+        engines.awaitSettled(runner, doneC, WAIT);
+        engines.awaitSettled(runner, failedD, WAIT);
+        Instant after = Instant.now().plusSeconds(3600 * 24);
+
+        assertThat(matching(admin, f -> f.queue("f-idle"))).containsExactlyInAnyOrder(liveA, liveB);
+        assertThat(matching(admin, f -> f.queue("f-idle", "f-run"))).containsExactlyInAnyOrder(liveA, liveB, doneC,
+                failedD);
+        assertThat(matching(admin, f -> f.queue("f-idle", "f-run").type("f-bad"))).containsExactlyInAnyOrder(liveB,
+                failedD);
+        assertThat(matching(admin, f -> f.queue("f-run").type("f-ok", "f-bad"))).containsExactlyInAnyOrder(doneC,
+                failedD);
+        assertThat(matching(admin, f -> f.status(InstanceStatus.FAILED).queue("f-run"))).containsExactly(failedD);
+        assertThat(matching(admin, f -> f.status(InstanceStatus.DONE, InstanceStatus.RUNNABLE).queue("f-idle", "f-run")))
+                .containsExactlyInAnyOrder(liveA, liveB, doneC);
+        assertThat(matching(admin, f -> f.status(InstanceStatus.RUNNABLE).queue("f-run"))).isEmpty();
+        assertThat(matching(admin, f -> f.correlationKey("order/3/c"))).containsExactly(doneC);
+        assertThat(matching(admin, f -> f.correlationKey("order/"))).isEmpty();
+        assertThat(matching(admin, f -> f.correlationKeyPrefix("order/"))).containsExactlyInAnyOrder(liveA, liveB,
+                doneC);
+        assertThat(matching(admin, f -> f.correlationKeyPrefix("order/2"))).containsExactly(liveB);
+        assertThat(matching(admin, f -> f.stateContains("{\"customer\": \"bob\"}"))).containsExactly(liveB);
+        assertThat(matching(admin, f -> f.stateContains("{\"amount\": 30}"))).containsExactly(doneC);
+        assertThat(matching(admin, f -> f.errorContains("card declined"))).containsExactly(failedD);
+        assertThat(matching(admin, f -> f.errorContains("DAN"))).containsExactly(failedD);
+        assertThat(matching(admin, f -> f.queue("f-idle", "f-run").insertedBetween(before, after)))
+                .containsExactlyInAnyOrder(liveA, liveB, doneC, failedD);
+        assertThat(matching(admin, f -> f.queue("f-idle", "f-run").insertedBetween(null, before))).isEmpty();
+        Instant settledAt = runner.get(doneC).block().updatedAt();
+        assertThat(matching(admin, f -> f.queue("f-run").updatedBetween(settledAt, null))).contains(doneC);
+        assertThat(matching(admin, f -> f.queue("f-run").updatedBetween(null, settledAt))).doesNotContain(doneC);
+        Instant soon = Instant.now().plusSeconds(3600);
+        assertThat(matching(admin, f -> f.queue("f-idle").eligibleBetween(soon, null))).containsExactly(liveB);
+        assertThat(matching(admin, f -> f.queue("f-idle").eligibleBetween(null, soon))).containsExactly(liveA);
+        // Everything at once.
+        assertThat(matching(admin, f -> f.queue("f-run").type("f-bad").status(InstanceStatus.FAILED)
+                .correlationKeyPrefix("other").stateContains("{\"customer\": \"dan\"}").errorContains("declined")
+                .insertedBetween(before, after).updatedBetween(before, after).eligibleBetween(before, after)))
+                .containsExactly(failedD);
+    }
+
+    @Test
+    void pagesNeitherRepeatNorSkipWhileRowsAreInsertedAndSettle() throws Exception {
+        DurableEngine producer = engines.start(engines.options("p-producer"),
+                JobDefinition.of("p-job", Integer.class, (Integer i) -> Mono.just(i)).queue("paging"));
+        DurableAdmin admin = producer.admin();
+        List<Long> initial = producer.insertAll(IntStream.range(0, 120)
+                .mapToObj(i -> JobRequest.of("p-job", i)).toList()).block(WAIT);
+        // A third of them settle (a cancel moves them to the history), so pages merge both tables.
+        for (int i = 0; i < initial.size(); i += 3) {
+            producer.cancel(initial.get(i)).block(WAIT);
+        }
+        InstanceFilter filter = InstanceFilter.builder().queue("paging").build();
+        for (PageRequest first : List.of(PageRequest.newestFirst(7), PageRequest.oldestFirst(7))) {
+            AtomicBoolean running = new AtomicBoolean(true);
+            Thread churn = new Thread(() -> {
+                int n = 0;
+                while (running.get()) {
+                    producer.insert(JobRequest.of("p-job", 1000 + n++)).block(WAIT);
+                    // Rows move from the hot table to the history while pages are read.
+                    producer.cancel(initial.get(1 + 3 * (n % 39))).block(WAIT);
+                }
+            });
+            churn.start();
+            List<Long> seen;
+            try {
+                seen = all(admin, filter, first);
+            } finally {
+                running.set(false);
+                churn.join();
+            }
+            assertThat(seen).doesNotHaveDuplicates().containsAll(initial);
+            List<Long> sorted = new ArrayList<>(seen);
+            sorted.sort(first.order() == PageRequest.Order.NEWEST_FIRST ? java.util.Comparator.reverseOrder()
+                    : java.util.Comparator.naturalOrder());
+            assertThat(seen).isEqualTo(sorted);
+        }
+        Page<Instance> firstPage = admin.list(filter, PageRequest.newestFirst(5)).block(WAIT);
+        assertThat(firstPage.items()).hasSize(5);
+        assertThat(firstPage.nextCursor()).isPresent();
+        Page<Instance> last = admin.list(InstanceFilter.builder().queue("paging").build(),
+                PageRequest.oldestFirst(1000)).block(WAIT);
+        assertThat(last.hasNext()).isFalse();
+    }
+
+    @Test
+    void countsByQueueAndStatusExactlyAndFromTheStatistics() {
+        DurableEngine producer = engines.start(engines.options("c-producer"),
+                JobDefinition.of("c-job", Integer.class, (Integer i) -> Mono.just(i)).queue("c-one"));
+        List<Long> one = producer.insertAll(IntStream.range(0, 30).mapToObj(i -> JobRequest.of("c-job", i)).toList())
+                .block(WAIT);
+        producer.insertAll(IntStream.range(0, 4).mapToObj(i -> JobRequest.of("c-job", i).queue("c-two")).toList())
+                .block(WAIT);
+        for (long id : one.subList(0, 10)) {
+            producer.cancel(id).block(WAIT);
+        }
+        Map<String, StatusCount> exact = counts(producer.admin().counts().block(WAIT));
+        assertThat(exact.get("c-one runnable")).isEqualTo(new StatusCount("c-one", InstanceStatus.RUNNABLE, 20, false));
+        assertThat(exact.get("c-one cancelled")).isEqualTo(new StatusCount("c-one", InstanceStatus.CANCELLED, 10,
+                false));
+        assertThat(exact.get("c-two runnable").count()).isEqualTo(4);
+
+        // Statistics: ANALYZE samples a small table whole, so the estimate is the count.
+        db.execute("ANALYZE \"" + db.schema() + "\".durable_history");
+        Map<String, StatusCount> estimated = counts(producer.admin().counts(0).block(WAIT));
+        assertThat(estimated.get("c-one cancelled")).isEqualTo(new StatusCount("c-one", InstanceStatus.CANCELLED, 10,
+                true));
+        assertThat(estimated.get("c-one runnable")).isEqualTo(new StatusCount("c-one", InstanceStatus.RUNNABLE, 20,
+                false));
+    }
+
+    private static Map<String, StatusCount> counts(List<StatusCount> counts) {
+        return counts.stream().collect(Collectors.toMap(c -> c.queue() + " " + c.status().sqlName(), c -> c));
+    }
+
+    // ---- Detail ---------------------------------------------------------------------------
+
+    static JobDefinition<String, String> child(String queue) {
+        return JobDefinition.of("d-child", String.class, (String s) -> Mono.just("child " + s)).queue(queue);
+    }
+
+    static WorkflowDefinition<String> parent(String queue) {
+        return WorkflowDefinition.builder("d-parent", String.class).queue(queue)
+                .step("spawn", ctx -> Mono.just(Outcome.spawnChildren(List.of(JobRequest.of("d-child", "a"),
+                        JobRequest.of("d-child", "b")), "park", ctx.state())))
+                .step("park", ctx -> Mono.just(Outcome.await(Set.of("go"), "end", ctx.state())))
+                .step("end", ctx -> ctx.signals().isEmpty() ? Mono.just(Outcome.fail("no go"))
+                        : Mono.just(Outcome.done(ctx.signals().get(0).name())))
+                .build();
+    }
+
+    @Test
+    void detailShowsChildrenInboxConsumedSignalsAndTheLastError() {
+        DurableEngine engine = engines.start(worker("d-worker", "detail"), parent("detail"), child("detail"));
+        DurableAdmin admin = engine.admin();
+        long id = engine.insert(JobRequest.of("d-parent", "s")).block();
+        Eventually.until("parked", WAIT, () -> engine.get(id).block().status() == InstanceStatus.AWAITING_SIGNAL);
+        engine.signal(id, "early", "{\"n\":1}", "k1").block(WAIT);
+        InstanceDetail parked = admin.detail(id).block(WAIT);
+        assertThat(parked.instance().id()).isEqualTo(id);
+        assertThat(parked.children()).extracting(Instance::status).containsOnly(InstanceStatus.DONE);
+        assertThat(parked.children()).hasSize(2).allMatch(c -> c.parentId() == id);
+        assertThat(parked.moreChildren()).isFalse();
+        assertThat(parked.inbox()).extracting(InboxSignal::name).containsExactly("early");
+        assertThat(parked.inbox().get(0).dedupKey()).isEqualTo("k1");
+        assertThat(parked.inbox().get(0).consumedAt()).isNull();
+        assertThat(parked.consumedSignals()).isEmpty();
+        assertThat(parked.lastError()).isNull();
+
+        assertThat(admin.signal(id, "go", null).block(WAIT)).isEqualTo(SignalResult.DELIVERED);
+        engines.awaitSettled(engine, id, WAIT);
+        InstanceDetail done = admin.detail(id).block(WAIT);
+        assertThat(done.instance().status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(done.inbox()).isEmpty();
+        assertThat(done.consumedSignals()).containsExactly("go");
+        assertThat(done.children()).hasSize(2);
+        assertThat(admin.detail(Long.MAX_VALUE).blockOptional(WAIT)).isEmpty();
+    }
+
+    // ---- Retry in place -------------------------------------------------------------------
+
+    static final AtomicBoolean FLAKY = new AtomicBoolean(true);
+
+    static WorkflowDefinition<Integer> flaky(String queue) {
+        return WorkflowDefinition.builder("r-flaky", Integer.class).queue(queue).maxAttempts(2)
+                .backoff(dev.durable.Backoff.fixed(Duration.ofMillis(10)))
+                .step("first", ctx -> Mono.just(Outcome.next("second", ctx.state() + 1)))
+                .step("second", ctx -> FLAKY.get() ? Mono.error(new IllegalStateException("downstream is down"))
+                        : Mono.just(Outcome.done("finished with " + ctx.state())))
+                .build();
+    }
+
+    @Test
+    void retryInPlaceBringsAFailedWorkflowBackAtItsFailedStepAndItCompletes() {
+        FLAKY.set(true);
+        DurableEngine engine = engines.start(worker("r-worker", "retry"), flaky("retry"));
+        DurableAdmin admin = engine.admin();
+        long id = engine.insert(JobRequest.of("r-flaky", 41).correlationKey("flaky/1")).block();
+        Instance failed = engines.awaitSettled(engine, id, WAIT);
+        assertThat(failed.status()).isEqualTo(InstanceStatus.FAILED);
+        assertThat(failed.step()).isEqualTo("second");
+        assertThat(failed.attempt()).isEqualTo(2);
+        assertThat(admin.detail(id).block(WAIT).lastError()).contains("downstream is down");
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_history WHERE id = $1",
+                row -> row.get(0, Long.class), id)).containsExactly(1L);
+
+        FLAKY.set(false);
+        Instance retried = admin.retry(id).block(WAIT);
+        assertThat(retried.id()).isEqualTo(id);
+        assertThat(retried.status()).isIn(InstanceStatus.RUNNABLE, InstanceStatus.EXECUTING, InstanceStatus.DONE);
+        Instance done = engines.awaitSettled(engine, id, WAIT);
+        assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(done.step()).isEqualTo("second");
+        assertThat(done.attempt()).isEqualTo(1);
+        assertThat(done.correlationKey()).isEqualTo("flaky/1");
+        assertThat(engine.codec().decode(done.resultJson(), String.class)).isEqualTo("finished with 42");
+        // The same row, not a copy: one instance has the key.
+        assertThat(Sql.count(db, "correlation_key = 'flaky/1'")).isEqualTo(1);
+
+        // A done instance cannot be retried; an unknown id is no target.
+        assertThatThrownBy(() -> admin.retry(id).block(WAIT)).isInstanceOf(InstanceStateException.class)
+                .hasMessageContaining("instance " + id + " is done");
+        assertThatThrownBy(() -> admin.retry(Long.MAX_VALUE).block(WAIT)).isInstanceOf(NoTargetException.class);
+    }
+
+    @Test
+    void retryOfAKeyALiveInstanceHoldsNowIsRefusedAndLeavesTheRowSettled() {
+        DurableEngine producer = engines.start(engines.options("k-producer"),
+                JobDefinition.of("k-job", Integer.class, (Integer i) -> Mono.just(i)).queue("k-idle"));
+        long first = producer.insert(JobRequest.of("k-job", 1).correlationKey("k/1")).block();
+        producer.cancel(first).block(WAIT);
+        long second = producer.insert(JobRequest.of("k-job", 2).correlationKey("k/1")).block();
+        assertThatThrownBy(() -> producer.admin().retry(first).block(WAIT)).isInstanceOf(InstanceStateException.class)
+                .hasMessageContaining("correlation key 'k/1'");
+        assertThat(producer.get(first).block().status()).isEqualTo(InstanceStatus.CANCELLED);
+        producer.cancel(second).block(WAIT);
+        assertThat(producer.admin().retry(first).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
+    }
+
+    // ---- Actions by id and by filter ------------------------------------------------------
+
+    @Test
+    void actionsByIdAndTheirTypedErrors() {
+        DurableEngine producer = engines.start(engines.options("a-producer"),
+                JobDefinition.of("a-job", Integer.class, (Integer i) -> Mono.just(i)).queue("a-idle"));
+        DurableAdmin admin = producer.admin();
+        long live = producer.insert(JobRequest.of("a-job", 1)).block();
+        long other = producer.insert(JobRequest.of("a-job", 2)).block();
+
+        assertThatThrownBy(() -> admin.delete(live).block(WAIT)).isInstanceOf(InstanceStateException.class)
+                .hasMessageContaining("cancel it first");
+        assertThatThrownBy(() -> admin.retry(live).block(WAIT)).isInstanceOf(InstanceStateException.class)
+                .hasMessageContaining("is runnable");
+        assertThat(admin.cancel(live).block(WAIT)).isEqualTo(CancelResult.CANCELLED);
+        assertThat(admin.cancel(live).block(WAIT)).isEqualTo(CancelResult.ALREADY_SETTLED);
+        assertThatThrownBy(() -> admin.cancel(Long.MAX_VALUE).block(WAIT)).isInstanceOf(NoTargetException.class);
+        assertThatThrownBy(() -> admin.signal(live, "x", null).block(WAIT)).isInstanceOf(NoTargetException.class);
+        assertThat(admin.signal(other, "x", 5).block(WAIT)).isEqualTo(SignalResult.DELIVERED);
+        assertThat(admin.detail(other).block(WAIT).inbox()).extracting(InboxSignal::payloadJson).containsExactly("5");
+
+        admin.delete(live).block(WAIT);
+        assertThat(producer.get(live).blockOptional(WAIT)).isEmpty();
+        assertThatThrownBy(() -> admin.delete(live).block(WAIT)).isInstanceOf(NoTargetException.class);
+
+        assertThatThrownBy(() -> PageRequest.newestFirst(0)).isInstanceOf(InvalidRequestException.class);
+        assertThatThrownBy(() -> PageRequest.newestFirst(5).after("not-a-cursor"))
+                .isInstanceOf(InvalidRequestException.class);
+        assertThatThrownBy(() -> InstanceFilter.builder().stateContains("{oops")).isInstanceOf(
+                InvalidRequestException.class);
+        assertThatThrownBy(() -> InstanceFilter.builder().queue("")).isInstanceOf(InvalidRequestException.class);
+        Instant now = Instant.now();
+        assertThatThrownBy(() -> InstanceFilter.builder().insertedBetween(now, now).build())
+                .isInstanceOf(InvalidRequestException.class);
+        assertThatThrownBy(() -> admin.cancelAll(InstanceFilter.all(), 0).block(WAIT))
+                .isInstanceOf(InvalidRequestException.class);
+    }
+
+    static WorkflowDefinition<Integer> waiter(String queue) {
+        return WorkflowDefinition.builder("b-waiter", Integer.class).queue(queue)
+                .step("park", ctx -> Mono.just(Outcome.await(Set.of("wake"), "end", ctx.state())))
+                .step("end", ctx -> Mono.just(Outcome.done(ctx.state())))
+                .build();
+    }
+
+    @Test
+    void bulkActionsByFilterRunInBatchesAndCount() {
+        FLAKY.set(true);
+        DurableEngine engine = engines.start(worker("b-worker", "bulk-flaky", "bulk-wait"), flaky("bulk-flaky"),
+                waiter("bulk-wait"));
+        DurableEngine producer = engines.start(engines.options("b-producer"),
+                JobDefinition.of("b-job", Integer.class, (Integer i) -> Mono.just(i)).queue("bulk-idle"));
+        DurableAdmin admin = producer.admin();
+
+        // Retry by filter: seven failed workflows (a dead-letter view) come back and complete.
+        List<Long> flakyIds = engine.insertAll(IntStream.range(0, 7).mapToObj(i -> JobRequest.of("r-flaky", i))
+                .toList()).block(WAIT);
+        flakyIds.forEach(id -> engines.awaitSettled(engine, id, WAIT));
+        InstanceFilter deadLetters = InstanceFilter.builder().queue("bulk-flaky").status(InstanceStatus.FAILED).build();
+        assertThat(all(admin, deadLetters, PageRequest.newestFirst(3))).containsExactlyInAnyOrderElementsOf(flakyIds);
+        FLAKY.set(false);
+        BulkResult retried = admin.retryAll(deadLetters, null, 3).block(WAIT);
+        assertThat(retried).isEqualTo(new BulkResult(7, 7, 3));
+        flakyIds.forEach(id -> assertThat(engines.awaitSettled(engine, id, WAIT).status())
+                .isEqualTo(InstanceStatus.DONE));
+        assertThat(admin.retryAll(deadLetters).block(WAIT).affected()).isZero();
+
+        // Signal by filter: five parked workflows wake and finish.
+        List<Long> waiting = engine.insertAll(IntStream.range(0, 5).mapToObj(i -> JobRequest.of("b-waiter", i))
+                .toList()).block(WAIT);
+        waiting.forEach(id -> Eventually.until("parked", WAIT,
+                () -> engine.get(id).block().status() == InstanceStatus.AWAITING_SIGNAL));
+        BulkResult signalled = admin.signalAll(InstanceFilter.builder().queue("bulk-wait").build(), "wake", null, 2)
+                .block(WAIT);
+        assertThat(signalled.matched()).isEqualTo(5);
+        assertThat(signalled.affected()).isEqualTo(5);
+        waiting.forEach(id -> assertThat(engines.awaitSettled(engine, id, WAIT).status())
+                .isEqualTo(InstanceStatus.DONE));
+
+        // Cancel by filter: only the live rows the filter names.
+        List<Long> idle = producer.insertAll(IntStream.range(0, 11).mapToObj(i -> JobRequest.of("b-job", i)
+                .priority(i % 2)).toList()).block(WAIT);
+        InstanceFilter odd = InstanceFilter.builder().queue("bulk-idle").stateContains("1").build();
+        assertThat(admin.cancelAll(odd).block(WAIT).affected()).isEqualTo(1);
+        BulkResult cancelled = admin.cancelAll(InstanceFilter.builder().queue("bulk-idle").build(), 4).block(WAIT);
+        assertThat(cancelled).isEqualTo(new BulkResult(10, 10, 3));
+        assertThat(idle).allMatch(id -> producer.get(id).block().status() == InstanceStatus.CANCELLED);
+
+        // Delete by filter: settled rows go, live ones stay.
+        long live = producer.insert(JobRequest.of("b-job", 99)).block();
+        BulkResult deleted = admin.deleteAll(InstanceFilter.builder().queue("bulk-idle").build(), 5).block(WAIT);
+        assertThat(deleted).isEqualTo(new BulkResult(11, 11, 3));
+        assertThat(all(admin, InstanceFilter.builder().queue("bulk-idle").build(), PageRequest.oldestFirst(10)))
+                .containsExactly(live);
+        BulkResult none = admin.deleteAll(InstanceFilter.builder().queue("bulk-idle")
+                .status(InstanceStatus.RUNNABLE).build()).block(WAIT);
+        assertThat(none).isEqualTo(new BulkResult(0, 0, 0));
+    }
+}
