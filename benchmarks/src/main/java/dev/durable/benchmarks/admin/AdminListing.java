@@ -9,6 +9,9 @@ import dev.durable.admin.InstanceFilter;
 import dev.durable.admin.Page;
 import dev.durable.admin.PageRequest;
 import dev.durable.admin.StatusCount;
+import dev.durable.internal.Db;
+import dev.durable.internal.sql.AdminSql;
+import dev.durable.internal.sql.Tables;
 import dev.durable.testing.TestDatabase;
 import dev.durable.testing.TestPostgres;
 import io.r2dbc.spi.Connection;
@@ -32,10 +35,11 @@ import reactor.core.publisher.Mono;
  * filled once (one INSERT ... SELECT generate_series); then each filter, a combination an operator
  * would type, is listed {@code --runs} times after two warm-up calls, and one PAGE line gives its
  * median, 95th percentile and maximum, and the rows the page held. One COUNTS line times
- * {@code admin().counts()} (live rows counted, settled rows from the statistics).
+ * {@code admin().counts()} (live rows counted, settled rows from the statistics). With
+ * {@code --explain true} each filter's plan (EXPLAIN ANALYZE) is printed first.
  *
  * <pre>
- * benchmarks/admin [--rows 1000000] [--runs 50]
+ * benchmarks/admin [--rows 1000000] [--runs 50] [--explain true]
  * </pre>
  */
 public final class AdminListing {
@@ -46,19 +50,25 @@ public final class AdminListing {
     private AdminListing() {
     }
 
+    /** One listing: what an operator filters by and which page. */
+    private record Case(InstanceFilter filter, PageRequest page) {
+    }
+
     public static void main(String[] args) {
         int rows = 1_000_000;
         int runs = 50;
+        boolean explain = false;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--rows" -> rows = Integer.parseInt(args[i + 1]);
                 case "--runs" -> runs = Integer.parseInt(args[i + 1]);
+                case "--explain" -> explain = Boolean.parseBoolean(args[i + 1]);
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         TestDatabase database = TestPostgres.newDatabase("admin_listing");
         DurableEngine engine = DurableEngine.builder(EngineOptions.builder().url(database.url())
-                .schema(database.schema()).poolMaxSize(2).build()).build();
+                .schema(database.schema()).poolMaxSize(4).build()).build();
         try {
             engine.migrate().block(WAIT);
             long filling = System.nanoTime();
@@ -68,38 +78,47 @@ public final class AdminListing {
             DurableAdmin admin = engine.admin();
             long half = rows / 2;
             Instant start = Instant.parse("2026-01-01T00:00:00Z");
-            Map<String, Supplier<Mono<Page<Instance>>>> cases = new LinkedHashMap<>();
+            Map<String, Case> cases = new LinkedHashMap<>();
             PageRequest newest = PageRequest.newestFirst(PAGE);
             PageRequest oldest = PageRequest.oldestFirst(PAGE);
-            cases.put("none", () -> admin.list(InstanceFilter.all(), newest));
-            cases.put("deep-page", () -> admin.list(InstanceFilter.all(), newest.after(PageRequest.cursorFor(
+            cases.put("none", new Case(InstanceFilter.all(), newest));
+            cases.put("deep-page", new Case(InstanceFilter.all(), newest.after(PageRequest.cursorFor(
                     half))));
-            cases.put("queue", () -> admin.list(InstanceFilter.builder().queue("q3").build(), newest));
-            cases.put("queue+failed", () -> admin.list(InstanceFilter.builder().queue("q3")
+            cases.put("queue", new Case(InstanceFilter.builder().queue("q3").build(), newest));
+            cases.put("queue+failed", new Case(InstanceFilter.builder().queue("q3")
                     .status(InstanceStatus.FAILED).build(), newest));
-            cases.put("queue+failed+oldest", () -> admin.list(InstanceFilter.builder().queue("q8")
+            cases.put("queue+failed+oldest", new Case(InstanceFilter.builder().queue("q2")
                     .status(InstanceStatus.FAILED).build(), oldest));
-            cases.put("queue+type", () -> admin.list(InstanceFilter.builder().queue("q3").type("t13").build(),
+            cases.put("queue+type", new Case(InstanceFilter.builder().queue("q3").type("t13").build(),
                     newest));
-            cases.put("type+state", () -> admin.list(InstanceFilter.builder().type("t7")
+            cases.put("type+state", new Case(InstanceFilter.builder().type("t7")
                     .stateContains("{\"customer\": 427}").build(), newest));
-            cases.put("state-rare", () -> admin.list(InstanceFilter.builder()
+            cases.put("state-rare", new Case(InstanceFilter.builder()
                     .stateContains("{\"n\": 4242}").build(), newest));
-            cases.put("correlation-prefix", () -> admin.list(InstanceFilter.builder()
+            cases.put("correlation-prefix", new Case(InstanceFilter.builder()
                     .correlationKeyPrefix("order/12").build(), newest));
-            cases.put("correlation-exact", () -> admin.list(InstanceFilter.builder()
-                    .correlationKey("order/300000").build(), newest));
-            cases.put("failed+error", () -> admin.list(InstanceFilter.builder().status(InstanceStatus.FAILED)
+            cases.put("correlation-exact", new Case(InstanceFilter.builder()
+                    .correlationKey("order/" + 3 * (half / 3)).build(), newest));
+            cases.put("failed+error", new Case(InstanceFilter.builder().status(InstanceStatus.FAILED)
                     .errorContains("timeout").build(), newest));
-            cases.put("queue+inserted-range", () -> admin.list(InstanceFilter.builder().queue("q5")
+            cases.put("queue+inserted-range", new Case(InstanceFilter.builder().queue("q5")
                     .insertedBetween(start.plus(Duration.ofDays(10)), start.plus(Duration.ofDays(11))).build(),
                     newest));
-            cases.put("queue+type+status+range", () -> admin.list(InstanceFilter.builder().queue("q2").type("t2")
+            cases.put("queue+type+status+range", new Case(InstanceFilter.builder().queue("q2").type("t2")
                     .status(InstanceStatus.DONE, InstanceStatus.FAILED)
                     .updatedBetween(start.plus(Duration.ofDays(20)), null).build(), newest));
-            for (Map.Entry<String, Supplier<Mono<Page<Instance>>>> entry : cases.entrySet()) {
+            AdminSql sql = new AdminSql(new Db(ConnectionFactories.get(database.url()), Duration.ofMinutes(5)),
+                    new Tables(database.schema()), database.schema());
+            for (Map.Entry<String, Case> entry : cases.entrySet()) {
+                Case c = entry.getValue();
+                if (explain) {
+                    System.out.println("EXPLAIN " + entry.getKey() + "\n" + String.join("\n", sql.explainPage(c.filter(),
+                            c.page().order() == PageRequest.Order.NEWEST_FIRST, c.page().startAfter(),
+                            c.page().size() + 1).collectList().block(WAIT)));
+                }
                 int[] size = new int[1];
-                double[] millis = time(runs, () -> size[0] = entry.getValue().get().block(WAIT).items().size());
+                double[] millis = time(runs, () -> size[0] = admin.list(c.filter(), c.page()).block(WAIT).items()
+                        .size());
                 System.out.println(String.format(Locale.ROOT, "PAGE rows=%d filter=%s page_rows=%d median_ms=%.2f"
                         + " p95_ms=%.2f max_ms=%.2f", rows, entry.getKey(), size[0], millis[0], millis[1], millis[2]));
             }
