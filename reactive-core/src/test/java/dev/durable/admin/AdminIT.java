@@ -427,4 +427,84 @@ class AdminIT {
                 .status(InstanceStatus.RUNNABLE).build()).block(WAIT);
         assertThat(none).isEqualTo(new BulkResult(0, 0, 0));
     }
+
+    @Test
+    void aPrefixEndsAtTheNextCodePointInByteOrder() {
+        DurableEngine producer = engines.start(engines.options("x-producer"),
+                JobDefinition.of("x-job", Integer.class, (Integer i) -> Mono.just(i)).queue("x-idle"));
+        DurableAdmin admin = producer.admin();
+        long acute = producer.insert(JobRequest.of("x-job", 1).correlationKey("x/caf\u00e9/1")).block();
+        long circumflex = producer.insert(JobRequest.of("x-job", 2).correlationKey("x/caf\u00ea/2")).block();
+        long emoji = producer.insert(JobRequest.of("x-job", 3).correlationKey("x/\uD83D\uDE00/3")).block();
+        producer.cancel(circumflex).block(WAIT);
+        assertThat(matching(admin, f -> f.correlationKeyPrefix("x/caf\u00e9"))).containsExactly(acute);
+        assertThat(matching(admin, f -> f.correlationKeyPrefix("x/caf"))).containsExactlyInAnyOrder(acute,
+                circumflex);
+        assertThat(matching(admin, f -> f.correlationKeyPrefix("x/\uD83D\uDE00"))).containsExactly(emoji);
+        assertThat(matching(admin, f -> f.correlationKeyPrefix("x/"))).containsExactlyInAnyOrder(acute, circumflex,
+                emoji);
+    }
+
+    @Test
+    void aFailedInstanceWhoseKeyStaysOccupiedIsRetriedInTheHotTable() {
+        FLAKY.set(true);
+        DurableEngine engine = engines.start(worker("h-worker", "hot-retry"), flaky("hot-retry"));
+        long id = engine.insert(JobRequest.of("r-flaky", 1).correlationKey("hot/1",
+                java.util.EnumSet.allOf(InstanceStatus.class))).block();
+        assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.FAILED);
+        // The key stays occupied in every status: the failed row stays in the hot table.
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_instances WHERE id = $1",
+                row -> row.get(0, Long.class), id)).containsExactly(1L);
+        assertThat(matching(engine.admin(), f -> f.correlationKey("hot/1").status(InstanceStatus.FAILED)))
+                .containsExactly(id);
+        FLAKY.set(false);
+        assertThat(engine.admin().retry(id).block(WAIT).id()).isEqualTo(id);
+        Instance done = engines.awaitSettled(engine, id, WAIT);
+        assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(done.attempt()).isEqualTo(1);
+    }
+
+    static WorkflowDefinition<String> family(String queue) {
+        return WorkflowDefinition.builder("w-family", String.class).queue(queue)
+                .step("spawn", ctx -> Mono.just(Outcome.spawnChildren(List.of(
+                        JobRequest.of("w-doomed", "x").maxAttempts(1), JobRequest.of("w-waiter", 0)), "join",
+                        ctx.state())))
+                .step("join", ctx -> Mono.just(Outcome.done("joined")))
+                .build();
+    }
+
+    @Test
+    void aSettledChildWhoseParentStillWaitsIsNeitherRetriedNorDeleted() {
+        DurableEngine engine = engines.start(worker("w-worker", "family"), family("family"),
+                JobDefinition.of("w-doomed", String.class, (String s) -> Mono.<String>error(
+                        new IllegalStateException("doomed"))).queue("family"),
+                WorkflowDefinition.builder("w-waiter", Integer.class).queue("family")
+                        .step("park", ctx -> Mono.just(Outcome.await(Set.of("wake"), "end", ctx.state())))
+                        .step("end", ctx -> Mono.just(Outcome.done(ctx.state())))
+                        .build());
+        DurableAdmin admin = engine.admin();
+        long parent = engine.insert(JobRequest.of("w-family", "p")).block();
+        InstanceDetail[] detail = new InstanceDetail[1];
+        Eventually.until("a child failed and the other parked", WAIT, () -> {
+            detail[0] = admin.detail(parent).block(WAIT);
+            return detail[0].children().size() == 2 && detail[0].children().stream().anyMatch(
+                    c -> c.status() == InstanceStatus.FAILED) && detail[0].children().stream().anyMatch(
+                    c -> c.status() == InstanceStatus.AWAITING_SIGNAL);
+        });
+        assertThat(detail[0].instance().status()).isEqualTo(InstanceStatus.AWAITING_CHILDREN);
+        long doomed = detail[0].children().stream().filter(c -> c.status() == InstanceStatus.FAILED).findFirst()
+                .orElseThrow().id();
+        assertThatThrownBy(() -> admin.retry(doomed).block(WAIT)).isInstanceOf(InstanceStateException.class)
+                .hasMessageContaining("parent still waits");
+        assertThatThrownBy(() -> admin.delete(doomed).block(WAIT)).isInstanceOf(InstanceStateException.class)
+                .hasMessageContaining("parent still waits");
+        assertThat(admin.retryAll(InstanceFilter.builder().parentId(parent).build()).block(WAIT))
+                .isEqualTo(new BulkResult(1, 0, 1));
+        // Once the parent has joined, its failed child may go.
+        assertThat(admin.signalAll(InstanceFilter.builder().parentId(parent).build(), "wake", null).block(WAIT)
+                .affected()).isEqualTo(1);
+        assertThat(engines.awaitSettled(engine, parent, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        admin.delete(doomed).block(WAIT);
+        assertThat(admin.detail(parent).block(WAIT).children()).hasSize(1);
+    }
 }
