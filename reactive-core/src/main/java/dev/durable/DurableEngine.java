@@ -148,7 +148,8 @@ public final class DurableEngine implements AutoCloseable {
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
                 options.rateLimits().values(), knownTypes, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
-        this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()));
+        this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
+                whenOpen());
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
         for (Definition definition : this.definitions.values()) {

@@ -507,4 +507,17 @@ class AdminIT {
         admin.delete(doomed).block(WAIT);
         assertThat(admin.detail(parent).block(WAIT).children()).hasSize(1);
     }
+
+    @Test
+    void aClosedEnginesAdminRefusesEveryCall() {
+        DurableEngine engine = producer("closed");
+        engine.closeLater().block(WAIT);
+        DurableAdmin admin = engine.admin();
+        assertThatThrownBy(() -> admin.list(InstanceFilter.all(), PageRequest.newestFirst(5)).block(WAIT))
+                .isInstanceOf(dev.durable.EngineClosedException.class);
+        assertThatThrownBy(() -> admin.counts().block(WAIT)).isInstanceOf(dev.durable.EngineClosedException.class);
+        assertThatThrownBy(() -> admin.retry(1).block(WAIT)).isInstanceOf(dev.durable.EngineClosedException.class);
+        assertThatThrownBy(() -> admin.deleteAll(InstanceFilter.all()).block(WAIT))
+                .isInstanceOf(dev.durable.EngineClosedException.class);
+    }
 }

@@ -44,17 +44,20 @@ public final class EngineAdmin implements DurableAdmin {
 
     private final DurableEngine engine;
     private final AdminSql sql;
+    /** Empty while the engine is open, an EngineClosedException once it is closing (deferred: read per call). */
+    private final Mono<Void> whenOpen;
 
-    public EngineAdmin(DurableEngine engine, AdminSql sql) {
+    public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen) {
         this.engine = engine;
         this.sql = sql;
+        this.whenOpen = whenOpen;
     }
 
     @Override
     public Mono<Page<Instance>> list(InstanceFilter filter, PageRequest page) {
         boolean newestFirst = page.order() == PageRequest.Order.NEWEST_FIRST;
         // One more than the page says whether another page follows.
-        return sql.page(filter, newestFirst, page.startAfter(), page.size() + 1)
+        return whenOpen.thenMany(sql.page(filter, newestFirst, page.startAfter(), page.size() + 1))
                 .map(instance -> instance.withCodec(engine.codec()))
                 .collectList()
                 .map(rows -> {
@@ -79,13 +82,13 @@ public final class EngineAdmin implements DurableAdmin {
                     ? sql.countSettled().collectList().map(exact -> merge(exact, false, new TreeMap<>()))
                     : Mono.just(merge(counts, true, new TreeMap<>())));
         });
-        return Mono.zip(live, settled, (hot, history) -> {
+        return whenOpen.then(Mono.zip(live, settled, (hot, history) -> {
             Map<Key, long[]> all = new TreeMap<>(hot);
             history.forEach((key, value) -> all.merge(key, value, (a, b) -> new long[] {a[0] + b[0], a[1] | b[1]}));
             List<StatusCount> out = new ArrayList<>();
             all.forEach((key, value) -> out.add(new StatusCount(key.queue(), key.status(), value[0], value[1] == 1)));
             return out;
-        });
+        }));
     }
 
     private record Key(String queue, InstanceStatus status) implements Comparable<Key> {
@@ -130,7 +133,7 @@ public final class EngineAdmin implements DurableAdmin {
 
     @Override
     public Mono<Instance> retry(long id, @Nullable Instant runAt) {
-        return sql.retry(List.of(id), runAt, JobRequest.DEFAULT_OCCUPIED).collectList()
+        return whenOpen.thenMany(sql.retry(List.of(id), runAt, JobRequest.DEFAULT_OCCUPIED)).collectList()
                 .flatMap(retried -> {
                     if (!retried.isEmpty()) {
                         engine.poke(retried.get(0).queue());
@@ -153,7 +156,7 @@ public final class EngineAdmin implements DurableAdmin {
 
     @Override
     public Mono<Void> delete(long id) {
-        return sql.delete(List.of(id)).collectList().flatMap(deleted -> deleted.isEmpty()
+        return whenOpen.thenMany(sql.delete(List.of(id))).collectList().flatMap(deleted -> deleted.isEmpty()
                 ? engine.get(id)
                         .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to delete")))
                         .flatMap(instance -> Mono.<Void>error(new InstanceStateException(id, instance.status(),
@@ -214,7 +217,7 @@ public final class EngineAdmin implements DurableAdmin {
             return Mono.just(new BulkResult(0, 0, 0));
         }
         InstanceFilter narrowed = filter.mutate().status(statuses).build();
-        return sql.maxId().flatMap(upTo -> batch(narrowed, 0, upTo, batchSize, action)
+        return whenOpen.then(sql.maxId()).flatMap(upTo -> batch(narrowed, 0, upTo, batchSize, action)
                 .expand(step -> step.full() ? batch(narrowed, step.lastId(), upTo, batchSize, action) : Mono.empty())
                 .reduce(new BulkResult(0, 0, 0), (total, step) -> new BulkResult(total.matched() + step.matched(),
                         total.affected() + step.affected(), total.batches() + 1)));
