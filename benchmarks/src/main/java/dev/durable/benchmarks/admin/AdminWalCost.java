@@ -14,7 +14,7 @@ import reactor.core.publisher.Mono;
 /**
  * What migration V4's history indexes cost per settled instance: the WAL and the index bytes that
  * {@code --rows} history rows (shaped as {@link AdminListing}'s) write at schema version 3 and at
- * version 4. One WAL line per version, then one per index of V4 with its size per row.
+ * version 4, then of each index of V4 alone on a version-3 schema; then each index's size per row.
  *
  * <pre>
  * java -cp benchmarks/target/benchmarks.jar dev.durable.benchmarks.admin.AdminWalCost [--rows 200000]
@@ -52,6 +52,31 @@ public final class AdminWalCost {
             }
             System.out.println(String.format(Locale.ROOT, "WAL v4_extra_bytes_per_row=%.0f",
                     (double) (perVersion[1] - perVersion[0]) / rows));
+            // Each index of V4 alone on a version-3 schema: its own share.
+            engine.migrateDown(3).block(WAIT);
+            String history = "\"" + database.schema() + "\".durable_history";
+            String[][] indexes = {
+                    {"durable_history_queue_idx", "(queue, id)"},
+                    {"durable_history_type_idx", "(type, id)"},
+                    {"durable_history_correlation_idx", "(correlation_key text_pattern_ops) WHERE correlation_key IS NOT NULL"},
+                    {"durable_history_state_idx", "USING gin (state jsonb_path_ops)"},
+                    {"durable_history_inserted_brin", "USING brin (inserted_at)"}};
+            for (String[] index : indexes) {
+                AdminListing.execute(database, "CREATE INDEX " + index[0] + " ON " + history + " " + index[1]);
+                AdminListing.execute(database, "TRUNCATE " + history + ", \"" + database.schema()
+                        + "\".durable_instances");
+                AdminListing.execute(database, "CHECKPOINT");
+                long before = lsn(database);
+                AdminListing.fill(database, rows);
+                long wal = lsn(database) - before;
+                System.out.println(String.format(Locale.ROOT, "WAL index=%s extra_bytes_per_row=%.0f", index[0],
+                        (double) (wal - perVersion[0]) / rows));
+                AdminListing.execute(database, "DROP INDEX \"" + database.schema() + "\"." + index[0]);
+            }
+            engine.migrate().block(WAIT);
+            AdminListing.execute(database, "TRUNCATE " + history + ", \"" + database.schema()
+                    + "\".durable_instances");
+            AdminListing.fill(database, rows);
             for (String index : new String[] {"durable_history_queue_idx", "durable_history_type_idx",
                     "durable_history_correlation_idx", "durable_history_state_idx", "durable_history_inserted_brin",
                     "durable_history_pkey", "durable_history_unsuccessful_idx"}) {
