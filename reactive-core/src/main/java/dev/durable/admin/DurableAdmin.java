@@ -56,7 +56,9 @@ public interface DurableAdmin {
      * Retries a failed or cancelled instance in place: the same id, args, state and step (the step it
      * failed at) come back as runnable, due at {@code runAt} (now when null), with a fresh attempt
      * budget. Errors with {@link InstanceStateException} when it is not failed or cancelled, when its
-     * parent still waits for it, or when a live instance now holds its correlation key.
+     * parent still waits for it, or when a live instance now holds its correlation key. The history
+     * keeps no gate or rate limit: the row runs without those it was inserted with. This engine's
+     * schedulers of its queue are poked; other engines pick it at their next poll.
      */
     Mono<Instance> retry(long id, @Nullable Instant runAt);
 
@@ -68,8 +70,8 @@ public interface DurableAdmin {
     Mono<SignalResult> signal(long id, String name, @Nullable Object payload);
 
     /**
-     * Deletes a settled instance (its signals with it). Errors with {@link InstanceStateException} when
-     * it is live (cancel it first) or its parent still waits for it.
+     * Deletes a settled instance (its signals with it; its children stay). Errors with
+     * {@link InstanceStateException} when it is live (cancel it first) or its parent still waits for it.
      */
     Mono<Void> delete(long id);
 
