@@ -39,7 +39,7 @@ import reactor.core.publisher.Mono;
  * {@code --explain true} each filter's plan (EXPLAIN ANALYZE) is printed first.
  *
  * <pre>
- * benchmarks/admin [--rows 1000000] [--runs 50] [--explain true]
+ * benchmarks/admin [--rows 1000000] [--runs 50] [--explain true] [--live 10000]
  * </pre>
  */
 public final class AdminListing {
@@ -58,11 +58,13 @@ public final class AdminListing {
         int rows = 1_000_000;
         int runs = 50;
         boolean explain = false;
+        int live = 10_000;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--rows" -> rows = Integer.parseInt(args[i + 1]);
                 case "--runs" -> runs = Integer.parseInt(args[i + 1]);
                 case "--explain" -> explain = Boolean.parseBoolean(args[i + 1]);
+                case "--live" -> live = Integer.parseInt(args[i + 1]);
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -72,8 +74,8 @@ public final class AdminListing {
         try {
             engine.migrate().block(WAIT);
             long filling = System.nanoTime();
-            fill(database, rows);
-            System.err.printf(Locale.ROOT, "[admin] filled %d history rows and 10000 live rows in %.0f s%n", rows,
+            fill(database, rows, live);
+            System.err.printf(Locale.ROOT, "[admin] filled %d history rows and %d live rows in %.0f s%n", rows, live,
                     (System.nanoTime() - filling) / 1e9);
             DurableAdmin admin = engine.admin();
             long half = rows / 2;
@@ -119,8 +121,9 @@ public final class AdminListing {
                 int[] size = new int[1];
                 double[] millis = time(runs, () -> size[0] = admin.list(c.filter(), c.page()).block(WAIT).items()
                         .size());
-                System.out.println(String.format(Locale.ROOT, "PAGE rows=%d filter=%s page_rows=%d median_ms=%.2f"
-                        + " p95_ms=%.2f max_ms=%.2f", rows, entry.getKey(), size[0], millis[0], millis[1], millis[2]));
+                System.out.println(String.format(Locale.ROOT, "PAGE rows=%d live=%d filter=%s page_rows=%d median_ms=%.2f"
+                        + " p95_ms=%.2f max_ms=%.2f", rows, live, entry.getKey(), size[0], millis[0], millis[1],
+                        millis[2]));
             }
             List<StatusCount>[] counts = new List[1];
             double[] millis = time(runs, () -> {
@@ -128,8 +131,8 @@ public final class AdminListing {
                 return counts[0].size();
             });
             long settled = counts[0].stream().filter(c -> c.status().isTerminal()).mapToLong(StatusCount::count).sum();
-            System.out.println(String.format(Locale.ROOT, "COUNTS rows=%d groups=%d settled_estimated=%d"
-                    + " median_ms=%.2f p95_ms=%.2f max_ms=%.2f", rows, counts[0].size(), settled, millis[0],
+            System.out.println(String.format(Locale.ROOT, "COUNTS rows=%d live=%d groups=%d settled_estimated=%d"
+                    + " median_ms=%.2f p95_ms=%.2f max_ms=%.2f", rows, live, counts[0].size(), settled, millis[0],
                     millis[1], millis[2]));
         } finally {
             engine.closeLater().block(WAIT);
@@ -154,6 +157,11 @@ public final class AdminListing {
 
     /** One INSERT ... SELECT generate_series into the history, the live rows, then VACUUM ANALYZE. */
     static void fill(TestDatabase database, int rows) {
+        fill(database, rows, 10_000);
+    }
+
+    /** As {@link #fill(TestDatabase, int)} with {@code live} runnable rows in the hot table. */
+    static void fill(TestDatabase database, int rows, int live) {
         String history = '"' + database.schema() + "\".durable_history";
         String instances = '"' + database.schema() + "\".durable_instances";
         String failed = "g % 50 BETWEEN 1 AND 4";
@@ -170,7 +178,7 @@ public final class AdminListing {
         execute(database, "SELECT setval(pg_get_serial_sequence('" + instances + "', 'id'), " + rows + ")");
         execute(database, "INSERT INTO " + instances + " (type, queue, step, state, max_attempts)"
                 + " SELECT 't' || (g % 20), 'q' || (g % 10), 'run', jsonb_build_object('customer', g % 1000), 20"
-                + " FROM generate_series(1, 10000) AS g");
+                + " FROM generate_series(1, " + live + ") AS g");
         execute(database, "VACUUM ANALYZE " + history);
         execute(database, "VACUUM ANALYZE " + instances);
     }
