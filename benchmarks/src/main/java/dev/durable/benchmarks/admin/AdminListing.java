@@ -2,11 +2,9 @@ package dev.durable.benchmarks.admin;
 
 import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
-import dev.durable.Instance;
 import dev.durable.InstanceStatus;
 import dev.durable.admin.DurableAdmin;
 import dev.durable.admin.InstanceFilter;
-import dev.durable.admin.Page;
 import dev.durable.admin.PageRequest;
 import dev.durable.admin.StatusCount;
 import dev.durable.internal.Db;
