@@ -80,8 +80,9 @@ class MigrationIT {
             upgraded.start().block(Duration.ofSeconds(60));
             assertThat(Sql.query(db, "SELECT max(version) FROM {schema}.durable_schema_version",
                     row -> row.get(0, Integer.class))).containsExactly(LATEST);
+            // (The runnable job may have run and settled there too by now.)
             assertThat(Sql.query(db, "SELECT id || ' ' || status FROM {schema}.durable_history",
-                    row -> row.get(0, String.class))).containsExactly("1000 done");
+                    row -> row.get(0, String.class))).contains("1000 done");
             assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_signals", row -> row.get(0, Long.class)))
                     .containsExactly(0L);
             Instance settled = upgraded.get(1000).block();
