@@ -30,7 +30,7 @@ class MigrationIT {
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
                     row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4);
-            assertThat(tables(db)).containsExactly("durable_engines", "durable_gate_slots", "durable_history",
+            assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_gate_slots", "durable_history",
                     "durable_instances", "durable_instances_all", "durable_rate_buckets", "durable_schema_version",
                     "durable_signals");
 
