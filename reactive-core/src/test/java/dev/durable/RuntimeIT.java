@@ -203,6 +203,37 @@ class RuntimeIT {
         assertThat(engine.queueStats().get(0).leasesLost()).isEqualTo(1);
     }
 
+    /**
+     * A worker back from a pause longer than its lease (a stopped JVM, a long GC) finds its lease
+     * run out before the reaper came: its heartbeat must not revive it, since a lease-native limiter
+     * already gave the row's gate slot away. The run is stopped as lost, and the reaper's recovery
+     * runs the row again.
+     */
+    @Test
+    void aLeaseThatRanOutIsNeverRenewedEvenBeforeTheReaperComes() {
+        Sinks.Empty<Void> hold = Sinks.empty();
+        AtomicInteger runs = new AtomicInteger();
+        JobDefinition<String, String> work = JobDefinition.of("paused", String.class, (String s) ->
+                runs.incrementAndGet() == 1 ? hold.asMono().thenReturn(s) : Mono.just(s)).queue("paused");
+        DurableEngine engine = engines.start(engines.options("pauser")
+                .reaperInterval(Duration.ofHours(1))
+                .queue(QueueOptions.builder("paused").pollInterval(Duration.ofMillis(100)).build()), work);
+        long id = engine.insert(JobRequest.of("paused", "p")).block();
+        Eventually.until("running", WAIT, () -> runs.get() == 1);
+        // The lease ran out while the worker was away, and no reaper has come since.
+        Sql.update(db, "UPDATE {schema}.durable_instances SET lease_expires_at = now() - interval '1 second'"
+                + " WHERE id = $1", id);
+        Eventually.until("the heartbeat found the lease lost", WAIT, () -> engine.queueStats().get(0).leasesLost() == 1);
+        assertThat(Sql.query(db, "SELECT status || ' ' || coalesce((lease_expires_at < now())::text, '-') || ' ' || attempt"
+                + " FROM {schema}.durable_instances_all WHERE id = $1", row -> row.get(0, String.class), id))
+                .containsExactly("executing true 1");
+
+        assertThat(engine.maintenance().orElseThrow().reap().block()).isEqualTo(1);
+        engines.awaitStatus(engine, id, InstanceStatus.DONE, WAIT);
+        assertThat(runs.get()).isEqualTo(2);
+        hold.tryEmitEmpty();
+    }
+
     @Test
     void aKeyAnotherTransactionIsClaimingIsSkippedNotWaitedOn() {
         DurableEngine engine = engines.start(engines.options("hot")

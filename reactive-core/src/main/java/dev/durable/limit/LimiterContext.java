@@ -8,9 +8,13 @@ import java.util.Map;
 
 /**
  * What an engine hands its limiter when it starts: its identity, its database and schema, the
- * limits it is configured with, the lease TTL, which is also how long a gate slot lives without a
- * renewal (a slot outlives its row's lease by nothing, so a crashed holder's slot and row come back
- * together), and the bound on each database call.
+ * limits it is configured with, how long a gate slot lives without a renewal, and the bound on each
+ * database call.
+ *
+ * <p>The engine sets the slot TTL to its lease TTL plus one heartbeat interval: a slot is taken after
+ * its row's lease began and renewed beside the lease on each beat, so with that margin it never
+ * expires while the lease is live, and a crashed holder's slot still frees about when the reaper
+ * can take its row back.
  */
 public record LimiterContext(String origin, ConnectionFactory connectionFactory, String schema,
         Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits, Duration slotTtl,

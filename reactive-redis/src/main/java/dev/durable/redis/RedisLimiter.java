@@ -5,6 +5,7 @@ import dev.durable.limit.LimitClaim;
 import dev.durable.limit.Limiter;
 import dev.durable.limit.LimiterContext;
 import dev.durable.limit.LimiterUnavailableException;
+import dev.durable.limit.LiveGateClaims;
 import dev.durable.redis.internal.LimiterEndpoint;
 import dev.durable.redis.internal.LimiterScripts;
 import dev.durable.redis.internal.OutageLog;
@@ -38,8 +39,16 @@ import reactor.util.Loggers;
  * <p>A gate slot is a member of its counter's sorted set, scored by its expiry on Redis's clock. The
  * engine renews the slots it holds on every heartbeat tick; a holder that crashed stops renewing and
  * its slot is dropped by the next script that touches the counter once its TTL (the engine's lease
- * TTL) has passed, the same moment the row's lease lets the reaper take it back. Buckets behave as
+ * TTL and a heartbeat) has passed, about when the reaper can take the row back. Buckets behave as
  * the PostgreSQL ones: rate, burst, weight, partition, admitted in urgency order.
+ *
+ * <p>A Redis that loses its data (restarted without persistence, failed over to an empty replica)
+ * forgets the slots live claims hold. Each counter therefore has a ledger mark beside it: without
+ * the mark, the first admission counts the gate's live claims in the database
+ * ({@link LiveGateClaims}) and holds a stand-in slot for each one the counter lacks, until its holder
+ * renews it, so the gate never admits past its capacity while the holders re-assert. The tokens a
+ * lost bucket had spent are forgotten: it starts full again. Redis must not evict these keys
+ * ({@code maxmemory-policy noeviction}): an evicted counter is a lost one the mark does not see.
  *
  * <p>Losing Redis never loses or doubles work: while it is unreachable {@link #admit} signals
  * {@link LimiterUnavailableException}, so limited rows go back to the queue and unlimited ones keep
@@ -55,6 +64,7 @@ public final class RedisLimiter implements Limiter {
     private final long slotTtlMillis;
     private final Map<String, Limits.Gate> gates;
     private final Map<String, Limits.RateLimit> rateLimits;
+    private final LiveGateClaims liveClaims;
     private final OutageLog outage = new OutageLog(log, "Durable limiter",
             "limited rows wait in their queues, unlimited ones keep running");
     private final Mono<StatefulConnection<String, String>> connection;
@@ -69,6 +79,7 @@ public final class RedisLimiter implements Limiter {
         this.slotTtlMillis = context.slotTtl().toMillis();
         this.gates = context.gates();
         this.rateLimits = context.rateLimits();
+        this.liveClaims = LiveGateClaims.of(context);
         // Connected on first use and kept (Lettuce reconnects it); a failed connect is tried again next time.
         this.connection = endpoint.connect().<StatefulConnection<String, String>>map(made -> made)
                 .doOnNext(connected::set).cache(made -> Duration.ofMillis(Long.MAX_VALUE),
@@ -89,6 +100,11 @@ public final class RedisLimiter implements Limiter {
     /** The counter of one (gate, key, shard): its whole name is the hash tag. */
     String gateKey(String gate, String key, int shard) {
         return keyPrefix + ":gate:" + gate + ":" + shard + ":" + key + "}";
+    }
+
+    /** The ledger mark of a gate counter: beside it, in its hash slot. */
+    static String ledgerKey(String gateKey) {
+        return gateKey + ":ledger";
     }
 
     /** The bucket of one (rate limit, partition). */
@@ -134,7 +150,7 @@ public final class RedisLimiter implements Limiter {
                 }
                 return admitted;
             }));
-        }).transform(this::guarded);
+        });
     }
 
     private Mono<Void> takeTokens(String key, List<LimitClaim> claims, Set<Long> refused) {
@@ -147,7 +163,7 @@ public final class RedisLimiter implements Limiter {
         args.add(Double.toString(limit.ratePerSecond()));
         args.add(Integer.toString(limit.burst()));
         claims.forEach(claim -> args.add(Integer.toString(claim.rateWeight())));
-        return this.<String>run(LimiterScripts.BUCKET_TAKE, ScriptOutputType.VALUE, key, args)
+        return this.<String>run(LimiterScripts.BUCKET_TAKE, ScriptOutputType.VALUE, List.of(key), args)
                 .doOnNext(flags -> markRefused(flags, claims, refused))
                 .then();
     }
@@ -161,13 +177,34 @@ public final class RedisLimiter implements Limiter {
         int shard = claims.get(0).shard();
         // Each shard holds an even share of the capacity, the first ones one more, as in PostgreSQL.
         int capacity = gate.capacity() / gate.shards() + (shard < gate.capacity() % gate.shards() ? 1 : 0);
-        List<String> args = new ArrayList<>(claims.size() + 2);
+        List<String> keys = List.of(key, ledgerKey(key));
+        List<String> args = new ArrayList<>(claims.size() + 3);
         args.add(Integer.toString(capacity));
         args.add(Long.toString(slotTtlMillis));
+        args.add("-1");
         claims.forEach(claim -> args.add(claim.holder()));
-        return this.<String>run(LimiterScripts.GATE_ACQUIRE, ScriptOutputType.VALUE, key, args)
+        return this.<String>run(LimiterScripts.GATE_ACQUIRE, ScriptOutputType.VALUE, keys, args)
+                .flatMap(flags -> !flags.equals("?") ? Mono.just(flags)
+                        : rebuildLedger(key, claims.get(0)).flatMap(live -> {
+                            args.set(2, Long.toString(live));
+                            return this.<String>run(LimiterScripts.GATE_ACQUIRE, ScriptOutputType.VALUE, keys, args);
+                        }))
                 .doOnNext(flags -> markRefused(flags, claims, refused))
                 .then();
+    }
+
+    /**
+     * The live claims the database shows for a counter that lost its ledger mark (Redis lost its
+     * data, or the gate was idle long enough for its keys to expire): the admission that follows
+     * stands in for the ones the counter forgot. Rare, and on a connection of its own, bounded by
+     * the engine's call timeout; on a failure this pick admits nothing limited, as in an outage.
+     */
+    private Mono<Long> rebuildLedger(String key, LimitClaim claim) {
+        return liveClaims.count(claim.gate(), claim.key(), claim.shard())
+                .doOnNext(live -> log.debug("gate counter {} had no ledger mark: {} live claims in the database",
+                        key, live))
+                .onErrorMap(error -> new LimiterUnavailableException("the live claims of gate counter " + key
+                        + " could not be counted in the database: " + error, error));
     }
 
     private static void markRefused(String flags, List<LimitClaim> claims, Set<Long> refused) {
@@ -185,10 +222,9 @@ public final class RedisLimiter implements Limiter {
             return Mono.empty();
         }
         return Flux.fromIterable(byGate.entrySet())
-                .flatMap(gate -> this.<Long>run(LimiterScripts.GATE_RELEASE, ScriptOutputType.INTEGER, gate.getKey(),
-                        gate.getValue()))
-                .then()
-                .transform(this::guarded);
+                .flatMap(gate -> this.<Long>run(LimiterScripts.GATE_RELEASE, ScriptOutputType.INTEGER,
+                        List.of(gate.getKey()), gate.getValue()))
+                .then();
     }
 
     @Override
@@ -202,10 +238,10 @@ public final class RedisLimiter implements Limiter {
                     List<String> args = new ArrayList<>(gate.getValue().size() + 1);
                     args.add(Long.toString(slotTtlMillis));
                     args.addAll(gate.getValue());
-                    return this.<Long>run(LimiterScripts.GATE_RENEW, ScriptOutputType.INTEGER, gate.getKey(), args);
+                    return this.<Long>run(LimiterScripts.GATE_RENEW, ScriptOutputType.INTEGER,
+                            List.of(gate.getKey(), ledgerKey(gate.getKey())), args);
                 })
-                .reduce(0L, Long::sum)
-                .transform(this::guarded);
+                .reduce(0L, Long::sum);
     }
 
     /** Nothing to heal: slots expire by themselves and buckets refill by time. */
@@ -237,18 +273,18 @@ public final class RedisLimiter implements Limiter {
     }
 
     /** Runs a script by its digest, sending its text only when Redis does not have it (first use, restart). */
-    private <T> Mono<T> run(String script, ScriptOutputType type, String key, List<String> args) {
-        String[] keys = {key};
+    private <T> Mono<T> run(String script, ScriptOutputType type, List<String> scriptKeys, List<String> args) {
+        String[] keys = scriptKeys.toArray(String[]::new);
         String[] values = args.toArray(String[]::new);
         return connection.flatMap(made -> {
             RedisScriptingReactiveCommands<String, String> commands = endpoint.commands().apply(made);
             return commands.<T>evalsha(sha1(script), type, keys, values)
                     .onErrorResume(RedisNoScriptException.class, missing -> commands.eval(script, type, keys, values))
                     .next();
-        });
+        }).transform(this::guarded);
     }
 
-    /** Bounds a call by the command timeout and turns any failure into an unavailable limiter, logged once per outage. */
+    /** Bounds a Redis call by the command timeout and turns any failure into an unavailable limiter, logged once per outage. */
     private <T> Mono<T> guarded(Mono<T> call) {
         return call.timeout(timeout)
                 .doOnSuccess(done -> outage.up())

@@ -210,6 +210,53 @@ class RedisLimiterIT {
         }
     }
 
+    /**
+     * Redis loses its data while two claims hold both slots of a gate: the next admission rebuilds
+     * the counter from the live claims the database shows and holds a stand-in for each, so a third
+     * row waits; the holders' renewals take their stand-ins' places, and a slot given back lets it
+     * in. Beats are 5 s apart, so the pick after the loss comes long before the holders re-assert.
+     */
+    @Test
+    void aGateWhoseCounterRedisLostAdmitsNoOneNewUntilItsHoldersAreBack() {
+        Sinks.Empty<Void> release = Sinks.empty();
+        Set<String> started = ConcurrentHashMap.newKeySet();
+        AtomicInteger active = new AtomicInteger();
+        AtomicInteger maxActive = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("rforgot", String.class, (String s) -> Mono.defer(() -> {
+            started.add(s);
+            maxActive.accumulateAndGet(active.incrementAndGet(), Math::max);
+            return (s.startsWith("hold") ? release.asMono().thenReturn(s) : Mono.just(s))
+                    .doFinally(signal -> active.decrementAndGet());
+        })).queue("rforgot");
+        DurableEngine engine = engines.start(engines.options("rforgot").limiter(limiter()).gate("rforgot", 2)
+                .leaseTtl(Duration.ofSeconds(15)).heartbeatInterval(Duration.ofSeconds(5))
+                .queue(QueueOptions.builder("rforgot").concurrency(4).pollInterval(Duration.ofMillis(50))
+                        .maxPollInterval(Duration.ofMillis(100)).build()), job);
+        engine.insertAll(List.of(JobRequest.of("rforgot", "hold-1").gate("rforgot", "k"),
+                JobRequest.of("rforgot", "hold-2").gate("rforgot", "k"))).block(WAIT);
+        Eventually.until("both holders running", WAIT, () -> started.size() == 2);
+        // Right after a beat, so the next one (the holders' re-assertion) is 5 s away.
+        long beats = engine.queueStats().get(0).heartbeats();
+        Eventually.until("a heartbeat", WAIT, () -> engine.queueStats().get(0).heartbeats() > beats);
+        redis.flushAll();
+        long late = engine.insert(JobRequest.of("rforgot", "late").gate("rforgot", "k")).block(WAIT);
+        Eventually.until("the late row refused by the rebuilt gate", WAIT,
+                () -> engine.queueStats().get(0).throttled() > 0);
+        assertThat(started).doesNotContain("late");
+        // The holders renew: their own slots take the stand-ins' places, and the gate stays full.
+        long beatsAfter = engine.queueStats().get(0).heartbeats();
+        Eventually.until("the holders' next heartbeat", WAIT, () -> engine.queueStats().get(0).heartbeats() > beatsAfter);
+        long refused = engine.queueStats().get(0).throttled();
+        Eventually.until("the late row refused again", WAIT, () -> engine.queueStats().get(0).throttled() > refused);
+        assertThat(started).doesNotContain("late");
+        assertThat(engine.get(late).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
+
+        release.tryEmitEmpty();
+        engines.awaitStatus(engine, late, InstanceStatus.DONE, WAIT);
+        assertThat(maxActive.get()).isEqualTo(2);
+        assertThat(count(db, "queue = 'rforgot' AND status = 'done'")).isEqualTo(3);
+    }
+
     @Test
     void redisStoppedAndRestartedMidRunLosesNothingAndRunsNothingTwice() {
         assumeTrue(redis.isEmbedded(), "needs the embedded Redis to stop and start it");
@@ -284,8 +331,9 @@ class RedisLimiterIT {
             // Started only now: it knows no rchain, so it must not pick the chain's row.
             engine.start().block(WAIT);
             long waiting = engine.insert(JobRequest.of("rgated", "w").gate("rone", "g")).block(WAIT);
-            // Longer than the 3 s slot TTL: only the heartbeat's renewals keep the inline step's slot.
-            Eventually.sleep(3500);
+            // Longer than the 3.5 s slot TTL (lease and a beat): only the heartbeat's renewals keep the
+            // inline step's slot.
+            Eventually.sleep(4500);
             assertThat(engine.get(waiting).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
             holdB.tryEmitEmpty();
             Eventually.until("in step c", WAIT, () -> inC.get() == 1);

@@ -440,7 +440,11 @@ final class ChaosRun implements AutoCloseable {
     private void sample() {
         tally("samples", 1);
         tally("key overlap samples", count(ChaosSchema.keyOverlapSample(schema)));
-        tally("gate over samples", count(ChaosSchema.gateOverSample(schema)));
+        long gateOver = count(ChaosSchema.gateOverSample(schema));
+        tally("gate over samples", gateOver);
+        if (gateOver > 0) {
+            note("gate over K: " + String.join(" | ", strings(ChaosSchema.gateOverDetail(schema))));
+        }
         tally("pick wait samples", count(ChaosSchema.pickWaitSample(schema)));
     }
 

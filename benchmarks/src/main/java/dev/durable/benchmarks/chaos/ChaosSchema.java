@@ -40,9 +40,9 @@ package dev.durable.benchmarks.chaos;
  *       in order, the state tokens their transitions wrote;
  *   <li><b>overlap</b>: pairs of committed executions of one row whose [start, commit] intervals
  *       intersect, and samples that saw two executing rows of one ungated concurrency key;
- *   <li><b>gate_over</b> / <b>rate_over</b>: samples that saw more than K executing rows of one gate
- *       key; windows in which claims of one rate limit and partition took more tokens than its
- *       bucket holds (burst + rate × window);
+ *   <li><b>gate_over</b> / <b>rate_over</b>: samples that saw more than K live claims (executing
+ *       rows with a lease not run out) of one gate key; windows in which claims of one rate limit
+ *       and partition took more tokens than its bucket holds (burst + rate × window);
  *   <li><b>stale_start</b>: executions that started on a claim that was not current, on an engine no
  *       fault struck (within its window and a grace after it): a healthy worker never runs a row it
  *       no longer holds;
@@ -239,12 +239,34 @@ final class ChaosSchema {
                 + " GROUP BY concurrency_key HAVING count(*) > 1) k", schema);
     }
 
-    /** More than K executing rows for one gate key, now. */
+    /**
+     * More than K live claims for one gate key, now: executing rows whose lease has not run out. A
+     * lapsed lease holds no slot (the engine never renews one, and a lease-native limiter frees its
+     * slot with it), whether or not the reaper has come for the row yet.
+     */
     static String gateOverSample(String schema) {
         return render("SELECT count(*) FROM (SELECT gate_name, concurrency_key FROM S.durable_instances"
-                + " WHERE status = 'executing' AND gate_name IS NOT NULL"
+                + " WHERE status = 'executing' AND gate_name IS NOT NULL AND lease_expires_at > clock_timestamp()"
                 + " GROUP BY gate_name, concurrency_key HAVING count(*) > " + ChaosWorkload.GATE_CAPACITY + ") g",
                 schema);
+    }
+
+    /**
+     * The rows of the gate keys over K now, one line each (gate, key, id, claim, attempt, lease left),
+     * with the faults open or ended within a lease: what a note needs to tell why a sample was over.
+     */
+    static String gateOverDetail(String schema) {
+        return render("SELECT i.gate_name || '/' || i.concurrency_key || ' #' || i.id || ' by ' || i.claimed_by"
+                + " || ' attempt ' || i.attempt || ' lease left ' || (extract(epoch FROM i.lease_expires_at"
+                + " - clock_timestamp()) * 1000)::bigint || ' ms; faults: ' || coalesce((SELECT string_agg(f.kind"
+                + " || coalesce(' ' || f.label, '') || ' ' || (extract(epoch FROM clock_timestamp() - f.started_at)"
+                + " * 1000)::bigint || ' ms ago' || CASE WHEN f.ended_at IS NULL THEN ' (open)' ELSE '' END, ', ')"
+                + " FROM S.chaos_faults f WHERE f.ended_at IS NULL OR f.ended_at > clock_timestamp()"
+                + " - interval '10 seconds'), 'none')"
+                + " FROM S.durable_instances i WHERE i.status = 'executing' AND (i.gate_name, i.concurrency_key) IN"
+                + " (SELECT gate_name, concurrency_key FROM S.durable_instances WHERE status = 'executing'"
+                + " AND gate_name IS NOT NULL AND lease_expires_at > clock_timestamp() GROUP BY gate_name, concurrency_key HAVING count(*) > "
+                + ChaosWorkload.GATE_CAPACITY + ") ORDER BY i.gate_name, i.concurrency_key, i.id", schema);
     }
 
     /**

@@ -90,11 +90,12 @@ public final class EngineRuntime {
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
                     options.heartbeatInterval().toMillis(), sql.leases(), delays, admission);
-            QueueScheduler.Runner runner = (row, cancellation) -> executor.run(row, cancellation,
+            QueueScheduler.Runner runner = (row, cancellation, claimLost) -> executor.run(row, cancellation, claimLost,
                             continued -> admission.inlineStep(row.id(), continued))
                     .doOnNext(result -> admission.runEnded(row.id(), result));
             QueueScheduler scheduler = new QueueScheduler(queue, worker, pick, heartbeat, queueLeases, runner,
-                    transport.pokes(), options.heartbeatInterval(), options.pokeWindow(), Schedulers.parallel(),
+                    transport.pokes(), options.heartbeatInterval(), options.leaseTtl(), options.pokeWindow(),
+                    Schedulers.parallel(),
                     counters, telemetry);
             telemetry.register(scheduler, queue.concurrency(), queue.prefetch());
             made.add(scheduler);
@@ -132,8 +133,8 @@ public final class EngineRuntime {
         EngineOptions options = wiring.options();
         WorkerIdentity identity = wiring.identity();
         return options.limiter().create(new LimiterContext(identity.origin(), wiring.connectionFactory(),
-                        options.schema(), options.gates(), options.rateLimits(), options.leaseTtl(),
-                        options.callTimeout()))
+                        options.schema(), options.gates(), options.rateLimits(),
+                        options.leaseTtl().plus(options.heartbeatInterval()), options.callTimeout()))
                 .flatMap(limiter -> options.pokeTransport().create(new PokeContext(identity.origin(),
                                 wiring.connectionFactory(), options.schema(), options.callTimeout()))
                         .onErrorResume(error -> quietly(limiter.close()).then(Mono.error(error)))

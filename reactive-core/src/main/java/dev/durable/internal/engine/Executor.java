@@ -30,6 +30,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -44,8 +45,8 @@ import reactor.util.Loggers;
  * committer. An inline {@code next} runs the following step on the same claim once its transition
  * is committed (and its rate limit, if it keeps one, afforded the step). When the scheduler stops
  * the run (its instance was cancelled, or its claim was lost), the handler's subscription is
- * disposed and a cancel is committed in place of its outcome (on a lost claim, that commit is stale
- * and dropped). Never errors: whatever the handler does
+ * disposed and, for a cancel, a cancel is committed in place of its outcome (a lost claim commits
+ * nothing: the reaper returns its row). Never errors: whatever the handler does
  * becomes an outcome.
  */
 final class Executor {
@@ -69,11 +70,18 @@ final class Executor {
         NOT_COMMITTED
     }
 
-    /** The outcome to commit and, for an inline next, the claim to run after it. */
-    private record Decision(OutcomeRow outcome, @Nullable ClaimedRow inlineNext) {
+    /**
+     * The outcome to commit and, for an inline next, the claim to run after it; or, for a run the
+     * scheduler stopped because its claim was lost, the outcome it would have written, not committed.
+     */
+    private record Decision(OutcomeRow outcome, @Nullable ClaimedRow inlineNext, boolean lost) {
 
         static Decision of(OutcomeRow outcome) {
-            return new Decision(outcome, null);
+            return new Decision(outcome, null, false);
+        }
+
+        static Decision claimLost(OutcomeRow outcome) {
+            return new Decision(outcome, null, true);
         }
     }
 
@@ -106,8 +114,8 @@ final class Executor {
      * {@code onInline} hears of each inline step about to run on the same claim once its transition
      * committed (so the scheduler can give back a gate slot the step left).
      */
-    Mono<RunResult> run(ClaimedRow row, Cancellation cancellation, Consumer<ClaimedRow> onInline) {
-        return Mono.defer(() -> runStep(row, cancellation, onInline))
+    Mono<RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
+        return Mono.defer(() -> runStep(row, cancellation, claimLost, onInline))
                 .onErrorResume(error -> {
                     log.warn("outcome of instance {} not committed ({}); its lease will expire and"
                             + " the reaper returns it", row.id(), error.toString());
@@ -115,7 +123,7 @@ final class Executor {
                 });
     }
 
-    private Mono<RunResult> runStep(ClaimedRow row, Cancellation cancellation, Consumer<ClaimedRow> onInline) {
+    private Mono<RunResult> runStep(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
         Definition definition = definitions.get(row.type());
         Telemetry.Run run = telemetry.runStarted(row);
         // Decoding and the handler's own work start on the handler scheduler: the claim arrives on
@@ -133,12 +141,17 @@ final class Executor {
                     return decideWorkflow((WorkflowDefinition<?>) definition, row, cancellation);
                 })
                 .subscribeOn(handlerScheduler);
+        // Stopped for a cancel, the run ends cancelled; stopped for a lost claim, it commits nothing:
+        // a lapsed lease may still pass the commit's guard until the reaper comes, and a cancel
+        // written then would end an instance nobody cancelled.
         Mono<Decision> stopped = cancellation.requested()
-                .then(Mono.fromSupplier(() -> Decision.of(OutcomeRow.cancelled(row, List.of()))));
+                .then(Mono.fromSupplier(() -> claimLost.getAsBoolean()
+                        ? Decision.claimLost(OutcomeRow.cancelled(row, List.of()))
+                        : Decision.of(OutcomeRow.cancelled(row, List.of()))));
         return Mono.firstWithSignal(decided, stopped)
                 // Spans the handler makes become children of the run's observation.
                 .contextWrite(context -> context.put(OBSERVATION_KEY, run.observation()))
-                .flatMap(decision -> commit(decision, run, cancellation, onInline));
+                .flatMap(decision -> commit(decision, run, cancellation, claimLost, onInline));
     }
 
     /**
@@ -149,10 +162,10 @@ final class Executor {
      * gate change is never inline.
      */
     private Mono<RunResult> commit(Decision decision, Telemetry.Run run, Cancellation cancellation,
-            Consumer<ClaimedRow> onInline) {
+            BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
         ClaimedRow next = decision.inlineNext();
         if (next == null || next.rateLimit() == null) {
-            return commitDrawn(decision, run, cancellation, onInline);
+            return commitDrawn(decision, run, cancellation, claimLost, onInline);
         }
         LimitClaim claim = new LimitClaim(next.id(), next.worker() + INLINE_HOLDER + next.id(), null, null, 0,
                 next.rateLimit(), next.ratePartition() == null ? "" : next.ratePartition(), next.rateWeight());
@@ -164,12 +177,17 @@ final class Executor {
                 })
                 .defaultIfEmpty(false)
                 .flatMap(drawn -> commitDrawn(drawn ? decision : Decision.of(decision.outcome().throughQueue()), run,
-                        cancellation, onInline));
+                        cancellation, claimLost, onInline));
     }
 
     private Mono<RunResult> commitDrawn(Decision decision, Telemetry.Run run, Cancellation cancellation,
-            Consumer<ClaimedRow> onInline) {
+            BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
         OutcomeRow outcome = decision.outcome();
+        if (decision.lost()) {
+            run.ended(outcome, null);
+            log.info("run of instance {} stopped: worker {} lost its lease", outcome.id(), outcome.worker());
+            return Mono.just(RunResult.STALE);
+        }
         return committer.commit(outcome)
                 // An inline next whose new concurrency key is executing elsewhere cannot keep its
                 // claim: it goes back through the queue, where the pick waits for the key.
@@ -193,7 +211,7 @@ final class Executor {
                     onCommitted.accept(transition);
                     if (transition.status() == InstanceStatus.EXECUTING && decision.inlineNext() != null) {
                         onInline.accept(decision.inlineNext());
-                        return runStep(decision.inlineNext(), cancellation, onInline);
+                        return runStep(decision.inlineNext(), cancellation, claimLost, onInline);
                     }
                     return Mono.just(RunResult.COMMITTED);
                 });
@@ -290,7 +308,7 @@ final class Executor {
                 outcome.rateChange() == Outcome.RateChange.KEEP,
                 row.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList());
         return new Decision(OutcomeRow.inlineNext(row, outcome.step(), state, leaseMillis, change, consumed),
-                continued);
+                continued, false);
     }
 
     private @Nullable String encodeState(@Nullable Object state) {

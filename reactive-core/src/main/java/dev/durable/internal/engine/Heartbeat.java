@@ -4,15 +4,15 @@ import dev.durable.internal.sql.LeaseSql;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicReference;
 import reactor.core.publisher.Mono;
 import reactor.util.Logger;
 import reactor.util.Loggers;
 
 /**
  * One queue's heartbeat: on every tick, one statement renews the lease of every row the scheduler
- * holds (buffered and running alike, so buffer depth never races the lease), and the limiter's gate
- * slots are renewed beside it. The answer says which rows are still this worker's and which of them
+ * holds (buffered and running alike, so buffer depth never races the lease); the limiter's gate
+ * slots are renewed on a tick of their own ({@link #renewSlots}), so a slow database never lets a
+ * slot expire under a lease it renewed late. The answer says which rows are still this worker's and which of them
  * have a cancel requested, so the scheduler stops what it must not run. A failed beat is logged and
  * says nothing (the next tick tries again; the lease TTL is more than two beats, so one lost beat
  * loses no lease).
@@ -37,7 +37,7 @@ final class Heartbeat implements QueueScheduler.Beat {
             return Mono.empty();
         }
         queue.counters().heartbeats.incrementAndGet();
-        Mono<QueueScheduler.Renewal> renewLeases = leases.heartbeat(held, queue.worker(), queue.leaseMillis())
+        return leases.heartbeat(held, queue.worker(), queue.leaseMillis())
                 .collectList()
                 .map(rows -> {
                     Set<Long> renewed = new HashSet<>();
@@ -58,9 +58,10 @@ final class Heartbeat implements QueueScheduler.Beat {
                     log.warn("queue {}: heartbeat failed: {}", queue.queue(), error.toString());
                     return Mono.empty();
                 });
-        // Leases and limiter slots are renewed side by side: a slow limiter must not delay the leases.
-        AtomicReference<QueueScheduler.Renewal> answer = new AtomicReference<>();
-        return Mono.when(renewLeases.doOnNext(answer::set), admission.renew())
-                .then(Mono.fromSupplier(answer::get));
+    }
+
+    @Override
+    public Mono<Void> renewSlots() {
+        return admission.renew();
     }
 }

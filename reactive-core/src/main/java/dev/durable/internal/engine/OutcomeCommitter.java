@@ -132,8 +132,14 @@ final class OutcomeCommitter {
     }
 
     private static void fail(List<Pending> batch, Throwable error) {
-        log.warn("commit of {} outcomes failed; their rows return through the reaper: {}",
-                batch.size(), error.toString());
+        if (batch.size() == 1 && (Errors.isExecutingKeyTaken(error) || Errors.isRefusedOutcome(error))) {
+            // A refusal its run answers with another outcome (through the queue, or failed with the
+            // reason), logging what it could not commit: no warning here.
+            log.debug("outcome of instance {} refused: {}", batch.get(0).row().id(), error.toString());
+        } else {
+            log.warn("commit of {} outcomes failed; their rows return through the reaper: {}",
+                    batch.size(), error.toString());
+        }
         for (Pending pending : batch) {
             pending.sink().error(error);
         }

@@ -14,7 +14,9 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
@@ -35,7 +37,8 @@ import reactor.util.Loggers;
  * flatMap's demand is the number of free run slots; the source adds {@code prefetch} to it, takes
  * away what it already buffers, and picks when the result reaches {@code minDemand}, or at once
  * when fully idle ({@link Demand}). A finished run makes flatMap ask for one more, which the source
- * serves from the buffer with no round trip, picking only once the buffer is empty. The idle poll
+ * serves from the buffer with no round trip. A buffered row whose lease no beat renewed in time
+ * (the database slow or away) is never started: it is given back and counted lost. The idle poll
  * is a delay re-armed after each tick (doubled while idle picks find nothing), the heartbeat a
  * {@code Flux.interval}, pokes a stream coalesced in a short window: all three call into the same
  * decision, which is made under this object's lock; every pick, release and emission happens after
@@ -68,6 +71,14 @@ public final class QueueScheduler {
     @FunctionalInterface
     interface Beat {
         Mono<Renewal> beat(List<Long> held);
+
+        /**
+         * Renews the limiter's gate slots of the rows held, on a loop of its own: a slow database
+         * must not hold back the renewals that keep a slot from expiring under a live lease.
+         */
+        default Mono<Void> renewSlots() {
+            return Mono.empty();
+        }
     }
 
     /** Gives claimed, unstarted rows back; never errors. */
@@ -83,7 +94,8 @@ public final class QueueScheduler {
     /** Runs one claimed row to its committed outcome, stopping when asked to; never errors. */
     @FunctionalInterface
     interface Runner {
-        Mono<Executor.RunResult> run(ClaimedRow row, Cancellation cancellation);
+        /** {@code claimLost}: once the run is stopped, whether it was for a lost claim (not a cancel). */
+        Mono<Executor.RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost);
     }
 
     /** The rows a pick claimed, and how many limited rows a limiter refused. */
@@ -100,13 +112,16 @@ public final class QueueScheduler {
         private final ClaimedRow row;
         private final Sinks.Empty<Void> stop = Sinks.empty();
         private volatile boolean stopped;
+        private volatile boolean lost;
         private final Cancellation cancellation = new Cancellation(stop.asMono(), () -> stopped);
 
         private Running(ClaimedRow row) {
             this.row = row;
         }
 
-        void stop() {
+        /** Stops the run: its claim was lost, or its instance's cancel was requested. */
+        void stop(boolean claimLost) {
+            lost = claimLost;
             stopped = true;
             stop.tryEmitEmpty();
         }
@@ -120,6 +135,7 @@ public final class QueueScheduler {
     private final Runner runner;
     private final Flux<String> pokes;
     private final Duration heartbeatInterval;
+    private final long leaseNanos;
     private final Duration pokeWindow;
     private final Scheduler timer;
     private final SchedulerCounters counters;
@@ -127,6 +143,13 @@ public final class QueueScheduler {
 
     // Guarded by this.
     private final ArrayDeque<ClaimedRow> buffer = new ArrayDeque<>();
+    /**
+     * When each buffered row's lease may have run out, on the timer's clock: counted from before the
+     * statement that set or last renewed it was sent, so never later than the database's own.
+     */
+    private final Map<Long, Long> leaseDeadlines = new java.util.HashMap<>();
+    /** When the claim-on-insert reservation in force was made (its insert is sent after). */
+    private long reservedAt;
     private long requested;
     private boolean picking;
     private boolean pokedWhilePicking;
@@ -148,10 +171,11 @@ public final class QueueScheduler {
     private final Disposable.Composite loops = Disposables.composite();
     /** The heartbeat goes on through the drain, so running rows keep their leases. */
     private final Disposable.Swap heartbeatLoop = Disposables.swap();
+    private final Disposable.Swap slotLoop = Disposables.swap();
     private final Disposable.Swap runs = Disposables.swap();
 
     QueueScheduler(QueueOptions options, String worker, Picker picker, Beat beat, Releaser releaser, Runner runner,
-            Flux<String> pokes, Duration heartbeatInterval, Duration pokeWindow, Scheduler timer,
+            Flux<String> pokes, Duration heartbeatInterval, Duration leaseTtl, Duration pokeWindow, Scheduler timer,
             SchedulerCounters counters, Telemetry telemetry) {
         this.options = options;
         this.worker = worker;
@@ -161,6 +185,7 @@ public final class QueueScheduler {
         this.runner = runner;
         this.pokes = pokes;
         this.heartbeatInterval = heartbeatInterval;
+        this.leaseNanos = leaseTtl.toNanos();
         this.pokeWindow = pokeWindow;
         this.timer = timer;
         this.counters = counters;
@@ -233,9 +258,14 @@ public final class QueueScheduler {
                 .onBackpressureDrop(tick -> counters.heartbeatsSkipped.incrementAndGet())
                 .concatMap(tick -> {
                     List<Long> held = held();
-                    return beat.beat(held).doOnNext(renewal -> renewed(held, renewal));
+                    long sentAt = now();
+                    return beat.beat(held).doOnNext(renewal -> renewed(held, renewal, sentAt));
                 }, 0)
                 .subscribe(null, error -> log.error("queue {}: heartbeat loop failed", queue(), error)));
+        slotLoop.update(Flux.interval(heartbeatInterval, timer)
+                .onBackpressureDrop()
+                .concatMap(tick -> beat.renewSlots(), 0)
+                .subscribe(null, error -> log.error("queue {}: slot renewal loop failed", queue(), error)));
     }
 
     /** The ids of every row held: running and buffered. */
@@ -254,7 +284,7 @@ public final class QueueScheduler {
      * at once), and a running row that is either is stopped (its handler's subscription is
      * disposed; its outcome would be dropped or turned into the cancel anyway).
      */
-    private void renewed(List<Long> held, Renewal renewal) {
+    private void renewed(List<Long> held, Renewal renewal, long sentAt) {
         List<ClaimedRow> lost = new ArrayList<>();
         List<ClaimedRow> cancelled = new ArrayList<>();
         List<Running> toStop = new ArrayList<>();
@@ -267,10 +297,14 @@ public final class QueueScheduler {
                 }
                 if (!renewal.renewed().contains(row.id())) {
                     rows.remove();
+                    leaseDeadlines.remove(row.id());
                     lost.add(row);
                 } else if (renewal.cancelRequested().contains(row.id())) {
                     rows.remove();
+                    leaseDeadlines.remove(row.id());
                     cancelled.add(row);
+                } else {
+                    leaseDeadlines.computeIfPresent(row.id(), (id, deadline) -> Math.max(deadline, sentAt + leaseNanos));
                 }
             }
             for (Running run : running.values()) {
@@ -294,7 +328,7 @@ public final class QueueScheduler {
         if (!cancelled.isEmpty()) {
             releaser.release(cancelled).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
         }
-        toStop.forEach(Running::stop);
+        toStop.forEach(run -> run.stop(!renewal.renewed().contains(run.row.id())));
         // The buffer shrank: room for more.
         dispatch(Trigger.DEMAND);
     }
@@ -313,6 +347,7 @@ public final class QueueScheduler {
             return 0;
         }
         reserved = Math.min(wanted, options.claimCeiling());
+        reservedAt = now();
         return reserved;
     }
 
@@ -328,7 +363,7 @@ public final class QueueScheduler {
             currentPoll = options.pollInterval();
             accepted = !closed;
             if (accepted) {
-                buffer.addAll(rows);
+                buffer(rows, reservedAt);
             }
         }
         if (accepted) {
@@ -355,6 +390,7 @@ public final class QueueScheduler {
     /** Hands buffered rows to free slots and decides whether to pick; the I/O runs after the lock. */
     private void dispatch(Trigger trigger) {
         List<ClaimedRow> toRun = List.of();
+        List<ClaimedRow> lapsed = List.of();
         FluxSink<ClaimedRow> emitter;
         int pickSize;
         Sinks.Empty<Void> pickDone = null;
@@ -365,8 +401,19 @@ public final class QueueScheduler {
             emitter = sink;
             if (emitter != null && requested > 0 && !buffer.isEmpty()) {
                 toRun = new ArrayList<>();
+                long now = now();
                 while (requested > 0 && !buffer.isEmpty()) {
                     ClaimedRow row = buffer.poll();
+                    Long deadline = leaseDeadlines.remove(row.id());
+                    if (deadline != null && now - deadline >= 0) {
+                        // No beat has renewed it for a lease (the database is slow or away): the
+                        // reaper may have given it to another worker, so it must not start here.
+                        if (lapsed.isEmpty()) {
+                            lapsed = new ArrayList<>();
+                        }
+                        lapsed.add(row);
+                        continue;
+                    }
                     running.put(row.id(), new Running(row));
                     toRun.add(row);
                     requested--;
@@ -380,12 +427,39 @@ public final class QueueScheduler {
                 currentPick = pickDone.asMono();
             }
         }
+        if (!lapsed.isEmpty()) {
+            giveBackLapsed(lapsed);
+        }
         for (ClaimedRow row : toRun) {
             emitter.next(row);
         }
         if (pickDone != null) {
             pick(pickSize, trigger, pickDone);
         }
+    }
+
+    /**
+     * Buffered rows whose lease may have run out: counted as lost and given back (the release's
+     * guard leaves alone any the reaper already handed on), never started.
+     */
+    private void giveBackLapsed(List<ClaimedRow> lapsed) {
+        counters.leasesLost.addAndGet(lapsed.size());
+        log.debug("queue {}: {} buffered rows not started: their lease may have run out", queue(), lapsed.size());
+        releaser.release(lapsed).subscribe(null, error -> log.debug("queue {}: release of lapsed rows failed: {}",
+                queue(), error.toString()));
+    }
+
+    /** Adds claimed rows to the buffer with the lease deadline of a claim sent at {@code sentAt}. Under the lock. */
+    private void buffer(List<ClaimedRow> rows, long sentAt) {
+        buffer.addAll(rows);
+        for (ClaimedRow row : rows) {
+            leaseDeadlines.put(row.id(), sentAt + leaseNanos);
+        }
+    }
+
+    /** Now on the timer's clock, in nanoseconds. */
+    private long now() {
+        return timer.now(TimeUnit.NANOSECONDS);
     }
 
     /** How many rows to pick now; 0 for none. Called under the lock. */
@@ -410,8 +484,9 @@ public final class QueueScheduler {
         if (reason != null) {
             counters.picksBy(reason).incrementAndGet();
         }
+        long sentAt = now();
         picker.pick(limit)
-                .flatMap(picked -> onPicked(picked, limit, trigger))
+                .flatMap(picked -> onPicked(picked, limit, trigger, sentAt))
                 .onErrorResume(error -> {
                     synchronized (this) {
                         picking = false;
@@ -425,7 +500,7 @@ public final class QueueScheduler {
     }
 
     /** Buffers what a pick claimed and decides what comes next; emits the release of rows not kept. */
-    private Mono<Void> onPicked(Picked picked, int limit, Trigger trigger) {
+    private Mono<Void> onPicked(Picked picked, int limit, Trigger trigger, long sentAt) {
         List<ClaimedRow> rows = picked.rows();
         telemetry.picked(queue(), trigger, rows);
         List<ClaimedRow> giveBack;
@@ -460,7 +535,7 @@ public final class QueueScheduler {
             List<ClaimedRow> sorted = new ArrayList<>(rows);
             sorted.sort(Comparator.comparingInt(ClaimedRow::priority)
                     .thenComparingLong(ClaimedRow::eligibleMicros).thenComparingLong(ClaimedRow::id));
-            buffer.addAll(sorted);
+            buffer(sorted, sentAt);
             repick = pokedWhilePicking && rows.isEmpty();
             pokedWhilePicking = false;
         }
@@ -481,8 +556,9 @@ public final class QueueScheduler {
 
     private Mono<Void> run(ClaimedRow row) {
         Running run = running.get(row.id());
-        Cancellation cancellation = run == null || run.row != row ? Cancellation.NEVER : run.cancellation;
-        return runner.run(row, cancellation)
+        boolean ours = run != null && run.row == row;
+        Cancellation cancellation = ours ? run.cancellation : Cancellation.NEVER;
+        return runner.run(row, cancellation, () -> ours && run.lost)
                 .doOnNext(result -> {
                     if (result == Executor.RunResult.STALE) {
                         counters.stale.incrementAndGet();
@@ -529,6 +605,7 @@ public final class QueueScheduler {
             this.closed = true;
             buffered = new ArrayList<>(buffer);
             buffer.clear();
+            leaseDeadlines.clear();
             idle = running.isEmpty();
             pickInFlight = currentPick;
             Mono<Void> giveBack = Mono.defer(() -> {
@@ -546,6 +623,7 @@ public final class QueueScheduler {
                     .doFinally(signal -> {
                         loops.dispose();
                         heartbeatLoop.dispose();
+                        slotLoop.dispose();
                         runs.dispose();
                     })
                     .cache();

@@ -19,7 +19,9 @@ public final class LeaseSql {
     /**
      * Renews the leases of every row one worker holds, in one statement per tick, whatever the
      * buffer's depth, and says for each row it renewed whether a cancel was requested. A held row
-     * it did not renew is no longer this worker's (reaped, released, settled). The lease is no
+     * it did not renew is no longer this worker's (reaped, released, settled), nor is one whose lease
+     * has run out: an expired lease is lost even before the reaper comes (a worker back from a pause
+     * must not revive a claim a lease-native limiter already gave away). The lease is no
      * index key, so the renewal is a HOT update. Index: primary key (id = ANY). Locks: each renewed
      * row, taken in id order, the order the commits take them in (their batches are sorted by id and
      * fetched through the primary key), so a heartbeat and a commit of the same rows never deadlock.
@@ -71,6 +73,7 @@ public final class LeaseSql {
                 WITH held AS (
                     SELECT id FROM {instances}
                      WHERE id = ANY ($1::bigint[]) AND claimed_by = $2 AND status = 'executing'
+                       AND lease_expires_at > now()
                      ORDER BY id
                        FOR UPDATE
                 )

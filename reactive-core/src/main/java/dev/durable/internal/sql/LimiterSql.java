@@ -5,9 +5,10 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The PostgreSQL limiter's own statements. Admission itself happens inside the pick
- * ({@link PickSql}) and credit in the {@code durable_gate_release} trigger; this draws the tokens of
- * inline steps (which no pick admits) and heals counters.
+ * The limiters' own statements. The PostgreSQL limiter admits inside the pick ({@link PickSql}) and
+ * credits in the {@code durable_gate_release} trigger; this draws the tokens of inline steps (which
+ * no pick admits), heals its counters, and counts the live claims of a gate for a limiter that keeps
+ * its ledger elsewhere and lost it.
  */
 public final class LimiterSql {
 
@@ -35,6 +36,14 @@ public final class LimiterSql {
      */
     private final String draw;
 
+    /**
+     * Counts the live claims of gate $1, key $2, shard $3: executing rows whose lease has not run out
+     * (a lapsed lease can no longer be renewed, so it holds no slot). What a lease-native limiter
+     * rebuilds a lost ledger from. Index: the executing rows' partial index
+     * ({@code durable_instances_executing_idx}), a handful of rows; filtered on the gate. Locks: none.
+     */
+    private final String liveGateClaims;
+
     private final Db db;
 
     public LimiterSql(Db db, Tables tables) {
@@ -47,6 +56,10 @@ public final class LimiterSql {
                  WHERE {refilled} >= $3
                 RETURNING b.name""").replace("{refilled}", PickSql.REFILLED.formatted("$4::float8", "$5::float8"));
         this.lockGates = tables.render("LOCK TABLE {gate_slots} IN EXCLUSIVE MODE");
+        this.liveGateClaims = tables.render("""
+                SELECT count(*) FROM {instances}
+                 WHERE status = 'executing' AND gate_name = $1 AND concurrency_key = $2 AND gate_shard = $3
+                   AND lease_expires_at > now()""");
         this.reconcileGates = tables.render("""
                 WITH counted AS (
                     SELECT s.gate, s.key, s.shard, count(i.id) AS executing
@@ -83,6 +96,14 @@ public final class LimiterSql {
         return db.inTransaction(connection -> Flux.from(connection.createStatement(lockGates).execute())
                         .concatMap(result -> result.getRowsUpdated())
                         .thenMany(Flux.from(connection.createStatement(reconcileGates).execute()))
+                        .concatMap(result -> result.map(row -> row.get(0, Long.class))))
+                .single();
+    }
+
+    /** The live claims of one gate counter; see {@link #liveGateClaims}. */
+    public Mono<Long> liveGateClaims(String gate, String key, int shard) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(liveGateClaims)
+                                .bind(0, gate).bind(1, key).bind(2, shard).execute())
                         .concatMap(result -> result.map(row -> row.get(0, Long.class))))
                 .single();
     }

@@ -30,6 +30,7 @@ class QueueSchedulerTest {
     private static final Duration POLL = Duration.ofMillis(100);
     private static final Duration MAX_POLL = Duration.ofSeconds(1);
     private static final Duration HEARTBEAT = Duration.ofMillis(500);
+    private static final Duration LEASE = Duration.ofSeconds(3);
     private static final Duration POKE_WINDOW = Duration.ofMillis(10);
 
     private VirtualTimeScheduler time;
@@ -48,6 +49,7 @@ class QueueSchedulerTest {
     private final List<List<ClaimedRow>> released = new CopyOnWriteArrayList<>();
     private final List<ClaimedRow> forgotten = new CopyOnWriteArrayList<>();
     private final Map<Long, dev.durable.Cancellation> cancellations = new ConcurrentHashMap<>();
+    private final Map<Long, java.util.function.BooleanSupplier> claimsLost = new ConcurrentHashMap<>();
 
     private QueueScheduler.Renewal renewal(List<Long> held) {
         java.util.Set<Long> renewed = new java.util.HashSet<>(held);
@@ -95,11 +97,12 @@ class QueueSchedulerTest {
                         forgotten.addAll(rows);
                     }
                 },
-                (row, cancellation) -> {
+                (row, cancellation, claimLost) -> {
                     cancellations.put(row.id(), cancellation);
+                    claimsLost.put(row.id(), claimLost);
                     return runs.computeIfAbsent(row.id(), id -> Sinks.one()).asMono();
                 },
-                pokes.asFlux(), HEARTBEAT, POKE_WINDOW, time, new SchedulerCounters(),
+                pokes.asFlux(), HEARTBEAT, LEASE, POKE_WINDOW, time, new SchedulerCounters(),
                 new Telemetry(new SimpleMeterRegistry(), ObservationRegistry.NOOP, null, 16));
         scheduler.start();
         return scheduler;
@@ -257,6 +260,9 @@ class QueueSchedulerTest {
         // Running: 1 was cancelled and 2 lost: both runs are told to stop; 5 stays buffered.
         assertThat(cancellations.get(1L).isRequested()).isTrue();
         assertThat(cancellations.get(2L).isRequested()).isTrue();
+        // Told apart: 1's run ends cancelled, 2's commits nothing.
+        assertThat(claimsLost.get(1L).getAsBoolean()).isFalse();
+        assertThat(claimsLost.get(2L).getAsBoolean()).isTrue();
         assertThat(scheduler.buffered()).isEqualTo(1);
         assertThat(scheduler.stats().leasesLost()).isEqualTo(2);
         assertThat(scheduler.stats().runsCancelled()).isEqualTo(2);
@@ -266,5 +272,37 @@ class QueueSchedulerTest {
         finish(2);
         assertThat(cancellations.get(5L).isRequested()).isFalse();
         assertThat(cancellations).doesNotContainKeys(3L, 4L);
+    }
+
+    @Test
+    void aBufferedRowNoBeatRenewedForALeaseIsGivenBackNotStarted() {
+        start(queue(1, 3, 1));
+        backlog.add(rows(3)); // 1 runs; 2 and 3 wait
+        time.advanceTimeBy(POLL);
+        assertThat(scheduler.buffered()).isEqualTo(2);
+        // The database stops answering: no beat comes back for longer than the lease.
+        beatTakes = Duration.ofMinutes(10);
+        time.advanceTimeBy(LEASE.plus(HEARTBEAT));
+        assertThat(scheduler.buffered()).isEqualTo(2);
+
+        finish(1); // a slot frees: the buffered rows' leases may have run out, so neither starts
+        assertThat(cancellations).containsOnlyKeys(1L);
+        assertThat(released).hasSize(1);
+        assertThat(released.get(0)).extracting(ClaimedRow::id).containsExactly(2L, 3L);
+        assertThat(scheduler.buffered()).isZero();
+        assertThat(scheduler.stats().leasesLost()).isEqualTo(2);
+    }
+
+    @Test
+    void aBufferedRowKeepsItsLeaseWhileBeatsRenewIt() {
+        start(queue(1, 3, 1));
+        backlog.add(rows(3));
+        time.advanceTimeBy(POLL);
+        time.advanceTimeBy(LEASE.multipliedBy(3)); // beats every 500 ms renew 2 and 3 all along
+
+        finish(1);
+        assertThat(cancellations).containsOnlyKeys(1L, 2L);
+        assertThat(released).isEmpty();
+        assertThat(scheduler.stats().leasesLost()).isZero();
     }
 }

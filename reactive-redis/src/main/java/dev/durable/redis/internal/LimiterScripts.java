@@ -1,9 +1,10 @@
 package dev.durable.redis.internal;
 
 /**
- * Every Lua script of the Redis limiter, in one place. Each touches exactly one key (one gate
- * counter or one bucket), so it is atomic on one Redis and on one Cluster slot alike. Times are
- * Redis's own clock ({@code TIME}), never a node's, so nodes with skewed clocks agree.
+ * Every Lua script of the Redis limiter, in one place. Each touches the keys of one gate counter
+ * (the counter and its ledger mark, which share a hash tag) or one bucket, so it is atomic on one
+ * Redis and on one Cluster slot alike. Times are Redis's own clock ({@code TIME}), never a node's,
+ * so nodes with skewed clocks agree.
  */
 public final class LimiterScripts {
 
@@ -16,20 +17,42 @@ public final class LimiterScripts {
             local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
             """;
 
+    /** The prefix of a stand-in: a slot the ledger holds for a live claim it forgot. */
+    private static final String STANDIN = """
+            local standin = '\\0standin:'
+            """;
+
     /**
-     * Takes gate slots. KEYS[1]: the counter, a sorted set of holders scored by their slot's expiry.
-     * ARGV: capacity, slot TTL (ms), then the holders in urgency order. Expired slots are dropped
-     * first (a crashed holder's slot frees itself); a holder that already has a slot keeps it; the
-     * others get one while the counter has room. Returns one character per holder, '1' admitted,
-     * '0' refused. The key itself outlives its last slot by one TTL, so an idle gate leaves nothing.
+     * Takes gate slots. KEYS[1]: the counter, a sorted set of holders scored by their slot's expiry;
+     * KEYS[2]: its ledger mark, present while the counter is known to list every live holder (both
+     * keys share the gate's hash tag). ARGV: capacity, slot TTL (ms), the live claims the database
+     * shows for this counter (-1 when not asked yet), then the holders in urgency order.
+     *
+     * <p>Expired slots are dropped first (a crashed holder's slot frees itself). Without the mark the
+     * counter may have been lost (Redis restarted empty, or an idle gate's keys expired): the script
+     * answers '?' until it is told the live claims, then stands in for the ones the counter lacks
+     * with placeholder slots (each given up when a forgotten holder renews its own, or at its TTL)
+     * and sets the mark. Then a holder that already has a slot keeps it, the others get one while
+     * the counter has room. Returns one character per holder, '1' admitted, '0' refused. The keys
+     * outlive their last slot by one TTL, so an idle gate leaves nothing.
      */
-    public static final String GATE_ACQUIRE = NOW + """
+    public static final String GATE_ACQUIRE = NOW + STANDIN + """
             local ttl = tonumber(ARGV[2])
             redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+            if redis.call('EXISTS', KEYS[2]) == 0 then
+                local live = tonumber(ARGV[3])
+                if live < 0 then
+                    return '?'
+                end
+                for i = 1, live - redis.call('ZCARD', KEYS[1]) do
+                    redis.call('ZADD', KEYS[1], now + ttl, standin .. now .. ':' .. i)
+                end
+                redis.call('SET', KEYS[2], '1')
+            end
             local held = redis.call('ZCARD', KEYS[1])
             local capacity = tonumber(ARGV[1])
             local out = {}
-            for i = 3, #ARGV do
+            for i = 4, #ARGV do
                 if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
                     redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
                     out[#out + 1] = '1'
@@ -42,27 +65,41 @@ public final class LimiterScripts {
                 end
             end
             redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            redis.call('PEXPIRE', KEYS[2], ttl * 2)
             return table.concat(out)
             """;
 
     /**
-     * Renews gate slots. KEYS[1]: the counter; ARGV: slot TTL (ms), then the holders. Expired slots
-     * are dropped first; each holder's slot is then set to expire one TTL from now, taken again if
-     * it was missing (Redis restarted empty, or the holder was late): a live holder re-asserts what
-     * it holds, and the gate admits no one new until it is under capacity again. Returns how many
-     * were missing.
+     * Renews gate slots. KEYS[1]: the counter, KEYS[2]: its ledger mark; ARGV: slot TTL (ms), then
+     * the holders. Expired slots are dropped first; each holder's slot is then set to expire one TTL
+     * from now, taken again if it was missing (Redis restarted empty, or the holder was late): a live
+     * holder re-asserts what it holds, in the place of a stand-in when one is left, and the gate
+     * admits no one new until it is under capacity again. Returns how many were missing.
      */
-    public static final String GATE_RENEW = NOW + """
+    public static final String GATE_RENEW = NOW + STANDIN + """
             local ttl = tonumber(ARGV[1])
             redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
             local missing = 0
+            local standins = nil
             for i = 2, #ARGV do
                 if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
                     missing = missing + 1
+                    if standins == nil then
+                        standins = {}
+                        for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+                            if string.sub(member, 1, #standin) == standin then
+                                standins[#standins + 1] = member
+                            end
+                        end
+                    end
+                    if #standins > 0 then
+                        redis.call('ZREM', KEYS[1], table.remove(standins))
+                    end
                 end
                 redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
             end
             redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            redis.call('PEXPIRE', KEYS[2], ttl * 2)
             return missing
             """;
 
