@@ -1,9 +1,12 @@
 package dev.durable;
 
+import dev.durable.admin.DurableAdmin;
 import dev.durable.internal.Cleanup;
 import dev.durable.internal.Db;
 import dev.durable.internal.Errors;
 import dev.durable.internal.RequestMapper;
+import dev.durable.internal.admin.BulkJobs;
+import dev.durable.internal.admin.EngineAdmin;
 import dev.durable.internal.engine.ClaimOnInsert;
 import dev.durable.internal.engine.ClientWarnings;
 import dev.durable.internal.engine.EngineRuntime;
@@ -13,6 +16,7 @@ import dev.durable.internal.engine.Registry;
 import dev.durable.internal.engine.SettleWaiters;
 import dev.durable.internal.engine.Telemetry;
 import dev.durable.internal.engine.WorkerIdentity;
+import dev.durable.internal.sql.AdminSql;
 import dev.durable.internal.sql.InstanceSql.Inserted;
 import dev.durable.internal.sql.InstanceSql.Placed;
 import dev.durable.internal.sql.Migrator;
@@ -20,6 +24,7 @@ import dev.durable.internal.sql.Rows.CancelRow;
 import dev.durable.internal.sql.Rows.NewInstance;
 import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.Statements;
+import dev.durable.internal.sql.Tables;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.Connection;
@@ -103,13 +108,19 @@ public final class DurableEngine implements AutoCloseable {
     private final Telemetry telemetry;
     private final ClientWarnings clientWarnings;
     private final CallerTransactions callerTransactions;
+    private final DurableAdmin admin;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
     private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs,
             CallerTransactions callerTransactions) {
         this.options = options;
         this.callerTransactions = callerTransactions;
-        this.definitions = Map.copyOf(definitions);
+        // Every engine knows the admin's bulk jobs, so any engine can start one and whichever runs
+        // the bulk queue runs it; a type of the same name registered by the user wins.
+        BulkJobs bulkJobs = new BulkJobs();
+        Map<String, Definition> known = new LinkedHashMap<>(definitions);
+        known.putIfAbsent(DurableAdmin.BULK_TYPE, bulkJobs.definition());
+        this.definitions = Map.copyOf(known);
         if (options.connectionFactory() != null) {
             this.ownPool = null;
             this.connectionFactory = options.connectionFactory();
@@ -143,6 +154,8 @@ public final class DurableEngine implements AutoCloseable {
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
                 options.rateLimits().values(), knownTypes, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
+        this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
+                whenOpen(), bulkJobs);
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
         for (Definition definition : this.definitions.values()) {
@@ -855,6 +868,14 @@ public final class DurableEngine implements AutoCloseable {
                     })
                     .onErrorResume(error -> Mono.just(new EngineHealth(false, details, error)));
         });
+    }
+
+    /**
+     * The operator's API over this engine's schema: listing and search, counts, detail, and actions by
+     * id or by filter. Usable before start (it runs no queue), refused once the engine is closed.
+     */
+    public DurableAdmin admin() {
+        return admin;
     }
 
     /**

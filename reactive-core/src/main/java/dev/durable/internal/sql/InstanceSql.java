@@ -70,7 +70,7 @@ public final class InstanceSql {
             .build();
 
     /** Columns of {@link Instance}, in the order the row mapper reads them. */
-    private static final String INSTANCE_COLUMNS = """
+    static final String INSTANCE_COLUMNS = """
             id, type, type_version, queue, priority, status, step, state::text AS state,
             result::text AS result, last_error, attempt, max_attempts, eligible_at, awaited_signals,
             await_deadline, parent_id, children_pending, concurrency_key, correlation_key, claimed_by,
@@ -367,7 +367,7 @@ public final class InstanceSql {
                 .concatMap(result -> result.map(row -> row.get(0, Instant.class)))).single();
     }
 
-    private static Instance toInstance(Readable row) {
+    static Instance toInstance(Readable row) {
         String[] awaited = row.get("awaited_signals", String[].class);
         Boolean cancelRequested = row.get("cancel_requested", Boolean.class);
         return new Instance(
