@@ -95,6 +95,7 @@ public final class EventHub implements Disposable {
         json.put("step", event.step());
         json.put("attempt", event.attempt());
         json.put("at", Html.time(event.at()));
+        json.put("ts", event.at().toEpochMilli());
         json.put("error", event.error());
         return json;
     }

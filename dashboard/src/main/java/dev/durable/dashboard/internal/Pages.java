@@ -40,7 +40,8 @@ public final class Pages {
                 .raw("<title>").text(heading).raw(" · ").text(view.title()).raw("</title>")
                 .raw("<link rel=\"stylesheet\"").attr("href", view.path("/static/dashboard.css")).raw(">")
                 .raw("<script defer").attr("src", view.path("/static/dashboard.js")).raw("></script>")
-                .raw("</head><body").attr("data-base", view.base()).attr("data-page", page).raw(">");
+                .raw("</head><body").attr("data-base", view.base()).attr("data-page", page)
+                .attr("data-rendered", System.currentTimeMillis()).raw(">");
         h.raw("<header class=\"top\"><a class=\"brand\"").attr("href", view.home()).raw(">").text(view.title())
                 .raw("</a><nav>");
         nav(h, view, page, "overview", "/", "Overview");
@@ -50,7 +51,7 @@ public final class Pages {
         nav(h, view, page, "engines", "/engines", "Engines");
         h.raw("</nav><span id=\"connection\" class=\"conn\" title=\"live updates\">static</span></header><main>");
         if (view.notice() != null) {
-            h.raw("<p class=\"notice\" role=\"status\">").text(view.notice()).raw("</p>");
+            h.raw("<p class=\"notice\" id=\"notice\" role=\"status\">").text(view.notice()).raw("</p>");
         }
         h.raw("<h1>").text(heading).raw("</h1>");
         body.accept(h);
@@ -188,17 +189,15 @@ public final class Pages {
                 + " <span class=\"swatch bad\"></span> per minute, counted in memory from this engine's events since"
                 + " the application started. Total: <b id=\"chart-completed\">").text(completed)
                 .raw("</b> completed, <b id=\"chart-failed\">").text(failed).raw("</b> failed.</p>");
-        h.raw("<figure class=\"chart\"><svg id=\"chart\" viewBox=\"0 0 600 130\" preserveAspectRatio=\"none\""
+        h.raw("<figure class=\"chart\"><svg id=\"chart\" viewBox=\"0 0 600 112\" preserveAspectRatio=\"none\""
                 + " role=\"img\" aria-label=\"completed and failed per minute over the last hour\">");
         h.raw("<line class=\"axis\" x1=\"0\" y1=\"110\" x2=\"600\" y2=\"110\"/>");
         for (int i = 0; i < MinuteRing.MINUTES; i++) {
             bar(h, "ok", i, 1, chart.completed()[i], max);
             bar(h, "bad", i, 5, chart.failed()[i], max);
         }
-        h.raw("<text class=\"label\" x=\"2\" y=\"126\">-60 min</text>")
-                .raw("<text class=\"label\" x=\"598\" y=\"126\" text-anchor=\"end\">now</text>")
-                .raw("<text class=\"label\" id=\"chart-max\" x=\"2\" y=\"10\">").text("max " + max + "/min")
-                .raw("</text></svg></figure></section>");
+        h.raw("</svg><figcaption class=\"axis-labels\"><span>-60 min</span><span id=\"chart-max\">")
+                .text("max " + max + "/min").raw("</span><span>now</span></figcaption></figure></section>");
     }
 
     private static void bar(Html h, String kind, int minute, int offset, long value, long max) {

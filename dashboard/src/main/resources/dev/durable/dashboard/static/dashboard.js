@@ -7,6 +7,7 @@
   var base = body.getAttribute("data-base") || "";
   var page = body.getAttribute("data-page");
   var FEED_MAX = 50;
+  var rendered = Number(body.getAttribute("data-rendered") || "0");
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -47,9 +48,9 @@
       }
       while (feed.children.length > FEED_MAX) { feed.removeChild(feed.lastChild); }
     }
-    if (page === "instance" && location.pathname === base + "/instances/" + e.id && !document.getElementById("changed")) {
+    if (page === "instance" && e.ts > rendered && location.pathname === base + "/instances/" + e.id && !document.getElementById("changed")) {
       var main = document.querySelector("main");
-      var note = el("p", "notice", "This instance changed (" + e.kind + "). ");
+      var note = el("p", "notice changed", "This instance changed (" + e.kind + "). ");
       note.id = "changed";
       var reload = el("a", null, "Reload");
       reload.setAttribute("href", location.pathname);
