@@ -39,6 +39,9 @@ async function refreshQueues() {
     for (const status of STATUSES) {
       const td = cell(queue.counts[status] || 0, 'num');
       td.dataset.status = status;
+      if (status === 'done' && queue.doneEstimated) {
+        td.title = 'estimated from a sample of the history';
+      }
       tr.append(td);
     }
     return tr;

@@ -44,7 +44,35 @@ public record Instance(
         Instant updatedAt,
         @JsonIgnore JsonCodec codec) {
 
-    private static final JsonCodec DEFAULT_CODEC = new JacksonJsonCodec();
+    /**
+     * The default codec, built on first use: building it scans the class path for Jackson modules
+     * (file reads), which must not happen on the event loop that merely reads an instance.
+     */
+    private static final JsonCodec DEFAULT_CODEC = new JsonCodec() {
+        @Override
+        public String encode(Object value) {
+            return DefaultCodec.CODEC.encode(value);
+        }
+
+        @Override
+        public <T> T decode(String json, Class<T> type) {
+            return DefaultCodec.CODEC.decode(json, type);
+        }
+
+        @Override
+        public void prepare(Class<?> type) {
+            DefaultCodec.CODEC.prepare(type);
+        }
+
+        @Override
+        public JsonNode tree(String json) {
+            return DefaultCodec.CODEC.tree(json);
+        }
+    };
+
+    private static final class DefaultCodec {
+        static final JsonCodec CODEC = new JacksonJsonCodec();
+    }
 
     public Instance {
         awaitedSignals = List.copyOf(awaitedSignals);

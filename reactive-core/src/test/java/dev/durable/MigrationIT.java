@@ -30,7 +30,7 @@ class MigrationIT {
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
                     row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4);
-            assertThat(tables(db)).containsExactly("durable_engines", "durable_gate_slots", "durable_history",
+            assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_gate_slots", "durable_history",
                     "durable_instances", "durable_instances_all", "durable_rate_buckets", "durable_schema_version",
                     "durable_signals");
 
@@ -80,8 +80,9 @@ class MigrationIT {
             upgraded.start().block(Duration.ofSeconds(60));
             assertThat(Sql.query(db, "SELECT max(version) FROM {schema}.durable_schema_version",
                     row -> row.get(0, Integer.class))).containsExactly(LATEST);
+            // (The runnable job may have run and settled there too by now.)
             assertThat(Sql.query(db, "SELECT id || ' ' || status FROM {schema}.durable_history",
-                    row -> row.get(0, String.class))).containsExactly("1000 done");
+                    row -> row.get(0, String.class))).contains("1000 done");
             assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_signals", row -> row.get(0, Long.class)))
                     .containsExactly(0L);
             Instance settled = upgraded.get(1000).block();

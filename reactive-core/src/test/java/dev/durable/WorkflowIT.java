@@ -178,6 +178,42 @@ class WorkflowIT {
     }
 
     @Test
+    void aSettledInstanceTakesItsInboxWithItAndRefusesLateSignals() {
+        Sinks.Empty<Void> gate = Sinks.empty();
+        AtomicInteger running = new AtomicInteger();
+        WorkflowDefinition<String> flow = WorkflowDefinition.builder("inboxed", String.class).queue("inboxed")
+                .step("wait", ctx -> Mono.just(Outcome.await(Set.of("go"), "work", ctx.state())))
+                .step("work", ctx -> Mono.defer(() -> {
+                    running.incrementAndGet();
+                    return gate.asMono().thenReturn(Outcome.done(ctx.signals().size()));
+                }))
+                .build();
+        DurableEngine engine = engines.start(options("inboxer", "inboxed"), flow);
+        long id = engine.insert(JobRequest.of("inboxed", "s")).block(WAIT);
+        engines.awaitStatus(engine, id, InstanceStatus.AWAITING_SIGNAL, WAIT);
+        assertThat(engine.signal(id, "go", null, "go-1").block(WAIT)).isEqualTo(SignalResult.DELIVERED);
+        Eventually.until("the last step running", WAIT, () -> running.get() == 1);
+        // Signals nobody awaits any more land in the inbox while the last step runs.
+        assertThat(engine.signal(id, "noise", null, "noise-1").block(WAIT)).isEqualTo(SignalResult.DELIVERED);
+        assertThat(engine.signal(id, "noise", null, "noise-2").block(WAIT)).isEqualTo(SignalResult.DELIVERED);
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_signals WHERE instance_id = $1",
+                row -> row.get(0, Long.class), id)).containsExactly(3L);
+        gate.tryEmitEmpty();
+        assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+
+        // The settling commit took the whole inbox with it; what it consumed is named in the history.
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_signals WHERE instance_id = $1",
+                row -> row.get(0, Long.class), id)).containsExactly(0L);
+        assertThat(Sql.query(db, "SELECT array_to_string(signals, ',') FROM {schema}.durable_history WHERE id = $1",
+                row -> row.get(0, String.class), id)).containsExactly("go");
+        // A late signal, new or a redelivery of one it had, finds no target.
+        assertThatThrownBy(() -> engine.signal(id, "noise", null, "noise-3").block(WAIT))
+                .isInstanceOf(NoTargetException.class);
+        assertThatThrownBy(() -> engine.signal(id, "go", null, "go-1").block(WAIT))
+                .isInstanceOf(NoTargetException.class);
+    }
+
+    @Test
     void aDedupKeyRefusesRedeliveryAfterTheSignalWasConsumed() {
         WorkflowDefinition<String> twoStage = WorkflowDefinition.builder("two-stage", String.class).queue("dedup")
                 .step("first", ctx -> Mono.just(Outcome.await(Set.of("a"), "second", ctx.state())))

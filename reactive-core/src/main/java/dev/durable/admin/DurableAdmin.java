@@ -3,8 +3,10 @@ package dev.durable.admin;
 import dev.durable.CancelResult;
 import dev.durable.Instance;
 import dev.durable.SignalResult;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Set;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
@@ -26,6 +28,9 @@ public interface DurableAdmin {
     /** The most signals of the inbox {@link #detail} returns. */
     int DETAIL_SIGNALS = 100;
 
+    /** The most attempts {@link #detail} returns (the newest). */
+    int DETAIL_ATTEMPTS = 100;
+
     /** The rows a bulk action reads and acts on per batch. */
     int DEFAULT_BATCH_SIZE = 500;
 
@@ -46,7 +51,10 @@ public interface DurableAdmin {
         return counts(100_000);
     }
 
-    /** The instance with its children, inbox or consumed signals and last error; empty when no instance has that id. */
+    /**
+     * The instance with its children, inbox or consumed signals, last error and attempt history; empty
+     * when no instance has that id.
+     */
     Mono<InstanceDetail> detail(long id);
 
     /** Cancels as {@link dev.durable.DurableEngine#cancel(long, boolean)} does, with its live descendants. */
@@ -102,4 +110,27 @@ public interface DurableAdmin {
     default Mono<BulkResult> deleteAll(InstanceFilter filter) {
         return deleteAll(filter, DEFAULT_BATCH_SIZE);
     }
+
+    /** How long {@link #createSearchIndexes(Set)} may build an index over a big history. */
+    Duration DEFAULT_INDEX_BUILD_TIMEOUT = Duration.ofHours(1);
+
+    /** The opt-in search indexes the history has now (valid ones only: a failed build is not counted). */
+    Mono<Set<SearchIndex>> searchIndexes();
+
+    /**
+     * Creates the given opt-in search indexes of the history, each with {@code CREATE INDEX CONCURRENTLY}
+     * (engines keep settling rows meanwhile), one after the other, each within {@code timeout}. Idempotent:
+     * an index that exists is left alone, one left invalid by a failed or interrupted build is dropped and
+     * built again. From then on every settled instance pays for them ({@link SearchIndex} says how much).
+     * Run it from one place at a time (two concurrent builds of one index may fail, and then the call is
+     * simply run again).
+     */
+    Mono<Void> createSearchIndexes(Set<SearchIndex> indexes, Duration timeout);
+
+    default Mono<Void> createSearchIndexes(Set<SearchIndex> indexes) {
+        return createSearchIndexes(indexes, DEFAULT_INDEX_BUILD_TIMEOUT);
+    }
+
+    /** Drops the given opt-in search indexes ({@code DROP INDEX CONCURRENTLY IF EXISTS}); idempotent. */
+    Mono<Void> dropSearchIndexes(Set<SearchIndex> indexes);
 }

@@ -1,5 +1,6 @@
 -- Undo of version 3: settled instances come back into the hot table.
-ALTER TABLE durable_instances RESET (fillfactor);
+ALTER TABLE durable_instances RESET (fillfactor, autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold,
+                                     autovacuum_vacuum_cost_delay);
 DROP INDEX IF EXISTS durable_instances_executing_idx;
 CREATE INDEX durable_instances_lease_idx ON durable_instances (lease_expires_at) WHERE status = 'executing';
 DROP TRIGGER IF EXISTS durable_gate_release_moved ON durable_instances;

@@ -3,6 +3,7 @@ package dev.durable.admin;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.durable.Backoff;
 import dev.durable.CancelResult;
 import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
@@ -29,6 +30,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
@@ -519,5 +521,98 @@ class AdminIT {
         assertThatThrownBy(() -> admin.retry(1).block(WAIT)).isInstanceOf(dev.durable.EngineClosedException.class);
         assertThatThrownBy(() -> admin.deleteAll(InstanceFilter.all()).block(WAIT))
                 .isInstanceOf(dev.durable.EngineClosedException.class);
+    }
+
+    @Test
+    void searchIndexesAreOptInIdempotentAndSearchesAreExactWithoutThem() {
+        JobDefinition<Order, String> ok = JobDefinition.of("s-ok", Order.class, (Order o) -> Mono.just("ok"))
+                .queue("s-run");
+        DurableEngine engine = engines.start(worker("s-runner", "s-run"), ok);
+        DurableAdmin admin = engine.admin();
+        List<Long> done = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            done.add(engine.insert(JobRequest.of("s-ok", new Order("c" + i, i))).block(WAIT));
+        }
+        done.forEach(id -> engines.awaitSettled(engine, id, WAIT));
+        // The schema creates neither: each settled job would pay for them.
+        assertThat(admin.searchIndexes().block(WAIT)).isEmpty();
+        assertThat(matching(admin, f -> f.stateContains("{\"customer\": \"c3\"}"))).containsExactly(done.get(3));
+        assertThat(matching(admin, f -> f.type("s-ok"))).containsExactlyInAnyOrderElementsOf(done);
+
+        admin.createSearchIndexes(Set.of(SearchIndex.TYPE, SearchIndex.ARGS)).block(WAIT);
+        admin.createSearchIndexes(Set.of(SearchIndex.ARGS)).block(WAIT);
+        assertThat(admin.searchIndexes().block(WAIT)).containsExactlyInAnyOrder(SearchIndex.TYPE, SearchIndex.ARGS);
+        assertThat(matching(admin, f -> f.stateContains("{\"customer\": \"c3\"}"))).containsExactly(done.get(3));
+        assertThat(matching(admin, f -> f.type("s-ok"))).containsExactlyInAnyOrderElementsOf(done);
+
+        // A build that failed midway leaves an invalid index: it is built again.
+        Sql.update(db, "UPDATE pg_index SET indisvalid = false WHERE indexrelid = '\"" + db.schema()
+                + "\".durable_history_state_idx'::regclass");
+        assertThat(admin.searchIndexes().block(WAIT)).containsExactly(SearchIndex.TYPE);
+        admin.createSearchIndexes(Set.of(SearchIndex.ARGS)).block(WAIT);
+        assertThat(admin.searchIndexes().block(WAIT)).containsExactlyInAnyOrder(SearchIndex.TYPE, SearchIndex.ARGS);
+
+        admin.dropSearchIndexes(Set.of(SearchIndex.TYPE, SearchIndex.ARGS)).block(WAIT);
+        admin.dropSearchIndexes(Set.of(SearchIndex.TYPE)).block(WAIT);
+        assertThat(admin.searchIndexes().block(WAIT)).isEmpty();
+        assertThatThrownBy(() -> admin.createSearchIndexes(Set.of(SearchIndex.TYPE), Duration.ZERO).block(WAIT))
+                .isInstanceOf(InvalidRequestException.class);
+    }
+
+    @Test
+    void attemptsThatEndedUnsuccessfullyAreRecordedAndPrunedWithTheInstance() {
+        AtomicInteger runs = new AtomicInteger();
+        JobDefinition<String, String> flaky = JobDefinition.of("a-flaky", String.class, (String s) ->
+                        runs.incrementAndGet() <= 2 ? Mono.<String>error(new IllegalStateException("boom " + runs.get()))
+                                : Mono.just("ok"))
+                .queue("a-run").maxAttempts(5).backoff(Backoff.fixed(Duration.ofMillis(10)));
+        JobDefinition<String, String> plain = JobDefinition.of("a-plain", String.class, (String s) -> Mono.just(s))
+                .queue("a-run");
+        DurableEngine engine = engines.start(worker("a-runner", "a-run").runMaintenance(false)
+                .retention(Duration.ofHours(1)), flaky, plain);
+        DurableAdmin admin = engine.admin();
+        long retried = engine.insert(JobRequest.of("a-flaky", "x")).block(WAIT);
+        long once = engine.insert(JobRequest.of("a-plain", "y")).block(WAIT);
+        engines.awaitSettled(engine, retried, WAIT);
+        engines.awaitSettled(engine, once, WAIT);
+
+        List<Attempt> attempts = admin.detail(retried).block(WAIT).attempts();
+        assertThat(attempts).extracting(Attempt::attempt, Attempt::outcome).containsExactly(
+                org.assertj.core.groups.Tuple.tuple(1, Attempt.Outcome.RETRIED),
+                org.assertj.core.groups.Tuple.tuple(2, Attempt.Outcome.RETRIED),
+                org.assertj.core.groups.Tuple.tuple(3, Attempt.Outcome.DONE));
+        assertThat(attempts.get(0).error()).contains("boom 1");
+        assertThat(attempts.get(1).error()).contains("boom 2");
+        assertThat(attempts.get(0).worker()).startsWith("a-runner");
+        assertThat(attempts.get(0).startedAt()).isBeforeOrEqualTo(attempts.get(0).finishedAt());
+        assertThat(attempts.get(2).finishedAt()).isNotNull();
+        // A job that succeeds at once writes no attempt row: its own row is its only attempt.
+        assertThat(Sql.query(db, "SELECT count(*) AS n FROM {schema}.durable_attempts WHERE instance_id = $1",
+                row -> row.get("n", Long.class), once)).containsExactly(0L);
+        assertThat(admin.detail(once).block(WAIT).attempts()).extracting(Attempt::outcome)
+                .containsExactly(Attempt.Outcome.DONE);
+
+        // A lease lost to the reaper, in a queue nobody runs.
+        long lost = engine.insert(JobRequest.of("a-plain", "z").queue("a-idle")).block(WAIT);
+        Sql.update(db, "UPDATE {schema}.durable_instances SET status = 'executing', claimed_by = 'dead-worker',"
+                + " attempt = 1, lease_expires_at = now() - interval '1 second' WHERE id = $1", lost);
+        assertThat(admin.detail(lost).block(WAIT).attempts()).extracting(Attempt::outcome, Attempt::worker)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(Attempt.Outcome.RUNNING, "dead-worker"));
+        assertThat(engine.maintenance().orElseThrow().reap().block(WAIT)).isEqualTo(1);
+        List<Attempt> reaped = admin.detail(lost).block(WAIT).attempts();
+        assertThat(reaped).extracting(Attempt::attempt, Attempt::outcome, Attempt::worker).containsExactly(
+                org.assertj.core.groups.Tuple.tuple(1, Attempt.Outcome.LEASE_LOST, "dead-worker"));
+        assertThat(reaped.get(0).error()).contains("lost: its lease expired");
+
+        // GC takes the attempts with the instance; delete does too.
+        Sql.update(db, "UPDATE {schema}.durable_history SET settled_at = now() - interval '2 hours' WHERE id = $1",
+                retried);
+        assertThat(engine.maintenance().orElseThrow().collectGarbage().block(WAIT)).isEqualTo(1);
+        assertThat(Sql.query(db, "SELECT count(*) AS n FROM {schema}.durable_attempts WHERE instance_id = $1",
+                row -> row.get("n", Long.class), retried)).containsExactly(0L);
+        admin.cancel(lost).block(WAIT);
+        admin.delete(lost).block(WAIT);
+        assertThat(Sql.query(db, "SELECT count(*) AS n FROM {schema}.durable_attempts WHERE instance_id = $1",
+                row -> row.get("n", Long.class), lost)).containsExactly(0L);
     }
 }

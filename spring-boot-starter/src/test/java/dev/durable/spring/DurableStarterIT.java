@@ -100,7 +100,7 @@ class DurableStarterIT {
     private static String status(long id) {
         return Flux.usingWhen(db.connectionFactory().create(),
                         (Connection connection) -> Flux.from(connection.createStatement(
-                                        "SELECT status FROM \"" + db.schema() + "\".durable_instances WHERE id = $1")
+                                        "SELECT status FROM \"" + db.schema() + "\".durable_instances_all WHERE id = $1")
                                 .bind("$1", id).execute())
                                 .flatMap(result -> result.map((row, meta) -> row.get(0, String.class))),
                         Connection::close)

@@ -160,6 +160,11 @@ public final class AdminListing {
 
     /** As {@link #fill(TestDatabase, int)} with {@code live} runnable rows in the hot table. */
     static void fill(TestDatabase database, int rows, int live) {
+        fill(database, rows, live, true);
+    }
+
+    /** As {@link #fill(TestDatabase, int, int)}; without {@code keyed}, no row has a correlation key (plain jobs). */
+    static void fill(TestDatabase database, int rows, int live, boolean keyed) {
         String history = '"' + database.schema() + "\".durable_history";
         String instances = '"' + database.schema() + "\".durable_instances";
         String failed = "g % 50 BETWEEN 1 AND 4";
@@ -170,7 +175,7 @@ public final class AdminListing {
                 + " jsonb_build_object('customer', g % 1000, 'n', g),"
                 + " CASE WHEN " + failed + " THEN CASE WHEN g % 3 = 0 THEN 'timeout after 30 s calling the bank'"
                 + " ELSE 'card declined' END END,"
-                + " 1, 20, ts, CASE WHEN g % 3 = 0 THEN 'order/' || g END, ts, ts + interval '1 second'"
+                + " 1, 20, ts, CASE WHEN " + keyed + " AND g % 3 = 0 THEN 'order/' || g END, ts, ts + interval '1 second'"
                 + " FROM (SELECT g, timestamptz '2026-01-01' + (g::float8 / " + rows + ") * interval '30 days' AS ts"
                 + " FROM generate_series(1, " + rows + ") AS g) s");
         execute(database, "SELECT setval(pg_get_serial_sequence('" + instances + "', 'id'), " + rows + ")");

@@ -2,19 +2,23 @@ package dev.durable.benchmarks.admin;
 
 import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
+import dev.durable.admin.SearchIndex;
 import dev.durable.testing.TestDatabase;
 import dev.durable.testing.TestPostgres;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import java.time.Duration;
+import java.util.EnumSet;
 import java.util.Locale;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * What migration V4's history indexes cost per settled instance: the WAL and the index bytes that
- * {@code --rows} history rows (shaped as {@link AdminListing}'s) write at schema version 3 and at
- * version 4, then of each index of V4 alone on a version-3 schema; then each index's size per row.
+ * What the admin API's history indexes cost per settled instance: the WAL that {@code --rows} history
+ * rows (shaped as {@link AdminListing}'s) write at schema version 3, at version 4 (the indexes it ships),
+ * and at version 4 with the opt-in search indexes ({@link SearchIndex}), each for rows a third of which
+ * have a correlation key and for plain rows without one; then of each index alone on a version-3 schema,
+ * and each index's size per row.
  *
  * <pre>
  * java -cp benchmarks/target/benchmarks.jar dev.durable.benchmarks.admin.AdminWalCost [--rows 200000]
@@ -32,48 +36,40 @@ public final class AdminWalCost {
         TestDatabase database = TestPostgres.newDatabase("admin_wal");
         DurableEngine engine = DurableEngine.builder(EngineOptions.builder().url(database.url())
                 .schema(database.schema()).poolMaxSize(4).build()).build();
+        String history = "\"" + database.schema() + "\".durable_history";
         try {
             engine.migrate().block(WAIT);
-            long[] perVersion = new long[2];
-            for (int version : new int[] {3, 4}) {
-                if (version == 3) {
-                    engine.migrateDown(3).block(WAIT);
-                } else {
-                    engine.migrate().block(WAIT);
-                }
-                AdminListing.execute(database, "TRUNCATE \"" + database.schema() + "\".durable_history, \""
-                        + database.schema() + "\".durable_instances");
-                AdminListing.execute(database, "CHECKPOINT");
-                long before = lsn(database);
-                AdminListing.fill(database, rows);
-                perVersion[version - 3] = lsn(database) - before;
-                System.out.println(String.format(Locale.ROOT, "WAL version=%d rows=%d wal_bytes_per_row=%.0f", version,
-                        rows, (double) perVersion[version - 3] / rows));
+            for (boolean keyed : new boolean[] {true, false}) {
+                String shape = keyed ? "keyed_third" : "plain";
+                engine.migrateDown(3).block(WAIT);
+                long v3 = walOfFill(database, rows, keyed);
+                engine.migrate().block(WAIT);
+                long v4 = walOfFill(database, rows, keyed);
+                engine.admin().createSearchIndexes(EnumSet.allOf(SearchIndex.class)).block(WAIT);
+                long optIn = walOfFill(database, rows, keyed);
+                engine.admin().dropSearchIndexes(EnumSet.allOf(SearchIndex.class)).block(WAIT);
+                System.out.println(String.format(Locale.ROOT, "WAL rows=%s v3_bytes_per_row=%.0f"
+                        + " v4_extra_bytes_per_row=%.0f v4_with_search_indexes_extra_bytes_per_row=%.0f", shape,
+                        (double) v3 / rows, (double) (v4 - v3) / rows, (double) (optIn - v3) / rows));
             }
-            System.out.println(String.format(Locale.ROOT, "WAL v4_extra_bytes_per_row=%.0f",
-                    (double) (perVersion[1] - perVersion[0]) / rows));
-            // Each index of V4 alone on a version-3 schema: its own share.
+            // Each index alone on a version-3 schema: its own share (rows a third of which are keyed).
             engine.migrateDown(3).block(WAIT);
-            String history = "\"" + database.schema() + "\".durable_history";
+            long base = walOfFill(database, rows, true);
             String[][] indexes = {
                     {"durable_history_queue_idx", "(queue, id)"},
-                    {"durable_history_type_idx", "(type, id)"},
                     {"durable_history_correlation_idx", "(correlation_key text_pattern_ops) WHERE correlation_key IS NOT NULL"},
-                    {"durable_history_state_idx", "USING gin (state jsonb_path_ops)"},
-                    {"durable_history_inserted_brin", "USING brin (inserted_at)"}};
+                    {"durable_history_inserted_brin", "USING brin (inserted_at)"},
+                    {"durable_history_type_idx", "(type, id)"},
+                    {"durable_history_state_idx", "USING gin (state jsonb_path_ops)"}};
             for (String[] index : indexes) {
                 AdminListing.execute(database, "CREATE INDEX " + index[0] + " ON " + history + " " + index[1]);
-                AdminListing.execute(database, "TRUNCATE " + history + ", \"" + database.schema()
-                        + "\".durable_instances");
-                AdminListing.execute(database, "CHECKPOINT");
-                long before = lsn(database);
-                AdminListing.fill(database, rows);
-                long wal = lsn(database) - before;
+                long wal = walOfFill(database, rows, true);
                 System.out.println(String.format(Locale.ROOT, "WAL index=%s extra_bytes_per_row=%.0f", index[0],
-                        (double) (wal - perVersion[0]) / rows));
+                        (double) (wal - base) / rows));
                 AdminListing.execute(database, "DROP INDEX \"" + database.schema() + "\"." + index[0]);
             }
             engine.migrate().block(WAIT);
+            engine.admin().createSearchIndexes(EnumSet.allOf(SearchIndex.class)).block(WAIT);
             AdminListing.execute(database, "TRUNCATE " + history + ", \"" + database.schema()
                     + "\".durable_instances");
             AdminListing.fill(database, rows);
@@ -88,6 +84,16 @@ public final class AdminWalCost {
             engine.closeLater().block(WAIT);
             database.close();
         }
+    }
+
+    /** The WAL of filling an emptied history with {@code rows} rows (and the 10,000 live ones). */
+    private static long walOfFill(TestDatabase database, int rows, boolean keyed) {
+        AdminListing.execute(database, "TRUNCATE \"" + database.schema() + "\".durable_history, \""
+                + database.schema() + "\".durable_instances");
+        AdminListing.execute(database, "CHECKPOINT");
+        long before = lsn(database);
+        AdminListing.fill(database, rows, 10_000, keyed);
+        return lsn(database) - before;
     }
 
     private static long lsn(TestDatabase database) {

@@ -240,8 +240,9 @@ final class ChaosRun implements AutoCloseable {
     // ---- the checks ---------------------------------------------------------------------------
 
     private Report check(OffsetDateTime recoveryStart) {
-        long jobs = count("SELECT count(*) FROM S.durable_instances");
-        long terminal = count("SELECT count(*) FROM S.durable_instances WHERE status IN ('done', 'failed', 'cancelled')");
+        // Settled rows live in the history (or, their correlation key still occupied, in the hot table).
+        long jobs = count("SELECT count(*) FROM S.durable_instances_all");
+        long terminal = count("SELECT count(*) FROM S.durable_instances_all WHERE status IN ('done', 'failed', 'cancelled')");
         long executions = count("SELECT count(*) FROM S.chaos_exec");
         long duplicates = count(ChaosSchema.duplicates(schema));
         Map<String, Long> invariants = new LinkedHashMap<>();
@@ -259,13 +260,15 @@ final class ChaosRun implements AutoCloseable {
         invariants.put("over_attempts", count(ChaosSchema.overAttempts(schema)));
         invariants.put("unexpected_failed", count(ChaosSchema.unexpectedFailed(schema)));
         invariants.put("unknown_commits", count(ChaosSchema.unknownTokens(schema)));
+        invariants.put("vanished", count(ChaosSchema.vanished(schema)));
+        // Live rows never leave the hot table (a settle moves them out): lost and stuck read it alone.
         invariants.put("lost", count(ChaosSchema.render("SELECT count(*) FROM S.durable_instances"
                 + " WHERE status NOT IN ('done', 'failed', 'cancelled') AND inserted_at < $1", schema), recoveryStart));
         invariants.put("stuck", count("SELECT count(*) FROM S.durable_instances"
                 + " WHERE status = 'executing' AND lease_expires_at < now() AND inserted_at < $1", recoveryStart));
-        String statuses = String.join(", ", strings("SELECT status || '=' || count(*) FROM S.durable_instances"
+        String statuses = String.join(", ", strings("SELECT status || '=' || count(*) FROM S.durable_instances_all"
                 + " GROUP BY status ORDER BY status"));
-        String types = String.join(", ", strings("SELECT type || '=' || count(*) FROM S.durable_instances"
+        String types = String.join(", ", strings("SELECT type || '=' || count(*) FROM S.durable_instances_all"
                 + " GROUP BY type ORDER BY type"));
         boolean ok = invariants.values().stream().allMatch(v -> v == 0);
         if (invariants.get("stale_start") > 0) {
@@ -280,7 +283,7 @@ final class ChaosRun implements AutoCloseable {
         String details = "chaos details: statuses {" + statuses + "}; types {" + types + "}; faults " + faults
                 + "; transitions audited " + count("SELECT count(*) FROM S.chaos_audit")
                 + ", reaped " + count("SELECT count(*) FROM S.chaos_audit WHERE reaped")
-                + ", recurring runs " + count("SELECT count(*) FROM S.durable_instances WHERE correlation_key LIKE"
+                + ", recurring runs " + count("SELECT count(*) FROM S.durable_instances_all WHERE correlation_key LIKE"
                         + " 'durable.cron:%'")
                 + "; executions that started on a lost claim " + count("SELECT count(*) FROM S.chaos_exec e"
                         + " WHERE e.seen_status IS DISTINCT FROM 'executing' OR e.seen_attempt <> e.attempt")

@@ -14,7 +14,9 @@ package dev.durable.benchmarks.chaos;
  *       may halt it before it could register the ids themselves), every engine its ids once started;
  *   <li>{@code chaos_audit}: written by triggers on <em>every</em> transition of every row (insert, and
  *       any update of status, step, claim, attempt, state, result or error; only the heartbeat's
- *       lease renewals are left out): old and new status, step, claim and attempt, the token the
+ *       lease renewals are left out; a settle, which moves the row from {@code durable_instances} to
+ *       {@code durable_history}, is audited as one transition from the row it deleted to the row
+ *       it archived, through {@code chaos_departed}): old and new status, step, claim and attempt, the token the
  *       transition wrote (a new {@code result.token}, a new {@code state.last}, or the token in a new
  *       error; null for the reaper, a release, a cancel, a retry), whether it was the reaper's, the
  *       limits the row held, and {@code at = clock_timestamp()} inside the statement, before the row's
@@ -51,6 +53,9 @@ package dev.durable.benchmarks.chaos;
  *       poison jobs are);
  *   <li><b>unknown_commits</b>: tokens committed that no recorded execution wrote (the harness
  *       would be blind to them);
+ *   <li><b>vanished</b>: live rows deleted from the hot table that the history never received,
+ *       history rows that did not leave the hot table in the same statement, and rows in both
+ *       tables (see {@link #vanished});
  *   <li><b>lost</b> / <b>stuck</b> (liveness): rows not settled after the recovery time; rows
  *       executing with an expired lease.
  * </ul>
@@ -112,6 +117,7 @@ final class ChaosSchema {
                     rate_limit     text,
                     rate_partition text,
                     rate_weight    integer,
+                    unpaired       boolean NOT NULL DEFAULT false,
                     at             timestamptz NOT NULL);
                 CREATE INDEX ON S.chaos_audit (instance_id);
                 CREATE INDEX ON S.chaos_audit (token);
@@ -149,6 +155,58 @@ final class ChaosSchema {
                     RETURN NULL;
                 END
                 $$;
+                -- A settle moves the row: a delete from the hot table, then, later in the same
+                -- statement, an insert of its final values into the history. The delete stages the
+                -- row as it was; the history insert takes it back and audits the pair as the one
+                -- transition it is, with the values an update in place would have shown.
+                CREATE TABLE S.chaos_departed (
+                    instance_id bigint PRIMARY KEY,
+                    old         S.durable_instances NOT NULL);
+                CREATE FUNCTION S.chaos_depart() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO S.chaos_departed (instance_id, old) VALUES (OLD.id, OLD);
+                    RETURN NULL;
+                END
+                $$;
+                CREATE FUNCTION S.chaos_audit_archive() RETURNS trigger LANGUAGE plpgsql AS $$
+                DECLARE
+                    o S.durable_instances;
+                    n S.durable_instances;
+                BEGIN
+                    DELETE FROM S.chaos_departed d WHERE d.instance_id = NEW.id RETURNING (d.old).* INTO o;
+                    IF NOT FOUND THEN
+                        -- Archived without leaving the hot table: counted by vanished().
+                        INSERT INTO S.chaos_audit (instance_id, new_status, new_step, new_attempt, reaped, unpaired, at)
+                        VALUES (NEW.id, NEW.status, NEW.step, NEW.attempt, false, true, clock_timestamp());
+                        RETURN NULL;
+                    END IF;
+                    n := o;
+                    n.status := NEW.status;
+                    n.step := NEW.step;
+                    n.state := NEW.state;
+                    n.result := NEW.result;
+                    n.last_error := NEW.last_error;
+                    n.attempt := NEW.attempt;
+                    n.claimed_by := NULL;
+                    INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
+                                               old_claimed_by, new_claimed_by, old_attempt, new_attempt, token,
+                                               reaped, rate_limit, rate_partition, rate_weight, at)
+                    VALUES (NEW.id, o.status, n.status, o.step, n.step, o.claimed_by, NULL, o.attempt, n.attempt,
+                            S.chaos_token(o, n),
+                            n.last_error IS DISTINCT FROM o.last_error
+                                AND n.last_error LIKE 'worker % lost: its lease expired%',
+                            o.rate_limit, o.rate_partition, o.rate_weight, clock_timestamp());
+                    RETURN NULL;
+                END
+                $$;
+                CREATE TRIGGER chaos_depart
+                    AFTER DELETE ON S.durable_instances
+                    FOR EACH ROW
+                    EXECUTE FUNCTION S.chaos_depart();
+                CREATE TRIGGER chaos_audit_archive
+                    AFTER INSERT ON S.durable_history
+                    FOR EACH ROW
+                    EXECUTE FUNCTION S.chaos_audit_archive();
                 CREATE TRIGGER chaos_audit_update
                     AFTER UPDATE ON S.durable_instances
                     FOR EACH ROW
@@ -203,6 +261,19 @@ final class ChaosSchema {
 
     // ---- invariants, at the end ----------------------------------------------------------------
 
+    /**
+     * Rows that left the hot table live and never reached the history, rows archived that had not
+     * left it, and rows in both tables: a settle is a move, and the audit sees it only as a pair.
+     * Rows the garbage collector deletes leave settled (their departure stays staged, and is not
+     * counted).
+     */
+    static String vanished(String schema) {
+        return render("SELECT (SELECT count(*) FROM S.chaos_departed d"
+                + " WHERE (d.old).status NOT IN ('done', 'failed', 'cancelled'))"
+                + " + (SELECT count(*) FROM S.chaos_audit WHERE unpaired)"
+                + " + (SELECT count(*) FROM S.durable_instances i JOIN S.durable_history h ON h.id = i.id)", schema);
+    }
+
     /** Whether execution {@code e} ran under the claim {@code a} ended (its worker, attempt and step). */
     private static final String SAME_CLAIM = "e.attempt = a.old_attempt AND e.step = a.old_step"
             + " AND EXISTS (SELECT 1 FROM S.chaos_workers w WHERE w.label = e.label AND a.old_claimed_by LIKE w.worker)";
@@ -218,7 +289,7 @@ final class ChaosSchema {
     }
 
     static String doneNotOnce(String schema) {
-        return render("SELECT count(*) FROM S.durable_instances i WHERE i.status = 'done' AND (SELECT count(*)"
+        return render("SELECT count(*) FROM S.durable_instances_all i WHERE i.status = 'done' AND (SELECT count(*)"
                 + " FROM S.chaos_audit a WHERE a.instance_id = i.id AND a.new_status = 'done') <> 1", schema);
     }
 
@@ -233,7 +304,7 @@ final class ChaosSchema {
     }
 
     static String brokenStateSequences(String schema) {
-        return render("SELECT count(*) FROM S.durable_instances i WHERE i.type = '" + ChaosWorkload.FLOW + "' AND"
+        return render("SELECT count(*) FROM S.durable_instances_all i WHERE i.type = '" + ChaosWorkload.FLOW + "' AND"
                 + " (SELECT array_agg(t.token ORDER BY t.ord) FROM jsonb_array_elements_text("
                 + "     CASE WHEN jsonb_typeof(i.state->'tokens') = 'array' THEN i.state->'tokens' ELSE '[]' END)"
                 + "     WITH ORDINALITY AS t(token, ord))"
@@ -291,13 +362,13 @@ final class ChaosSchema {
             + " WHERE w.label = e.label AND e.seen_claimed_by LIKE w.worker)";
 
     static String overAttempts(String schema) {
-        return render("SELECT count(*) FROM S.chaos_exec e JOIN S.durable_instances i ON i.id = e.instance_id"
+        return render("SELECT count(*) FROM S.chaos_exec e JOIN S.durable_instances_all i ON i.id = e.instance_id"
                 + " WHERE e.attempt > i.max_attempts", schema);
     }
 
     /** Failed rows that are neither doomed jobs nor poison jobs. */
     static String unexpectedFailed(String schema) {
-        return render("SELECT count(*) FROM S.durable_instances i WHERE i.status = 'failed'"
+        return render("SELECT count(*) FROM S.durable_instances_all i WHERE i.status = 'failed'"
                 + " AND i.type <> '" + ChaosWorkload.POISON + "'"
                 + " AND NOT (jsonb_typeof(i.state) = 'object' AND i.state->>'fate' = 'doomed')", schema);
     }

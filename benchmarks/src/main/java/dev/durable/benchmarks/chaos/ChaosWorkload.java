@@ -290,7 +290,7 @@ final class ChaosWorkload {
         String sql = ("INSERT INTO S.chaos_exec (token, instance_id, type, step, attempt, label, started_at,"
                 + " seen_status, seen_step, seen_attempt, seen_claimed_by)"
                 + " SELECT $1, $2, $3, $4, $5, $6, clock_timestamp(), i.status, i.step, i.attempt, i.claimed_by"
-                + " FROM (SELECT 1) one LEFT JOIN S.durable_instances i ON i.id = $2"
+                + " FROM (SELECT 1) one LEFT JOIN S.durable_instances_all i ON i.id = $2"
                 + " RETURNING (SELECT count(*) FROM S.chaos_exec p WHERE p.instance_id = $2 AND p.step = $4)")
                 .replace("S.", s + ".");
         return Flux.usingWhen(recorder.create(), (Connection c) -> Flux.from(c.createStatement(sql)

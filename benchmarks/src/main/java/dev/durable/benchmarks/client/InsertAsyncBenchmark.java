@@ -62,7 +62,8 @@ public class InsertAsyncBenchmark {
 
     @Setup(Level.Iteration)
     public void empty() {
-        database.execute("TRUNCATE \"" + database.schema() + "\".durable_instances");
+        database.execute("TRUNCATE \"" + database.schema() + "\".durable_instances, \"" + database.schema()
+                + "\".durable_history");
     }
 
     @Benchmark

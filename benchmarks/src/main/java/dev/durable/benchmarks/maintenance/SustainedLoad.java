@@ -27,7 +27,8 @@ import reactor.core.scheduler.Schedulers;
  * keeps a backlog in front of it) for N minutes with a retention of seconds, and the table's row
  * count must stay bounded: the garbage collector, a pass of batches while they come back full,
  * keeps up with the engine instead of deleting a fixed 1,000 rows per tick. Prints a SAMPLE line
- * every few seconds (jobs done, throughput, rows by kind, live and dead tuples, the table's size,
+ * every few seconds (jobs done, throughput, rows of both tables and settled rows among them, and per
+ * table, the hot one and the history settled rows move to, its rows, live and dead tuples and size;
  * rows GC deleted) and one MAINTENANCE line at the end; exits 1 when the rows were not bounded.
  *
  * <pre>
@@ -76,14 +77,34 @@ public final class SustainedLoad {
         }
     }
 
-    /** One look at the table. */
-    private record Sample(double seconds, long done, double jobsPerSecond, long rows, long settled, long liveTuples,
-            long deadTuples, long bytes, long gcDeleted) {
+    /** One table's rows, settled rows among them, live and dead tuples and size in bytes. */
+    private record TableSample(long rows, long settled, long liveTuples, long deadTuples, long bytes) {
+
+        String line(String prefix) {
+            return String.format(Locale.ROOT, "%s_rows=%d %s_live_tup=%d %s_dead_tup=%d %s_mb=%.1f", prefix, rows,
+                    prefix, liveTuples, prefix, deadTuples, prefix, bytes / 1048576.0);
+        }
+    }
+
+    /**
+     * One look at both tables: the hot one (live rows, and settled rows whose correlation key stays
+     * occupied) and the history, where settling moves rows and from which GC deletes them.
+     */
+    private record Sample(double seconds, long done, double jobsPerSecond, TableSample hot, TableSample history,
+            long gcDeleted) {
+
+        long rows() {
+            return hot.rows() + history.rows();
+        }
+
+        long settled() {
+            return hot.settled() + history.settled();
+        }
 
         String line() {
-            return String.format(Locale.ROOT, "SAMPLE t=%.0fs done=%d jobs_per_s=%.0f rows=%d settled=%d live_tup=%d"
-                    + " dead_tup=%d size_mb=%.1f gc_deleted=%d", seconds, done, jobsPerSecond, rows, settled,
-                    liveTuples, deadTuples, bytes / 1048576.0, gcDeleted);
+            return String.format(Locale.ROOT, "SAMPLE t=%.0fs done=%d jobs_per_s=%.0f rows=%d settled=%d %s %s"
+                    + " gc_deleted=%d", seconds, done, jobsPerSecond, rows(), settled(), hot.line("hot"),
+                    history.line("history"), gcDeleted);
         }
     }
 
@@ -142,14 +163,15 @@ public final class SustainedLoad {
         long bound = (long) (BACKLOG + INSERT_BATCH + CONCURRENCY + PREFETCH + 1.5 * peak * settleWindow);
         List<Sample> held = samples.stream().filter(s -> s.seconds() > settleWindow).toList();
         long rowsMax = held.stream().mapToLong(Sample::rows).max().orElse(0);
-        long deadMax = samples.stream().mapToLong(Sample::deadTuples).max().orElse(0);
+        long deadMax = samples.stream().mapToLong(s -> s.hot().deadTuples()).max().orElse(0);
+        long historyDeadMax = samples.stream().mapToLong(s -> s.history().deadTuples()).max().orElse(0);
         boolean bounded = !held.isEmpty() && rowsMax <= bound;
         System.out.println(String.format(Locale.ROOT, "MAINTENANCE minutes=%.1f retention_s=%d gc_batch=%d"
                         + " gc_budget_ms=%d jobs=%d jobs_per_s=%.0f peak_jobs_per_s=%.0f rows_max=%d rows_end=%d"
-                        + " dead_tup_max=%d gc_deleted=%d bound=%d bounded=%s", seconds / 60, settings.retentionSeconds(),
-                settings.gcBatch(), settings.gcBudgetMillis(), done, done / seconds, peak, rowsMax,
-                samples.get(samples.size() - 1).rows(), deadMax, samples.get(samples.size() - 1).gcDeleted(), bound,
-                bounded));
+                        + " hot_dead_tup_max=%d history_dead_tup_max=%d gc_deleted=%d bound=%d bounded=%s", seconds / 60,
+                settings.retentionSeconds(), settings.gcBatch(), settings.gcBudgetMillis(), done, done / seconds, peak,
+                rowsMax, samples.get(samples.size() - 1).rows(), deadMax, historyDeadMax,
+                samples.get(samples.size() - 1).gcDeleted(), bound, bounded));
         db.close();
         System.exit(bounded ? 0 : 1);
     }
@@ -181,16 +203,22 @@ public final class SustainedLoad {
     }
 
     private static Sample sample(TestDatabase db, DurableEngine engine, double seconds, long done, double rate) {
-        String table = "\"" + db.schema() + "\".durable_instances";
+        TableSample hot = tableSample(db, "durable_instances");
+        TableSample history = tableSample(db, "durable_history");
+        long gcDeleted = engine.maintenance().map(m -> m.stats().collected()).orElse(0L);
+        return new Sample(seconds, done, rate, hot, history, gcDeleted);
+    }
+
+    private static TableSample tableSample(TestDatabase db, String name) {
+        String table = "\"" + db.schema() + "\"." + name;
         List<Long> rows = query(db, "SELECT count(*), count(*) FILTER (WHERE status IN ('done', 'failed', 'cancelled')),"
                 + " pg_total_relation_size('" + table + "') FROM " + table,
                 row -> List.of(row.get(0, Long.class), row.get(1, Long.class), row.get(2, Long.class)));
         List<Long> tuples = query(db, "SELECT n_live_tup, n_dead_tup FROM pg_stat_user_tables"
-                        + " WHERE schemaname = '" + db.schema() + "' AND relname = 'durable_instances'",
+                        + " WHERE schemaname = '" + db.schema() + "' AND relname = '" + name + "'",
                 row -> List.of(row.get(0, Long.class), row.get(1, Long.class)));
-        long gcDeleted = engine.maintenance().map(m -> m.stats().collected()).orElse(0L);
-        return new Sample(seconds, done, rate, rows.get(0), rows.get(1), tuples.isEmpty() ? 0 : tuples.get(0),
-                tuples.isEmpty() ? 0 : tuples.get(1), rows.get(2), gcDeleted);
+        return new TableSample(rows.get(0), rows.get(1), tuples.isEmpty() ? 0 : tuples.get(0),
+                tuples.isEmpty() ? 0 : tuples.get(1), rows.get(2));
     }
 
     private static List<Long> query(TestDatabase db, String sql, Function<Row, List<Long>> mapper) {

@@ -56,6 +56,11 @@ final class BenchDatabase implements AutoCloseable {
         return tables.table("durable_instances");
     }
 
+    /** The settled instances, which the statement that settles them moves out of {@link #instances}. */
+    String history() {
+        return tables.table("durable_history");
+    }
+
     /**
      * Adds {@code count} rows in one INSERT ... SELECT generate_series (a million in seconds),
      * runnable, or executing and claimed by {@link #WORKER} when {@code executing}.

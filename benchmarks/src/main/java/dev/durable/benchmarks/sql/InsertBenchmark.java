@@ -48,7 +48,7 @@ public class InsertBenchmark {
 
     @Setup(Level.Iteration)
     public void empty() {
-        db.execute("TRUNCATE " + db.instances());
+        db.execute("TRUNCATE " + db.instances() + ", " + db.history());
     }
 
     @Benchmark

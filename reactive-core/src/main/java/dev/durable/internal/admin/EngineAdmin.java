@@ -8,6 +8,7 @@ import dev.durable.InvalidRequestException;
 import dev.durable.JobRequest;
 import dev.durable.NoTargetException;
 import dev.durable.SignalResult;
+import dev.durable.admin.Attempt;
 import dev.durable.admin.BulkResult;
 import dev.durable.admin.DurableAdmin;
 import dev.durable.admin.InstanceDetail;
@@ -15,7 +16,9 @@ import dev.durable.admin.InstanceFilter;
 import dev.durable.admin.InstanceStateException;
 import dev.durable.admin.Page;
 import dev.durable.admin.PageRequest;
+import dev.durable.admin.SearchIndex;
 import dev.durable.admin.StatusCount;
+import java.time.Duration;
 import dev.durable.internal.sql.AdminSql;
 import dev.durable.internal.sql.AdminSql.Count;
 import java.time.Instant;
@@ -114,14 +117,38 @@ public final class EngineAdmin implements DurableAdmin {
             return Mono.zip(sql.children(id, DETAIL_CHILDREN + 1).map(child -> child.withCodec(engine.codec()))
                             .collectList(),
                     sql.inbox(id, DETAIL_SIGNALS).collectList(),
-                    live ? Mono.just(List.<String>of()) : sql.consumedSignals(id))
+                    live ? Mono.just(List.<String>of()) : sql.consumedSignals(id),
+                    sql.attempts(id, DETAIL_ATTEMPTS).collectList())
                     .map(parts -> {
                         List<Instance> children = parts.getT1();
                         boolean more = children.size() > DETAIL_CHILDREN;
                         return new InstanceDetail(instance, more ? children.subList(0, DETAIL_CHILDREN) : children,
-                                more, parts.getT2(), parts.getT3(), instance.lastError());
+                                more, parts.getT2(), parts.getT3(), instance.lastError(),
+                                attempts(instance, parts.getT4()));
                     });
         });
+    }
+
+    /**
+     * The recorded attempts, then the one the row itself is: the attempt running now, or the one it settled
+     * with (none when it never ran: attempt 0). A live row between attempts (runnable, parked) adds none.
+     */
+    private static List<Attempt> attempts(Instance instance, List<Attempt> recorded) {
+        List<Attempt> all = new ArrayList<>(recorded);
+        Attempt.Outcome outcome = switch (instance.status()) {
+            case EXECUTING -> Attempt.Outcome.RUNNING;
+            case DONE -> Attempt.Outcome.DONE;
+            case FAILED -> Attempt.Outcome.FAILED;
+            case CANCELLED -> Attempt.Outcome.CANCELLED;
+            default -> null;
+        };
+        if (outcome != null && instance.attempt() > 0) {
+            boolean running = outcome == Attempt.Outcome.RUNNING;
+            all.add(new Attempt(instance.attempt(), instance.step(), running ? instance.claimedBy() : null,
+                    running ? instance.updatedAt() : null, running ? null : instance.updatedAt(), outcome,
+                    outcome == Attempt.Outcome.DONE ? null : instance.lastError()));
+        }
+        return all;
     }
 
     @Override
@@ -196,6 +223,24 @@ public final class EngineAdmin implements DurableAdmin {
     @Override
     public Mono<BulkResult> deleteAll(InstanceFilter filter, int batchSize) {
         return bulk(filter, SETTLED, batchSize, ids -> sql.delete(ids).count());
+    }
+
+    @Override
+    public Mono<Set<SearchIndex>> searchIndexes() {
+        return whenOpen.then(sql.searchIndexes());
+    }
+
+    @Override
+    public Mono<Void> createSearchIndexes(Set<SearchIndex> indexes, Duration timeout) {
+        if (timeout.isNegative() || timeout.isZero()) {
+            return Mono.error(new InvalidRequestException("index build timeout must be positive, was " + timeout));
+        }
+        return whenOpen.then(sql.createSearchIndexes(indexes, timeout));
+    }
+
+    @Override
+    public Mono<Void> dropSearchIndexes(Set<SearchIndex> indexes) {
+        return whenOpen.then(sql.dropSearchIndexes(indexes));
     }
 
     /**

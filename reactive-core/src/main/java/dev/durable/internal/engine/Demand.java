@@ -52,15 +52,9 @@ final class Demand {
      *
      * @param running rows handed to runs and not finished
      * @param buffered rows claimed and waiting for a free slot
-     */
-    static int pickSize(Trigger trigger, int running, int buffered, int claimCeiling, int minDemand) {
-        return pickSize(trigger, running, buffered, claimCeiling, minDemand, false);
-    }
-
-    /**
-     * As above, knowing whether the last pick came back empty: then a finished run that still has
-     * buffered rows to start does not refill (the queue looked empty; a poll or poke says when it
-     * is not), so a queue's tail is not read once per finished run.
+     * @param lastPickEmpty the last pick came back empty: then a finished run that still has
+     *     buffered rows to start does not refill (the queue looked empty; a poll or poke says when it
+     *     is not), so a queue's tail is not read once per finished run
      */
     static int pickSize(Trigger trigger, int running, int buffered, int claimCeiling, int minDemand,
             boolean lastPickEmpty) {

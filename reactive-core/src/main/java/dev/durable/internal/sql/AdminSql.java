@@ -2,8 +2,11 @@ package dev.durable.internal.sql;
 
 import dev.durable.Instance;
 import dev.durable.InstanceStatus;
+import dev.durable.admin.Attempt;
 import dev.durable.admin.InboxSignal;
 import dev.durable.admin.InstanceFilter;
+import dev.durable.admin.SearchIndex;
+import java.time.Duration;
 import dev.durable.internal.Db;
 import dev.durable.internal.Errors;
 import io.r2dbc.spi.Readable;
@@ -11,7 +14,10 @@ import io.r2dbc.spi.Statement;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
@@ -29,10 +35,12 @@ import reactor.core.publisher.Mono;
  * <li>no filter, or status done only: the primary key, backwards for newest first, stopping at the page;
  * <li>queue: {@code durable_history_queue_idx (queue, id)}; with status failed or cancelled,
  *     {@code durable_history_unsuccessful_idx (queue, status, id)};
- * <li>type: {@code durable_history_type_idx (type, id)};
+ * <li>type: {@code durable_history_type_idx (type, id)} when it was created ({@code SearchIndex.TYPE},
+ *     opt-in), else a filter on the walk the other conditions chose;
  * <li>correlation key, exact or prefix: {@code durable_history_correlation_idx} (text_pattern_ops, a range);
- * <li>args/state containment: {@code durable_history_state_idx} (GIN jsonb_path_ops) when the match is
- *     rare, else the id walk with the containment as a filter;
+ * <li>args/state containment: {@code durable_history_state_idx} (GIN jsonb_path_ops, {@code SearchIndex.ARGS},
+ *     opt-in) when it exists and the match is rare, else the id walk (or the other conditions' index)
+ *     with the containment as a filter;
  * <li>inserted range: {@code durable_history_inserted_brin}; updated (settled) range:
  *     {@code durable_history_settled_brin}, fetched and sorted when the planner reckons the range's rows
  *     at most {@link #SORT_AT_MOST} (see {@link #sortHistory}), else the id walk with the range as a filter;
@@ -46,6 +54,19 @@ import reactor.core.publisher.Mono;
 public final class AdminSql {
 
     private static final String TERMINAL = "('done', 'failed', 'cancelled')";
+
+    /**
+     * A history row read as the columns of an instance ({@code InstanceSql.INSTANCE_COLUMNS}): the
+     * history's own part of the listing, so each part keeps its own indexes and keyset order (the view
+     * durable_instances_all would do for one table's plan, not for the per-part sort it needs).
+     */
+    private static final String HISTORY_AS_INSTANCE = """
+            id, type, type_version, queue, priority, status, step, state::text AS state,
+            result::text AS result, last_error, attempt, max_attempts, eligible_at,
+            NULL::text[] AS awaited_signals, NULL::timestamptz AS await_deadline, parent_id,
+            0 AS children_pending, concurrency_key, correlation_key, NULL::text AS claimed_by,
+            NULL::timestamptz AS lease_expires_at, false AS cancel_requested, inserted_at,
+            settled_at AS updated_at""";
 
     /** A row a retry brought back: its id and queue (the queue to wake). */
     public record Retried(long id, String queue) {
@@ -92,6 +113,9 @@ public final class AdminSql {
     /** The names of the signals a settled instance consumed. Index: the history's primary key. */
     private final String consumed;
 
+    /** The newest recorded attempts of an instance, oldest first. Index: durable_attempts_instance_idx. */
+    private final String attempts;
+
     /** The highest id in either table: a bulk action's upper bound. Index: both primary keys (their last entry). */
     private final String maxId;
 
@@ -108,10 +132,22 @@ public final class AdminSql {
 
     /**
      * Deletes the given settled instances from either table, with the signals of hot rows (history rows
-     * have none), sparing children whose parent is live. Index: both primary keys; the signals by instance.
+     * have none) and their recorded attempts, sparing children whose parent is live. Index: both primary
+     * keys; the signals and the attempts by instance.
      * Locks: the deleted rows.
      */
     private final String delete;
+
+    /** The opt-in search indexes: name and definition over the history (see SearchIndex). */
+    private static final Map<SearchIndex, String[]> SEARCH_INDEXES = new EnumMap<>(Map.of(
+            SearchIndex.TYPE, new String[] {"durable_history_type_idx", "(type, id)"},
+            SearchIndex.ARGS, new String[] {"durable_history_state_idx", "USING gin (state jsonb_path_ops)"}));
+
+    /** Which of the named indexes exist in the schema, and whether each is valid. Reads pg_index. */
+    private static final String INDEXES = """
+            SELECT c.relname, x.indisvalid FROM pg_index x
+              JOIN pg_class c ON c.oid = x.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND c.relname = ANY ($2::text[])""";
 
     public AdminSql(Db db, Tables tables, String schema) {
         this.db = db;
@@ -129,10 +165,15 @@ public final class AdminSql {
                    AND s.statistics_name = 'durable_history_queue_status'""";
         this.children = tables.render("SELECT * FROM ((SELECT " + InstanceSql.INSTANCE_COLUMNS
                 + " FROM {instances} WHERE parent_id = $1 ORDER BY id LIMIT $2)\n UNION ALL\n(SELECT "
-                + Settled.AS_INSTANCE + " FROM {history} WHERE parent_id = $1 ORDER BY id LIMIT $2)) c"
+                + HISTORY_AS_INSTANCE + " FROM {history} WHERE parent_id = $1 ORDER BY id LIMIT $2)) c"
                 + " ORDER BY id LIMIT $2");
         this.inbox = tables.render("SELECT id, name, payload::text AS payload, dedup_key, inserted_at, consumed_at"
                 + " FROM {signals} WHERE instance_id = $1 ORDER BY id LIMIT $2");
+        this.attempts = tables.render("""
+                SELECT * FROM (SELECT attempt, step, worker, started_at, finished_at, outcome, error
+                                 FROM {attempts} WHERE instance_id = $1
+                                ORDER BY finished_at DESC LIMIT $2) a
+                 ORDER BY finished_at""");
         this.consumed = tables.render("SELECT signals FROM {history} WHERE id = $1");
         this.maxId = tables.render("SELECT greatest((SELECT max(id) FROM {instances}), (SELECT max(id) FROM {history}),"
                 + " 0)");
@@ -178,6 +219,8 @@ public final class AdminSql {
                     RETURNING i.id, i.has_signals
                 ), s AS (
                     DELETE FROM {signals} s USING k WHERE s.instance_id = k.id AND k.has_signals
+                ), a AS (
+                    DELETE FROM {attempts} a WHERE a.instance_id = ANY (ARRAY(SELECT id FROM h UNION ALL SELECT id FROM k))
                 )
                 SELECT id FROM h UNION ALL SELECT id FROM k""".formatted(parentLive.formatted("h"), TERMINAL,
                 parentLive.formatted("i")));
@@ -262,7 +305,7 @@ public final class AdminSql {
                 + keyset + " ORDER BY id " + order + " LIMIT $" + size + ")");
         if (!filter.liveOnly()) {
             // id + 0 has no index order: the planner fetches by the filter's indexes and sorts.
-            parts.add("(SELECT " + Settled.AS_INSTANCE + " FROM {history} WHERE " + where.render(true) + keyset
+            parts.add("(SELECT " + HISTORY_AS_INSTANCE + " FROM {history} WHERE " + where.render(true) + keyset
                     + " ORDER BY " + (sortHistory ? "id + 0 " : "id ") + order + " LIMIT $" + size + ")");
         }
         return tables.render("SELECT * FROM (" + String.join("\n UNION ALL\n", parts) + ") page ORDER BY id "
@@ -342,6 +385,18 @@ public final class AdminSql {
                         row.get("consumed_at", Instant.class)))));
     }
 
+    /** The newest {@code limit} recorded attempts of an instance (those that ended unsuccessfully), oldest first. */
+    public Flux<Attempt> attempts(long id, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(attempts).bind(0, id)
+                        .bind(1, limit).execute())
+                .concatMap(result -> result.map(row -> new Attempt(row.get("attempt", Integer.class),
+                        row.get("step", String.class), row.get("worker", String.class),
+                        row.get("started_at", Instant.class), row.get("finished_at", Instant.class),
+                        "lease_lost".equals(row.get("outcome", String.class)) ? Attempt.Outcome.LEASE_LOST
+                                : Attempt.Outcome.RETRIED,
+                        row.get("error", String.class)))));
+    }
+
     /** The names a settled instance consumed, in delivery order; empty for none or for a live instance. */
     public Mono<List<String>> consumedSignals(long id) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(consumed).bind(0, id).execute())
@@ -370,6 +425,69 @@ public final class AdminSql {
         return db.withConnection(connection -> Flux.from(connection.createStatement(delete)
                         .bind(0, ids.toArray(Long[]::new)).execute())
                 .concatMap(result -> result.map(row -> row.get(0, Long.class))))
+                .onErrorMap(Errors::translate);
+    }
+
+    /** The opt-in search indexes that exist and are valid. */
+    public Mono<Set<SearchIndex>> searchIndexes() {
+        return indexStates().map(states -> {
+            Set<SearchIndex> valid = EnumSet.noneOf(SearchIndex.class);
+            states.forEach((index, ok) -> {
+                if (ok) {
+                    valid.add(index);
+                }
+            });
+            return valid;
+        });
+    }
+
+    /** Each search index that exists, and whether it is valid (false: a concurrent build failed midway). */
+    private Mono<Map<SearchIndex, Boolean>> indexStates() {
+        String[] names = SEARCH_INDEXES.values().stream().map(def -> def[0]).toArray(String[]::new);
+        return db.withConnection(connection -> Flux.from(connection.createStatement(INDEXES).bind(0, schema)
+                                .bind(1, names).execute())
+                        .concatMap(result -> result.map(row -> Map.entry(row.get(0, String.class),
+                                Boolean.TRUE.equals(row.get(1, Boolean.class))))))
+                .collectList()
+                .map(rows -> {
+                    Map<SearchIndex, Boolean> states = new EnumMap<>(SearchIndex.class);
+                    SEARCH_INDEXES.forEach((index, def) -> rows.stream().filter(r -> r.getKey().equals(def[0]))
+                            .findFirst().ifPresent(r -> states.put(index, r.getValue())));
+                    return states;
+                });
+    }
+
+    /**
+     * Builds the given search indexes concurrently (outside any transaction, as CONCURRENTLY requires: a
+     * simple-protocol statement on an auto-commit connection),
+     * one after the other, each bounded by {@code timeout}; an invalid leftover of a failed build is
+     * dropped first, a valid one is kept. Locks: SHARE UPDATE EXCLUSIVE on the history while each builds
+     * (settles go on; another index build or VACUUM of the history waits).
+     */
+    public Mono<Void> createSearchIndexes(Set<SearchIndex> indexes, Duration timeout) {
+        Db slow = db.withTimeout(timeout);
+        return indexStates().flatMap(states -> Flux.fromIterable(indexes.isEmpty() ? Set.<SearchIndex>of()
+                        : EnumSet.copyOf(indexes))
+                .concatMap(index -> {
+                    String[] def = SEARCH_INDEXES.get(index);
+                    String name = '"' + schema + "\"." + def[0];
+                    Mono<Void> dropInvalid = Boolean.FALSE.equals(states.get(index))
+                            ? slow.withConnection(c -> Db.executeScript(c, "DROP INDEX CONCURRENTLY IF EXISTS " + name)).then()
+                            : Mono.empty();
+                    return dropInvalid.then(slow.withConnection(c -> Db.executeScript(c, tables.render(
+                            "CREATE INDEX CONCURRENTLY IF NOT EXISTS " + def[0] + " ON {history} " + def[1])))
+                            .then());
+                })
+                .then())
+                .onErrorMap(Errors::translate);
+    }
+
+    /** Drops the given search indexes concurrently, if they exist. */
+    public Mono<Void> dropSearchIndexes(Set<SearchIndex> indexes) {
+        return Flux.fromIterable(indexes)
+                .concatMap(index -> db.withConnection(c -> Db.executeScript(c, "DROP INDEX CONCURRENTLY IF EXISTS \""
+                        + schema + "\"." + SEARCH_INDEXES.get(index)[0])))
+                .then()
                 .onErrorMap(Errors::translate);
     }
 

@@ -130,7 +130,8 @@ public final class InstanceSql {
 
     /**
      * A page of instances by optional queue and status, keyset-paginated on id. For dashboards and
-     * tests, not a hot path. Index: with its optional filters the plan walks the primary key.
+     * tests, not a hot path. Index: with its optional filters the plan walks both tables' primary
+     * keys, merged in id order.
      * Locks: none.
      */
     private final String list;
@@ -219,21 +220,19 @@ public final class InstanceSql {
                   LEFT JOIN taken ON ins.id IS NULL AND taken.slot = s.slot
                   LEFT JOIN held ON ins.id IS NULL AND held.correlation_slot = s.slot
                  ORDER BY s.ord""");
-        this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} WHERE id = $1"
-                + "\n UNION ALL\nSELECT " + Settled.AS_INSTANCE + " FROM {history} WHERE id = $1");
-        String unseen = """
+        // Reads see live and settled instances alike through the view of both tables; its simple
+        // UNION ALL lets each filter, and the list's id order and limit, reach both primary keys.
+        this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances_all} WHERE id = $1");
+        this.watch = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
+                 FROM {instances_all} i
                  WHERE i.id = ANY ($1::bigint[])
                    AND NOT EXISTS (SELECT 1 FROM unnest($1::bigint[], $2::text[]) AS w(wid, seen)
-                                    WHERE w.wid = i.id AND w.seen = i.status)""";
-        this.watch = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances} i\n" + unseen
-                + " UNION ALL\nSELECT " + Settled.AS_INSTANCE + " FROM {history} i\n" + unseen);
-        String page = """
+                                    WHERE w.wid = i.id AND w.seen = i.status)""");
+        this.list = tables.render("SELECT " + INSTANCE_COLUMNS + "\n" + """
+                 FROM {instances_all}
                  WHERE ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR status = $2) AND id > $3
                  ORDER BY id
-                 LIMIT $4""";
-        this.list = tables.render("SELECT * FROM ((SELECT " + INSTANCE_COLUMNS + " FROM {instances}\n" + page
-                + ")\n UNION ALL\n(SELECT " + Settled.AS_INSTANCE + " FROM {history}\n" + page
-                + ")) page ORDER BY id LIMIT $4");
+                 LIMIT $4""");
         String idle = "i.id = t.id AND i.status NOT IN ('done', 'failed', 'cancelled', 'executing')";
         this.cancel = tables.render("""
                 WITH RECURSIVE tree AS (

@@ -19,8 +19,10 @@ public final class LeaseSql {
     /**
      * Renews the leases of every row one worker holds, in one statement per tick, whatever the
      * buffer's depth, and says for each row it renewed whether a cancel was requested. A held row
-     * it did not renew is no longer this worker's (reaped, released, settled). Index: primary key
-     * (id = ANY). Locks: each renewed row, for the statement.
+     * it did not renew is no longer this worker's (reaped, released, settled). The lease is no
+     * index key, so the renewal is a HOT update. Index: primary key (id = ANY). Locks: each renewed
+     * row, taken in id order, the order the commits take them in (their batches are sorted by id and
+     * fetched through the primary key), so a heartbeat and a commit of the same rows never deadlock.
      */
     private final String heartbeat;
 
@@ -66,10 +68,17 @@ public final class LeaseSql {
     public LeaseSql(Db db, Tables tables) {
         this.db = db;
         this.heartbeat = tables.render("""
-                UPDATE {instances}
+                WITH held AS (
+                    SELECT id FROM {instances}
+                     WHERE id = ANY ($1::bigint[]) AND claimed_by = $2 AND status = 'executing'
+                     ORDER BY id
+                       FOR UPDATE
+                )
+                UPDATE {instances} i
                    SET lease_expires_at = now() + $3 * interval '1 millisecond'
-                 WHERE id = ANY($1) AND claimed_by = $2 AND status = 'executing'
-                RETURNING id, cancel_requested""");
+                  FROM held h
+                 WHERE i.id = h.id
+                RETURNING i.id, i.cancel_requested""");
         String releaseStatus = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE 'runnable' END";
         String releaseGuard = "i.id = r.id AND i.id = ANY ($1::bigint[]) AND i.attempt = r.attempt AND i.claimed_by = $2";
         this.release = tables.render("WITH r AS (SELECT * FROM unnest($1::bigint[], $3::int[]) AS r(id, attempt)), "

@@ -34,9 +34,10 @@ public final class MaintenanceSql {
     /**
      * Deletes up to $2 settled instances older than $1 ms from the history table, and up to $2
      * from the hot table (settled rows whose correlation key stays occupied, with their signals),
-     * sparing children whose parent is still live: its join reads them. Index: the history's BRIN
-     * index on settlement time (no order: any old rows do), the hot table's GC index, oldest first;
-     * the parents' primary key; the inbox by instance. Locks: the deleted rows, skipping rows
+     * sparing children whose parent is still live: its join reads them, and the recorded attempts of
+     * both. Index: the history's BRIN index on settlement time (no order: any old rows do), the hot
+     * table's GC index, oldest first; the parents' primary key; the inbox by instance; the attempts by
+     * instance (one probe per deleted row; most instances have none). Locks: the deleted rows, skipping rows
      * another transaction holds.
      */
     private final String collectGarbage;
@@ -80,7 +81,7 @@ public final class MaintenanceSql {
                      LIMIT $2
                        FOR UPDATE SKIP LOCKED
                 ), archive AS (
-                    DELETE FROM {history} h USING old o WHERE h.id = o.id RETURNING 1
+                    DELETE FROM {history} h USING old o WHERE h.id = o.id RETURNING h.id
                 ), doomed AS (
                     SELECT i.id FROM {instances} i
                      WHERE i.status IN ('done', 'failed', 'cancelled')
@@ -94,7 +95,10 @@ public final class MaintenanceSql {
                 ), signals AS (
                     DELETE FROM {signals} s USING doomed d WHERE s.instance_id = d.id
                 ), hot AS (
-                    DELETE FROM {instances} i USING doomed d WHERE i.id = d.id RETURNING 1
+                    DELETE FROM {instances} i USING doomed d WHERE i.id = d.id RETURNING i.id
+                ), attempts AS (
+                    DELETE FROM {attempts} a
+                     WHERE a.instance_id = ANY (ARRAY(SELECT id FROM archive UNION ALL SELECT id FROM hot))
                 )
                 SELECT (SELECT count(*) FROM archive) + (SELECT count(*) FROM hot)""");
         this.sweepBuckets = tables.render("""

@@ -18,15 +18,6 @@ final class Settled {
             + " last_error, attempt, max_attempts, eligible_at, parent_id, concurrency_key, correlation_key,"
             + " inserted_at, signals";
 
-    /** A history row read as the columns of an instance (see InstanceSql's instance columns). */
-    static final String AS_INSTANCE = """
-            id, type, type_version, queue, priority, status, step, state::text AS state,
-            result::text AS result, last_error, attempt, max_attempts, eligible_at,
-            NULL::text[] AS awaited_signals, NULL::timestamptz AS await_deadline, parent_id,
-            0 AS children_pending, concurrency_key, correlation_key, NULL::text AS claimed_by,
-            NULL::timestamptz AS lease_expires_at, false AS cancel_requested, inserted_at,
-            settled_at AS updated_at""";
-
     private Settled() {
     }
 

@@ -2,7 +2,8 @@ package dev.durable.internal.sql;
 
 /**
  * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
- * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}} and {@code {history}} placeholders and rendered once per engine, so no
+ * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}}, {@code {history}} and
+ * {@code {instances_all}}, {@code {attempts}} and {@code {queue_pauses}} placeholders and rendered once per engine, so no
  * statement is assembled on a hot path.
  */
 public final class Tables {
@@ -25,6 +26,9 @@ public final class Tables {
                 .replace("{gate_slots}", table("durable_gate_slots"))
                 .replace("{buckets}", table("durable_rate_buckets"))
                 .replace("{engines}", table("durable_engines"))
-                .replace("{history}", table("durable_history"));
+                .replace("{history}", table("durable_history"))
+                .replace("{instances_all}", table("durable_instances_all"))
+                .replace("{attempts}", table("durable_attempts"))
+                .replace("{queue_pauses}", table("durable_queue_pauses"));
     }
 }

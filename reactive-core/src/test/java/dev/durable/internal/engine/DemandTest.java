@@ -15,38 +15,38 @@ class DemandTest {
 
     @Test
     void anIdleSchedulerPicksTheWholeCeilingWhateverTheTrigger() {
-        assertThat(Demand.pickSize(POLL, 0, 0, 8, 3)).isEqualTo(8);
-        assertThat(Demand.pickSize(POKE, 0, 0, 8, 3)).isEqualTo(8);
-        assertThat(Demand.pickSize(DEMAND, 0, 0, 8, 3)).isEqualTo(8);
+        assertThat(Demand.pickSize(POLL, 0, 0, 8, 3, false)).isEqualTo(8);
+        assertThat(Demand.pickSize(POKE, 0, 0, 8, 3, false)).isEqualTo(8);
+        assertThat(Demand.pickSize(DEMAND, 0, 0, 8, 3, false)).isEqualTo(8);
     }
 
     @Test
     void demandIsTheCeilingMinusRunningAndBuffered() {
-        assertThat(Demand.pickSize(POLL, 4, 1, 8, 3)).isEqualTo(3);
-        assertThat(Demand.pickSize(POLL, 4, 4, 8, 3)).isZero();
-        assertThat(Demand.pickSize(PICKED_FULL, 2, 0, 8, 3)).isEqualTo(6);
+        assertThat(Demand.pickSize(POLL, 4, 1, 8, 3, false)).isEqualTo(3);
+        assertThat(Demand.pickSize(POLL, 4, 4, 8, 3, false)).isZero();
+        assertThat(Demand.pickSize(PICKED_FULL, 2, 0, 8, 3, false)).isEqualTo(6);
     }
 
     @Test
     void aBusySchedulerWaitsForMinDemand() {
-        assertThat(Demand.pickSize(POLL, 4, 2, 8, 3)).isZero();
-        assertThat(Demand.pickSize(DEMAND, 3, 0, 8, 6)).isZero();
-        assertThat(Demand.pickSize(DEMAND, 2, 0, 8, 6)).isEqualTo(6);
+        assertThat(Demand.pickSize(POLL, 4, 2, 8, 3, false)).isZero();
+        assertThat(Demand.pickSize(DEMAND, 3, 0, 8, 6, false)).isZero();
+        assertThat(Demand.pickSize(DEMAND, 2, 0, 8, 6, false)).isEqualTo(6);
     }
 
     @Test
     void minDemandIsIgnoredWhenFullyIdleSoNothingStarves() {
-        assertThat(Demand.pickSize(POLL, 0, 0, 8, 50)).isEqualTo(8);
-        assertThat(Demand.pickSize(POLL, 1, 0, 8, 50)).isZero();
+        assertThat(Demand.pickSize(POLL, 0, 0, 8, 50, false)).isEqualTo(8);
+        assertThat(Demand.pickSize(POLL, 1, 0, 8, 50, false)).isZero();
     }
 
     @Test
     void aFinishedRunRefillsTheBufferOnceFreeDemandReachesMinDemand() {
         // Ceiling 8 (say concurrency 4 + prefetch 4), min demand 3: 4 running, 2 buffered.
-        assertThat(Demand.pickSize(DEMAND, 4, 2, 8, 3)).isZero();
+        assertThat(Demand.pickSize(DEMAND, 4, 2, 8, 3, false)).isZero();
         // One more finished and its slot took a buffered row: 4 running, 1 buffered, 3 free.
-        assertThat(Demand.pickSize(DEMAND, 4, 1, 8, 3)).isEqualTo(3);
-        assertThat(Demand.pickSize(DEMAND, 3, 0, 8, 1)).isEqualTo(5);
+        assertThat(Demand.pickSize(DEMAND, 4, 1, 8, 3, false)).isEqualTo(3);
+        assertThat(Demand.pickSize(DEMAND, 3, 0, 8, 1, false)).isEqualTo(5);
         // The last pick found nothing: the buffer is served, the queue not read again per run.
         assertThat(Demand.pickSize(DEMAND, 4, 1, 8, 3, true)).isZero();
         assertThat(Demand.pickSize(DEMAND, 4, 0, 8, 3, true)).isEqualTo(4);
@@ -54,12 +54,12 @@ class DemandTest {
 
     @Test
     void aBusySchedulerDropsPokes() {
-        assertThat(Demand.pickSize(POKE, 1, 0, 8, 1)).isZero();
-        assertThat(Demand.pickSize(POKE, 0, 1, 8, 1)).isZero();
+        assertThat(Demand.pickSize(POKE, 1, 0, 8, 1, false)).isZero();
+        assertThat(Demand.pickSize(POKE, 0, 1, 8, 1, false)).isZero();
     }
 
     @Test
     void aShortPickOnlyHandsOutWhatItBrought() {
-        assertThat(Demand.pickSize(PICKED, 0, 0, 8, 1)).isZero();
+        assertThat(Demand.pickSize(PICKED, 0, 0, 8, 1, false)).isZero();
     }
 }

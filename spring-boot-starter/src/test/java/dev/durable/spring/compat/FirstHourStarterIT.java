@@ -151,7 +151,7 @@ class FirstHourStarterIT {
             assertThat(rolledBack).isNull();
             assertThat(database.sql("SELECT id FROM orders ORDER BY id").map(row -> row.get(0, String.class)).all()
                     .collectList().block(WAIT)).containsExactly("o-1", "o-2");
-            assertThat(database.sql("SELECT state FROM \"" + db.schema() + "\".durable_instances WHERE type = 'ship'"
+            assertThat(database.sql("SELECT state FROM \"" + db.schema() + "\".durable_instances_all WHERE type = 'ship'"
                             + " ORDER BY id").map(row -> row.get(0, String.class)).all().collectList().block(WAIT))
                     .containsExactly("\"o-1\"", "\"o-2\"");
             // Its INSERTED was said when the statement ran, inside the transaction that then rolled back.
