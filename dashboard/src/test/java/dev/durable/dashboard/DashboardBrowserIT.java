@@ -3,11 +3,11 @@ package dev.durable.dashboard;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
+import dev.durable.Backoff;
 import dev.durable.DurableEngine;
 import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
-import dev.durable.PermanentFailureException;
 import dev.durable.QueueOptions;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
@@ -48,7 +48,7 @@ import reactor.netty.http.server.HttpServer;
 /**
  * The dashboard in headless Chromium (Debian's {@code chromium} and {@code chromium-driver}), served by
  * Reactor Netty on the real database: finds a failed instance older than the newest 100 through the search,
- * reads its error on its page, retries it in place and sees it done; checks the layout at 1400 and 420 px;
+ * reads its error in its attempt history, retries it in place and sees it done; checks the layout at 1400 and 420 px;
  * saves the README's screenshots to {@code docs/}.
  *
  * <p>Without Chromium the test is skipped, unless {@code CI=true}: CI installs it
@@ -83,9 +83,10 @@ class DashboardBrowserIT {
                                 .maxPollInterval(Duration.ofMillis(200)).build())
                         .build())
                 .register(JobDefinition.of("charge-card", Order.class, (Order order) -> BROKEN.contains(order.customer())
-                        ? Mono.<String>error(new PermanentFailureException("card declined for " + order.customer()
-                                + ": issuer timeout after 3 tries"))
-                        : Mono.just("charged " + order.amount())).queue("payments"))
+                        ? Mono.<String>error(new IllegalStateException("card declined for " + order.customer()
+                                + ": issuer timeout"))
+                        : Mono.just("charged " + order.amount()))
+                        .queue("payments").maxAttempts(3).backoff(Backoff.fixed(Duration.ofMillis(50))))
                 .register(JobDefinition.of("send-receipt", String.class, (String to) -> Mono.just("sent to " + to))
                         .queue("mail"))
                 .build();
@@ -156,8 +157,12 @@ class DashboardBrowserIT {
                     By.cssSelector("#instances tr[data-id='" + old + "'][data-status='failed']")));
             browser.findElement(By.cssSelector("#instances tr[data-id='" + old + "'] td.num a")).click();
 
-            String error = wait.until(driver -> driver.findElement(By.id("last-error"))).getText();
+            // Why it failed, attempt by attempt: two retried, the third failed for good.
+            String error = wait.until(driver -> driver.findElement(
+                    By.cssSelector("#attempts li[data-outcome='failed'] pre.error"))).getText();
             assertThat(error).contains("card declined for c-0042");
+            assertThat(browser.findElements(By.cssSelector("#attempts li[data-outcome='retried']"))).hasSize(2);
+            assertThat(browser.findElement(By.id("last-error")).getText()).contains("card declined for c-0042");
             assertThat(browser.findElement(By.id("state")).getText()).contains("\"customer\" : \"c-0042\"");
             screenshot(browser, DOCS.resolve("dashboard-instance.png"));
 

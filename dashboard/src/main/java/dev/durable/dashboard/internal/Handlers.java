@@ -337,7 +337,7 @@ public final class Handlers {
         long id = id(request);
         return admin.detail(id)
                 .switchIfEmpty(Mono.error(() -> new NotFound("No instance has id " + id + ".")))
-                .flatMap(detail -> tree(detail).map(tree -> Pages.detail(view, detail, tree, null, false, false)));
+                .flatMap(detail -> tree(detail).map(tree -> Pages.detail(view, detail, tree, false, false)));
     }
 
     /** The first children with their own children, one listing per child (bounded, a few at a time). */

@@ -7,6 +7,7 @@ import dev.durable.JobEvent;
 import dev.durable.LiveEngine;
 import dev.durable.QueueStats;
 import dev.durable.UnservedWork;
+import dev.durable.admin.Attempt;
 import dev.durable.admin.BulkResult;
 import dev.durable.admin.InboxSignal;
 import dev.durable.admin.InstanceDetail;
@@ -346,8 +347,7 @@ public final class Pages {
     record ChildNode(Instance instance, List<Instance> children, boolean more) {
     }
 
-    static String detail(View view, InstanceDetail detail, List<ChildNode> tree, @Nullable Consumer<Html> attempts,
-            boolean runNow, boolean priority) {
+    static String detail(View view, InstanceDetail detail, List<ChildNode> tree, boolean runNow, boolean priority) {
         Instance i = detail.instance();
         return layout(view, "instance", "Instance #" + i.id(), h -> {
             h.raw("<p class=\"subtitle\">");
@@ -388,9 +388,7 @@ public final class Pages {
                 h.raw("<section><h2>Last error</h2><pre class=\"error\" id=\"last-error\">").text(detail.lastError())
                         .raw("</pre></section>");
             }
-            if (attempts != null) {
-                attempts.accept(h);
-            }
+            attempts(h, detail.attempts());
             h.raw("<section><h2>Args / state</h2><pre class=\"json\" id=\"state\">").text(i.stateJson() == null ? "null" : pretty(i.stateJson()))
                     .raw("</pre></section>");
             if (i.resultJson() != null) {
@@ -400,6 +398,51 @@ public final class Pages {
             children(h, view, i, tree, detail.moreChildren());
             inbox(h, detail);
         });
+    }
+
+    /** The attempts as a timeline, oldest first, each with its worker, times and error. */
+    private static void attempts(Html h, List<Attempt> attempts) {
+        if (attempts.isEmpty()) {
+            return;
+        }
+        h.raw("<section><h2>Attempts</h2><ol class=\"timeline\" id=\"attempts\">");
+        for (Attempt a : attempts) {
+            String outcome = a.outcome().name().toLowerCase(java.util.Locale.ROOT);
+            h.raw("<li").attr("class", "o-" + outcome).attr("data-attempt", a.attempt()).attr("data-outcome", outcome)
+                    .raw("><b>").text("Attempt " + a.attempt()).raw("</b> <span class=\"step\">").text(a.step())
+                    .raw("</span> <span").attr("class", "outcome o-" + outcome).raw(">").text(outcome.replace('_', ' '))
+                    .raw("</span><div class=\"when\">");
+            if (a.startedAt() != null) {
+                h.when(a.startedAt());
+            }
+            if (a.finishedAt() != null) {
+                h.raw(" → ").when(a.finishedAt());
+                if (a.startedAt() != null) {
+                    h.raw(" <span class=\"dur\">(").text(duration(java.time.Duration.between(a.startedAt(), a.finishedAt())))
+                            .raw(")</span>");
+                }
+            }
+            if (a.worker() != null) {
+                h.raw(" <span class=\"worker\">on ").text(a.worker()).raw("</span>");
+            }
+            h.raw("</div>");
+            if (a.error() != null) {
+                h.raw("<pre class=\"error\">").text(a.error()).raw("</pre>");
+            }
+            h.raw("</li>");
+        }
+        h.raw("</ol></section>");
+    }
+
+    static String duration(java.time.Duration d) {
+        long ms = d.toMillis();
+        if (ms < 1000) {
+            return ms + " ms";
+        }
+        if (ms < 60_000) {
+            return String.format(java.util.Locale.ROOT, "%.1f s", ms / 1000.0);
+        }
+        return d.toMinutes() + " min " + d.toSecondsPart() + " s";
     }
 
     private static void dt(Html h, String name, @Nullable Object value) {
