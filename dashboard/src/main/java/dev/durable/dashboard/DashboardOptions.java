@@ -3,7 +3,11 @@ package dev.durable.dashboard;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.Map;
 import java.util.Objects;
+import java.util.function.Function;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import reactor.core.publisher.Mono;
 
 /**
  * How a dashboard is mounted and what it allows. Immutable; build one with {@link #builder()}.
@@ -16,6 +20,8 @@ import java.util.Objects;
  *   <li>{@code title}: the name in the header and the page titles;</li>
  *   <li>{@code csrfSecret}: the key CSRF tokens are signed with (random per process by default; give the same
  *       one to every node behind a load balancer so a form rendered by one node posts to another);</li>
+ *   <li>{@code formFields}: hidden fields every form of a page carries besides the dashboard's own token, for
+ *       the application's own filters (the Spring Boot starter adds Spring Security's CSRF token this way);</li>
  *   <li>{@code countsInterval}: how often the shared count refresh of the live feed reads the counts while at
  *       least one viewer is connected (one read for all viewers).</li>
  * </ul>
@@ -32,8 +38,10 @@ public final class DashboardOptions {
     private final String title;
     private final byte[] csrfSecret;
     private final Duration countsInterval;
+    private final Function<ServerRequest, Mono<Map<String, String>>> formFields;
 
     private DashboardOptions(Builder b) {
+        this.formFields = b.formFields;
         this.basePath = b.basePath;
         this.readOnly = b.readOnly;
         this.authorizer = b.authorizer;
@@ -75,6 +83,10 @@ public final class DashboardOptions {
         return countsInterval;
     }
 
+    public Function<ServerRequest, Mono<Map<String, String>>> formFields() {
+        return formFields;
+    }
+
     @Override
     public String toString() {
         return "DashboardOptions{basePath=" + basePath + ", readOnly=" + readOnly + ", title=" + title
@@ -96,8 +108,15 @@ public final class DashboardOptions {
         private String title = DEFAULT_TITLE;
         private byte @org.jspecify.annotations.Nullable [] csrfSecret;
         private Duration countsInterval = DEFAULT_COUNTS_INTERVAL;
+        private Function<ServerRequest, Mono<Map<String, String>>> formFields = request -> Mono.just(Map.of());
 
         private Builder() {
+        }
+
+        /** Hidden fields (name to value) every form carries, per request: another filter's CSRF token, say. */
+        public Builder formFields(Function<ServerRequest, Mono<Map<String, String>>> formFields) {
+            this.formFields = Objects.requireNonNull(formFields, "formFields");
+            return this;
         }
 
         /** Where the routes live: "/" or a path such as "/ops/jobs" (no trailing slash, no query). */

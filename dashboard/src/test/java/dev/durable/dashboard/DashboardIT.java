@@ -95,8 +95,8 @@ class DashboardIT {
         assertThat(cookie.isHttpOnly()).isTrue();
         assertThat(cookie.getSameSite()).isEqualTo("Strict");
         String html = new String(page.getResponseBodyContent(), java.nio.charset.StandardCharsets.UTF_8);
-        if (html.contains("name=\"_csrf\"")) {
-            assertThat(html).contains("name=\"_csrf\" value=\"" + cookie.getValue() + "\"");
+        if (html.contains("name=\"_durable_csrf\"")) {
+            assertThat(html).contains("name=\"_durable_csrf\" value=\"" + cookie.getValue() + "\"");
         }
         return cookie.getValue();
     }
@@ -149,14 +149,14 @@ class DashboardIT {
 
         post(client, "/durable/instances/" + id + "/retry", null, form()).expectStatus().isForbidden();
         post(client, "/durable/instances/" + id + "/retry", token, form()).expectStatus().isForbidden();
-        post(client, "/durable/instances/" + id + "/retry", null, form("_csrf", token)).expectStatus().isForbidden();
-        post(client, "/durable/instances/" + id + "/retry", token, form("_csrf", token + "x")).expectStatus().isForbidden();
+        post(client, "/durable/instances/" + id + "/retry", null, form("_durable_csrf", token)).expectStatus().isForbidden();
+        post(client, "/durable/instances/" + id + "/retry", token, form("_durable_csrf", token + "x")).expectStatus().isForbidden();
         // A token of another server's secret, in both places, is refused too.
         String forged = new dev.durable.dashboard.internal.Csrf(new byte[32]).mint();
-        post(client, "/durable/instances/" + id + "/retry", forged, form("_csrf", forged)).expectStatus().isForbidden();
+        post(client, "/durable/instances/" + id + "/retry", forged, form("_durable_csrf", forged)).expectStatus().isForbidden();
         assertThat(engine.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.FAILED);
 
-        post(client, "/durable/instances/" + id + "/retry", token, form("_csrf", token))
+        post(client, "/durable/instances/" + id + "/retry", token, form("_durable_csrf", token))
                 .expectStatus().isSeeOther()
                 .expectHeader().location("/durable/instances/" + id + "?done=retried");
         Instance done = engine.awaitSettled(id, WAIT).block(WAIT);
@@ -172,12 +172,12 @@ class DashboardIT {
         WebTestClient client = client(DashboardOptions.defaults());
         String token = token(client, "/durable/instances/" + id);
 
-        String confirm = body(post(client, "/durable/instances/" + id + "/delete", token, form("_csrf", token))
+        String confirm = body(post(client, "/durable/instances/" + id + "/delete", token, form("_durable_csrf", token))
                 .expectStatus().isOk());
         assertThat(confirm).contains("Delete instance #" + id + " for good?").contains("name=\"confirm\" value=\"yes\"");
         assertThat(engine.get(id).block(WAIT)).isNotNull();
 
-        post(client, "/durable/instances/" + id + "/delete", token, form("_csrf", token, "confirm", "yes"))
+        post(client, "/durable/instances/" + id + "/delete", token, form("_durable_csrf", token, "confirm", "yes"))
                 .expectStatus().isSeeOther();
         assertThat(engine.get(id).blockOptional(WAIT)).isEmpty();
         client.get().uri("/durable/instances/" + id).exchange().expectStatus().isNotFound();
@@ -192,8 +192,8 @@ class DashboardIT {
         assertThat(body(client.get().uri("/ops/instances").exchange())).doesNotContain("method=\"post\"");
         String token = token(client, "/ops/");
 
-        post(client, "/ops/instances/" + id + "/retry", token, form("_csrf", token)).expectStatus().isForbidden();
-        post(client, "/ops/bulk", token, form("_csrf", token, "action", "retry", "confirm", "yes"))
+        post(client, "/ops/instances/" + id + "/retry", token, form("_durable_csrf", token)).expectStatus().isForbidden();
+        post(client, "/ops/bulk", token, form("_durable_csrf", token, "action", "retry", "confirm", "yes"))
                 .expectStatus().isForbidden();
         assertThat(engine.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.FAILED);
     }
@@ -218,14 +218,14 @@ class DashboardIT {
 
         client.post().uri("/durable/instances/" + id + "/retry").header("X-Role", "viewer")
                 .cookie("durable_dashboard_csrf", token).contentType(MediaType.APPLICATION_FORM_URLENCODED)
-                .body(BodyInserters.fromFormData(form("_csrf", token))).exchange().expectStatus().isForbidden();
+                .body(BodyInserters.fromFormData(form("_durable_csrf", token))).exchange().expectStatus().isForbidden();
         assertThat(asked).contains(DashboardAction.READ, DashboardAction.RETRY);
         assertThat(engine.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.FAILED);
 
         BROKEN.remove("authz");
         client.post().uri("/durable/instances/" + id + "/retry").header("X-Role", "admin")
                 .cookie("durable_dashboard_csrf", token).contentType(MediaType.APPLICATION_FORM_URLENCODED)
-                .body(BodyInserters.fromFormData(form("_csrf", token))).exchange().expectStatus().isSeeOther();
+                .body(BodyInserters.fromFormData(form("_durable_csrf", token))).exchange().expectStatus().isSeeOther();
         assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
 
         // A hook that errors or answers nothing refuses.
@@ -256,7 +256,7 @@ class DashboardIT {
         String token = token(client, "/durable/instances");
         BROKEN.clear();
         String result = body(post(client, "/durable/bulk", token,
-                form("_csrf", token, "confirm", "yes", "action", "retry", "status", "failed", "keyPrefix", "key:page-"))
+                form("_durable_csrf", token, "confirm", "yes", "action", "retry", "status", "failed", "keyPrefix", "key:page-"))
                 .expectStatus().isOk());
         assertThat(result).contains("Matched</dt><dd>25</dd>").contains("Affected</dt><dd>25</dd>");
         for (long id : ids) {

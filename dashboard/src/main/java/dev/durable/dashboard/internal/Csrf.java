@@ -20,7 +20,7 @@ import org.jspecify.annotations.Nullable;
 public final class Csrf {
 
     public static final String COOKIE = "durable_dashboard_csrf";
-    public static final String FIELD = "_csrf";
+    public static final String FIELD = "_durable_csrf";
 
     private static final Base64.Encoder B64 = Base64.getUrlEncoder().withoutPadding();
     private static final Base64.Decoder B64D = Base64.getUrlDecoder();

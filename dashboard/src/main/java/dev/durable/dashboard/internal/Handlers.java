@@ -126,9 +126,12 @@ public final class Handlers {
         return cookie == null ? null : cookie.getValue();
     }
 
-    private View view(ServerRequest request, String token) {
+    private Mono<View> view(ServerRequest request, String token) {
         String done = request.queryParam("done").orElse(null);
-        return new View(options.basePath(), options.title(), token, !options.readOnly(), notice(done));
+        return Mono.defer(() -> options.formFields().apply(request))
+                .defaultIfEmpty(Map.of())
+                .map(fields -> new View(options.basePath(), options.title(), token, Map.copyOf(fields),
+                        !options.readOnly(), notice(done)));
     }
 
     /** Fixed texts only: the query parameter picks one, it is never shown itself. */
@@ -157,14 +160,15 @@ public final class Handlers {
             String cookie = cookieToken(request);
             boolean fresh = !csrf.valid(cookie);
             String token = fresh ? csrf.mint() : cookie;
-            View view = view(request, token);
-            if (!ok) {
-                return html(HttpStatus.FORBIDDEN, Pages.error(view, 403, "Forbidden",
-                        "You may not read this dashboard."), null);
-            }
-            return Mono.defer(() -> body.apply(view))
-                    .flatMap(page -> html(HttpStatus.OK, page, fresh ? token : null))
-                    .onErrorResume(error -> failure(view, error, fresh ? token : null));
+            return view(request, token).flatMap(view -> {
+                if (!ok) {
+                    return html(HttpStatus.FORBIDDEN, Pages.error(view, 403, "Forbidden",
+                            "You may not read this dashboard."), null);
+                }
+                return Mono.defer(() -> body.apply(view))
+                        .flatMap(page -> html(HttpStatus.OK, page, fresh ? token : null))
+                        .onErrorResume(error -> failure(view, error, fresh ? token : null));
+            });
         });
     }
 
@@ -208,8 +212,8 @@ public final class Handlers {
 
     private Mono<ServerResponse> forbidden(ServerRequest request, String why) {
         String token = cookieToken(request);
-        View view = view(request, csrf.valid(token) ? token : "");
-        return html(HttpStatus.FORBIDDEN, Pages.error(view, 403, "Forbidden", why), null);
+        return view(request, csrf.valid(token) ? token : "")
+                .flatMap(view -> html(HttpStatus.FORBIDDEN, Pages.error(view, 403, "Forbidden", why), null));
     }
 
     /**
@@ -229,17 +233,19 @@ public final class Handlers {
                 if (!ok) {
                     return forbidden(request, "You may not do this here.");
                 }
-                View view = view(request, cookieToken(request));
-                if (question != null && !"yes".equals(form.getFirst("confirm"))) {
-                    List<Map.Entry<String, String>> fields = new ArrayList<>();
-                    form.forEach((name, values) -> {
-                        if (!name.equals(Csrf.FIELD) && !name.equals("confirm")) {
-                            values.forEach(value -> fields.add(Map.entry(name, value)));
-                        }
-                    });
-                    return html(HttpStatus.OK, Pages.confirm(view, question, request.path(), fields), null);
-                }
-                return Mono.defer(() -> run.apply(form)).onErrorResume(error -> failure(view, error, null));
+                return view(request, cookieToken(request)).flatMap(view -> {
+                    if (question != null && !"yes".equals(form.getFirst("confirm"))) {
+                        List<Map.Entry<String, String>> fields = new ArrayList<>();
+                        form.forEach((name, values) -> {
+                            if (!name.equals(Csrf.FIELD) && !name.equals("confirm")
+                                    && !view.formFields().containsKey(name)) {
+                                values.forEach(value -> fields.add(Map.entry(name, value)));
+                            }
+                        });
+                        return html(HttpStatus.OK, Pages.confirm(view, question, request.path(), fields), null);
+                    }
+                    return Mono.defer(() -> run.apply(form)).onErrorResume(error -> failure(view, error, null));
+                });
             });
         });
     }
@@ -462,7 +468,6 @@ public final class Handlers {
             InstanceFilter filter = filterForm.filter();
             String action = String.valueOf(form.getFirst("action"));
             String token = cookieToken(request);
-            View view = view(request, token == null ? "" : token);
             var run = switch (action) {
                 case "retry" -> admin.retryAll(filter);
                 case "cancel" -> admin.cancelAll(filter);
@@ -470,7 +475,8 @@ public final class Handlers {
                 default -> Mono.<dev.durable.admin.BulkResult>error(
                         new InvalidRequestException("action: retry, cancel or delete, was '" + action + "'"));
             };
-            return run.flatMap(result -> html(HttpStatus.OK, Pages.bulkDone(view, action, filterForm, result), null));
+            return run.flatMap(result -> view(request, token == null ? "" : token).flatMap(view ->
+                    html(HttpStatus.OK, Pages.bulkDone(view, action, filterForm, result), null)));
         });
     }
 }

@@ -70,6 +70,8 @@ public final class Pages {
 
     static void csrf(Html h, View view) {
         h.raw("<input type=\"hidden\"").attr("name", Csrf.FIELD).attr("value", view.csrfToken()).raw(">");
+        view.formFields().forEach((name, value) ->
+                h.raw("<input type=\"hidden\"").attr("name", name).attr("value", value).raw(">"));
     }
 
     static void badge(Html h, InstanceStatus status) {
