@@ -55,7 +55,8 @@ public class LocalAccess implements WebFilter {
     }
 
     private static boolean guarded(String path) {
-        return (path.startsWith("/api/") || path.startsWith("/actuator")) && !OPEN_PATHS.contains(path);
+        return (path.startsWith("/api/") || path.startsWith("/actuator") || path.startsWith("/durable"))
+                && !OPEN_PATHS.contains(path);
     }
 
     private static boolean loopback(InetSocketAddress remote) {
