@@ -29,9 +29,9 @@ class MigrationIT {
                     .block(Duration.ofSeconds(60));
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
-                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4);
+                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5);
             assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_gate_slots", "durable_history",
-                    "durable_instances", "durable_instances_all", "durable_rate_buckets", "durable_schema_version",
+                    "durable_instances", "durable_instances_all", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
                     "durable_signals");
 
             // Idempotent: nothing left to apply.
@@ -51,7 +51,7 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 4;
+    private static final int LATEST = 5;
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -119,5 +119,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U3__settled_history.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V4__admin.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U4__admin.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V5__queue_pauses.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U5__queue_pauses.sql")).isNotNull();
     }
 }

@@ -64,15 +64,31 @@ public interface DurableAdmin {
      * Retries a failed or cancelled instance in place: the same id, args, state and step (the step it
      * failed at) come back as runnable, due at {@code runAt} (now when null), with a fresh attempt
      * budget. Errors with {@link InstanceStateException} when it is not failed or cancelled, when its
-     * parent still waits for it, or when a live instance now holds its correlation key. The history
-     * keeps no gate or rate limit: the row runs without those it was inserted with. This engine's
-     * schedulers of its queue are poked; other engines pick it at their next poll.
+     * parent still waits for it, or when a live instance now holds its correlation key. It runs under
+     * the gate and rate limit it last ran under. This engine's schedulers of its queue are poked; other
+     * engines pick it at their next poll.
      */
     Mono<Instance> retry(long id, @Nullable Instant runAt);
 
     default Mono<Instance> retry(long id) {
         return retry(id, null);
     }
+
+    /**
+     * Makes a runnable instance due now (one scheduled later by a run-at or a retry's backoff); one
+     * already due keeps its place. Errors with {@link InstanceStateException} when it is not runnable
+     * (executing, parked or settled: a settled one is retried with {@link #retry}). This engine's
+     * schedulers of its queue are poked.
+     */
+    Mono<Instance> runNow(long id);
+
+    /**
+     * Sets the priority of a live instance (lower runs first, between {@link dev.durable.JobRequest#MIN_PRIORITY}
+     * and {@link dev.durable.JobRequest#MAX_PRIORITY}); an executing one keeps it for its next attempts
+     * and steps. Errors with {@link InstanceStateException} when it is settled, with
+     * {@link dev.durable.InvalidRequestException} for a priority out of range.
+     */
+    Mono<Instance> setPriority(long id, int priority);
 
     /** Signals as {@link dev.durable.DurableEngine#signal(long, String, Object, String)} does. */
     Mono<SignalResult> signal(long id, String name, @Nullable Object payload);
@@ -95,6 +111,20 @@ public interface DurableAdmin {
     /** Deletes every settled instance the filter matches, in batches. */
     Mono<BulkResult> deleteAll(InstanceFilter filter, int batchSize);
 
+    /** Makes every runnable instance the filter matches that is scheduled later due now, in batches. */
+    Mono<BulkResult> runNowAll(InstanceFilter filter, int batchSize);
+
+    /** Sets the priority of every live instance the filter matches, in batches. */
+    Mono<BulkResult> setPriorityAll(InstanceFilter filter, int priority, int batchSize);
+
+    default Mono<BulkResult> runNowAll(InstanceFilter filter) {
+        return runNowAll(filter, DEFAULT_BATCH_SIZE);
+    }
+
+    default Mono<BulkResult> setPriorityAll(InstanceFilter filter, int priority) {
+        return setPriorityAll(filter, priority, DEFAULT_BATCH_SIZE);
+    }
+
     default Mono<BulkResult> cancelAll(InstanceFilter filter) {
         return cancelAll(filter, DEFAULT_BATCH_SIZE);
     }
@@ -110,6 +140,26 @@ public interface DurableAdmin {
     default Mono<BulkResult> deleteAll(InstanceFilter filter) {
         return deleteAll(filter, DEFAULT_BATCH_SIZE);
     }
+
+    /**
+     * Pauses {@code queue} on every engine: no engine picks its rows from the next pick on (the pick
+     * statement excludes a paused queue), and claim-on-insert stops within a heartbeat interval (each
+     * engine reads the paused queues on its registry tick). Running work finishes, including inline
+     * steps of a claim already held; inserts, signals and maintenance go on, and the rows wait. Persisted
+     * (migration V5): a restarted engine finds the queue paused. Emits true when it was running, false
+     * when it was paused already. {@link dev.durable.InvalidRequestException} for an invalid queue name.
+     */
+    Mono<Boolean> pauseQueue(String queue);
+
+    /**
+     * Resumes a paused queue: every engine picks its rows again at its next poll, this engine's
+     * schedulers at once (they are poked, as are other engines through the poke transport when one is
+     * configured). Emits true when it was paused, false when it was not.
+     */
+    Mono<Boolean> resumeQueue(String queue);
+
+    /** The paused queues, by name. */
+    Mono<List<QueuePause>> pausedQueues();
 
     /** How long {@link #createSearchIndexes(Set)} may build an index over a big history. */
     Duration DEFAULT_INDEX_BUILD_TIMEOUT = Duration.ofHours(1);

@@ -73,3 +73,21 @@ CREATE TRIGGER durable_attempt_ended
     WHEN (OLD.status = 'executing' AND NEW.status = 'runnable' AND NEW.attempt = OLD.attempt
           AND NEW.step = OLD.step)
     EXECUTE FUNCTION durable_attempt_ended();
+
+-- The limits a settled row ran under, so a retry in place runs under them again (a gated or rate-limited
+-- job retried without them could exceed the limit). Null for a row without limits: a plain job's history
+-- row is no longer (the columns fit in the null bitmap it already has).
+ALTER TABLE durable_history ADD COLUMN gate_name text, ADD COLUMN gate_shard integer, ADD COLUMN rate_limit text,
+                            ADD COLUMN rate_weight integer, ADD COLUMN rate_partition text;
+CREATE OR REPLACE VIEW durable_instances_all AS
+SELECT id, type, type_version, queue, priority, status, step, state, result, last_error, attempt, max_attempts,
+       eligible_at, awaited_signals, await_deadline, parent_id, children_pending, concurrency_key, gate_name,
+       gate_shard, rate_limit, rate_weight, rate_partition, correlation_key, correlation_statuses, correlation_slot,
+       claimed_by, lease_expires_at, cancel_requested, has_signals, has_children, inserted_at, updated_at
+  FROM durable_instances
+UNION ALL
+SELECT id, type, type_version, queue, priority, status, step, state, result, last_error, attempt, max_attempts,
+       eligible_at, NULL, NULL, parent_id, 0, concurrency_key, gate_name,
+       gate_shard, rate_limit, rate_weight, rate_partition, correlation_key, NULL, NULL,
+       NULL, NULL, false, false, false, inserted_at, settled_at
+  FROM durable_history;

@@ -615,4 +615,91 @@ class AdminIT {
         assertThat(Sql.query(db, "SELECT count(*) AS n FROM {schema}.durable_attempts WHERE instance_id = $1",
                 row -> row.get("n", Long.class), lost)).containsExactly(0L);
     }
+
+    @Test
+    void runNowAndPriorityByIdAndByFilterWithTheirGuards() {
+        DurableEngine producer = engines.start(engines.options("p-producer"),
+                JobDefinition.of("p-job", String.class, (String s) -> Mono.just(s)));
+        DurableAdmin admin = producer.admin();
+        long later = producer.insert(JobRequest.of("p-job", "a").queue("p-idle").runIn(Duration.ofHours(1)))
+                .block(WAIT);
+        long due = producer.insert(JobRequest.of("p-job", "b").queue("p-idle")).block(WAIT);
+        Instant dueAt = producer.get(due).block(WAIT).eligibleAt();
+        assertThat(admin.runNow(later).block(WAIT).eligibleAt()).isBefore(Instant.now().plusSeconds(60));
+        // One already due keeps its place in the queue.
+        assertThat(admin.runNow(due).block(WAIT).eligibleAt()).isEqualTo(dueAt);
+
+        assertThat(admin.setPriority(later, -5).block(WAIT).priority()).isEqualTo(-5);
+        assertThatThrownBy(() -> admin.setPriority(later, JobRequest.MAX_PRIORITY + 1).block(WAIT))
+                .isInstanceOf(InvalidRequestException.class);
+        assertThatThrownBy(() -> admin.runNow(123_456_789L).block(WAIT)).isInstanceOf(NoTargetException.class);
+        assertThatThrownBy(() -> admin.setPriority(123_456_789L, 1).block(WAIT)).isInstanceOf(NoTargetException.class);
+
+        List<Long> batch = IntStream.range(0, 7).mapToObj(i -> producer.insert(JobRequest.of("p-job", "c" + i)
+                .queue("p-bulk").runIn(Duration.ofHours(2))).block(WAIT)).toList();
+        InstanceFilter bulk = InstanceFilter.builder().queue("p-bulk").build();
+        BulkResult prioritised = admin.setPriorityAll(bulk, 9, 3).block(WAIT);
+        assertThat(prioritised.affected()).isEqualTo(7);
+        assertThat(prioritised.batches()).isEqualTo(3);
+        BulkResult ranNow = admin.runNowAll(bulk, 3).block(WAIT);
+        assertThat(ranNow.affected()).isEqualTo(7);
+        batch.forEach(id -> {
+            Instance row = producer.get(id).block(WAIT);
+            assertThat(row.priority()).isEqualTo(9);
+            assertThat(row.eligibleAt()).isBefore(Instant.now().plusSeconds(60));
+        });
+
+        // Settled: neither applies.
+        producer.cancel(due, true).block(WAIT);
+        assertThatThrownBy(() -> admin.runNow(due).block(WAIT)).isInstanceOf(InstanceStateException.class)
+                .hasMessageContaining("retry");
+        assertThatThrownBy(() -> admin.setPriority(due, 3).block(WAIT)).isInstanceOf(InstanceStateException.class);
+    }
+
+    @Test
+    void aRetriedRowRunsUnderTheGateAndRateLimitItRanUnder() {
+        JobDefinition<String, String> fails = JobDefinition.of("g-fails", String.class,
+                (String s) -> Mono.<String>error(new IllegalStateException("no"))).queue("g-run").maxAttempts(1);
+        DurableEngine engine = engines.start(worker("g-runner", "g-run").gate("g", 2).rateLimit("r", 100, 10), fails);
+        long gated = engine.insert(JobRequest.of("g-fails", "x").gate("g", "k").rateLimit("r", 2, "p")).block(WAIT);
+        engines.awaitSettled(engine, gated, WAIT);
+        engine.admin().retry(gated, Instant.now().plusSeconds(3600)).block(WAIT);
+        assertThat(Sql.query(db, "SELECT gate_name || ' ' || concurrency_key || ' ' || rate_limit || ' ' || rate_weight"
+                + " || ' ' || rate_partition AS r FROM {schema}.durable_instances WHERE id = $1",
+                row -> row.get("r", String.class), gated)).containsExactly("g k r 2 p");
+    }
+
+    @Test
+    void aPausedQueueIsPickedByNoEngineUntilResumed() throws Exception {
+        AtomicInteger ran = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("pz-job", String.class, (String s) -> {
+            ran.incrementAndGet();
+            return Mono.just(s);
+        }).queue("pz");
+        DurableEngine a = engines.start(worker("pz-a", "pz"), job);
+        DurableEngine b = engines.start(worker("pz-b", "pz"), job);
+        DurableAdmin admin = a.admin();
+        assertThat(admin.pauseQueue("pz").block(WAIT)).isTrue();
+        assertThat(admin.pauseQueue("pz").block(WAIT)).isFalse();
+        assertThat(b.admin().pausedQueues().block(WAIT)).extracting(QueuePause::queue, QueuePause::pausedBy)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("pz", "pz-a"));
+        // Picks obey at once; claim-on-insert within a heartbeat (500 ms here): let two pass.
+        Thread.sleep(1_200);
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            ids.add((i % 2 == 0 ? a : b).insert(JobRequest.of("pz-job", "x" + i)).block(WAIT));
+        }
+        Thread.sleep(1_500);
+        assertThat(ran.get()).isZero();
+        ids.forEach(id -> assertThat(a.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE));
+        assertThat(admin.counts(0).block(WAIT)).contains(new StatusCount("pz", InstanceStatus.RUNNABLE, 10, false));
+
+        assertThat(b.admin().resumeQueue("pz").block(WAIT)).isTrue();
+        assertThat(b.admin().resumeQueue("pz").block(WAIT)).isFalse();
+        assertThat(admin.pausedQueues().block(WAIT)).isEmpty();
+        ids.forEach(id -> assertThat(engines.awaitSettled(a, id, WAIT).status()).isEqualTo(InstanceStatus.DONE));
+        assertThat(ran.get()).isEqualTo(10);
+        assertThatThrownBy(() -> admin.pauseQueue("no such queue").block(WAIT))
+                .isInstanceOf(InvalidRequestException.class);
+    }
 }

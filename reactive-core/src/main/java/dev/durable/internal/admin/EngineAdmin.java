@@ -16,6 +16,8 @@ import dev.durable.admin.InstanceFilter;
 import dev.durable.admin.InstanceStateException;
 import dev.durable.admin.Page;
 import dev.durable.admin.PageRequest;
+import dev.durable.QueueNames;
+import dev.durable.admin.QueuePause;
 import dev.durable.admin.SearchIndex;
 import dev.durable.admin.StatusCount;
 import java.time.Duration;
@@ -177,6 +179,53 @@ public final class EngineAdmin implements DurableAdmin {
     }
 
     @Override
+    public Mono<Instance> runNow(long id) {
+        return whenOpen.thenMany(sql.runNow(List.of(id))).collectList().flatMap(moved -> {
+            moved.forEach(row -> engine.poke(row.queue()));
+            return engine.get(id)
+                    .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to run now")))
+                    .flatMap(instance -> moved.isEmpty() && instance.status() != InstanceStatus.RUNNABLE
+                            ? Mono.error(new InstanceStateException(id, instance.status(),
+                                    "only a runnable instance can be run now"
+                                            + (RETRYABLE.contains(instance.status()) ? " (retry a settled one)" : "")))
+                            : Mono.just(instance));
+        });
+    }
+
+    @Override
+    public Mono<Instance> setPriority(long id, int priority) {
+        return checkPriority(priority).then(whenOpen).thenMany(sql.setPriority(List.of(id), priority)).collectList()
+                .flatMap(changed -> engine.get(id)
+                        .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to reprioritise")))
+                        .flatMap(instance -> changed.isEmpty() && instance.status().isTerminal()
+                                ? Mono.error(new InstanceStateException(id, instance.status(),
+                                        "a settled instance has no priority to change"))
+                                : Mono.just(instance)));
+    }
+
+    private static Mono<Void> checkPriority(int priority) {
+        return priority < JobRequest.MIN_PRIORITY || priority > JobRequest.MAX_PRIORITY
+                ? Mono.error(new InvalidRequestException("priority must be between " + JobRequest.MIN_PRIORITY
+                        + " and " + JobRequest.MAX_PRIORITY + ", was " + priority))
+                : Mono.empty();
+    }
+
+    @Override
+    public Mono<BulkResult> runNowAll(InstanceFilter filter, int batchSize) {
+        return bulk(filter, EnumSet.of(InstanceStatus.RUNNABLE), batchSize, ids -> sql.runNow(ids).collectList()
+                .map(moved -> {
+                    moved.stream().map(AdminSql.Retried::queue).distinct().forEach(engine::poke);
+                    return (long) moved.size();
+                }));
+    }
+
+    @Override
+    public Mono<BulkResult> setPriorityAll(InstanceFilter filter, int priority, int batchSize) {
+        return checkPriority(priority).then(bulk(filter, LIVE, batchSize, ids -> sql.setPriority(ids, priority)
+                .count()));
+    }
+
+    @Override
     public Mono<SignalResult> signal(long id, String name, @Nullable Object payload) {
         return engine.signal(id, name, payload, null);
     }
@@ -223,6 +272,31 @@ public final class EngineAdmin implements DurableAdmin {
     @Override
     public Mono<BulkResult> deleteAll(InstanceFilter filter, int batchSize) {
         return bulk(filter, SETTLED, batchSize, ids -> sql.delete(ids).count());
+    }
+
+    @Override
+    public Mono<Boolean> pauseQueue(String queue) {
+        return validQueue(queue).then(whenOpen).then(sql.pause(queue, engine.options().name()));
+    }
+
+    @Override
+    public Mono<Boolean> resumeQueue(String queue) {
+        return validQueue(queue).then(whenOpen).then(sql.resume(queue)).doOnNext(resumed -> {
+            if (resumed) {
+                engine.poke(queue);
+            }
+        });
+    }
+
+    @Override
+    public Mono<List<QueuePause>> pausedQueues() {
+        return whenOpen.thenMany(sql.pausedQueues()).collectList();
+    }
+
+    private static Mono<Void> validQueue(String queue) {
+        return QueueNames.isValid(queue) ? Mono.empty()
+                : Mono.error(new InvalidRequestException("queue must be 1 to 128 letters, digits, '.', '_', ':' or"
+                        + " '-', starting with a letter or digit, was " + (queue == null ? "null" : "'" + queue + "'")));
     }
 
     @Override

@@ -22,10 +22,14 @@ public final class ClaimOnInsert {
     private final List<QueueScheduler> schedulers;
     /** Only types this engine can run are claimed: another engine's type is left for it to pick. */
     private final Set<String> runnableTypes;
+    /** A paused queue's rows are never claimed so (the pick excludes them in the database). */
+    private final java.util.function.Predicate<String> paused;
 
-    ClaimOnInsert(List<QueueScheduler> schedulers, Set<String> runnableTypes) {
+    ClaimOnInsert(List<QueueScheduler> schedulers, Set<String> runnableTypes,
+            java.util.function.Predicate<String> paused) {
         this.schedulers = List.copyOf(schedulers);
         this.runnableTypes = Set.copyOf(runnableTypes);
+        this.paused = paused;
     }
 
     /** No local scheduler takes anything (the engine is not running). */
@@ -38,6 +42,9 @@ public final class ClaimOnInsert {
         String[] claimers = new String[rows.size()];
         Map<QueueScheduler, Integer> reservations = new HashMap<>();
         for (QueueScheduler scheduler : schedulers) {
+            if (paused.test(scheduler.queue())) {
+                continue;
+            }
             int eligible = 0;
             for (NewInstance row : rows) {
                 if (claimable(row, scheduler.queue())) {

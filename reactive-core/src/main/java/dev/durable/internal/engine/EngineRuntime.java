@@ -102,7 +102,6 @@ public final class EngineRuntime {
         }
         this.schedulers = List.copyOf(made);
         this.leases = List.copyOf(madeLeases);
-        this.claims = new ClaimOnInsert(schedulers, wiring.definitions().keySet());
         this.maintenance = new MaintenanceTasks(options, sql.leases(), sql.maintenance(), limiter, delays,
                 Schedulers.parallel(), new MaintenanceTasks.Listeners(reaped -> {
                     telemetry.recovered(reaped, false);
@@ -121,6 +120,7 @@ public final class EngineRuntime {
                 List.copyOf(options.queues().keySet()), types,
                 types.stream().map(type -> wiring.definitions().get(type).version()).toList(),
                 options.leaseTtl().toMillis()), Schedulers.parallel(), options.meterRegistry());
+        this.claims = new ClaimOnInsert(schedulers, wiring.definitions().keySet(), registry::paused);
     }
 
     /**

@@ -45,6 +45,8 @@ public final class Registry {
     private final RegistrySql.Entry entry;
     private final Scheduler timer;
     private final AtomicReference<List<LiveEngine>> fleet = new AtomicReference<>(List.of());
+    /** The paused queues, as the last refresh read them (claim-on-insert skips them). */
+    private final AtomicReference<java.util.Set<String>> paused = new AtomicReference<>(java.util.Set.of());
     private final Map<String, Long> warned = new ConcurrentHashMap<>();
     private final MultiGauge unservedGauge;
     private final Disposable.Swap ticks = Disposables.swap();
@@ -79,7 +81,14 @@ public final class Registry {
     }
 
     private Mono<Void> refresh() {
-        return sql.refresh(entry).collectList().doOnNext(fleet::set).then();
+        return sql.refresh(entry).collectList().doOnNext(fleet::set)
+                .then(sql.pausedQueues().collect(java.util.stream.Collectors.toUnmodifiableSet()).doOnNext(paused::set))
+                .then();
+    }
+
+    /** Whether {@code queue} was paused at the last refresh (at most a heartbeat interval ago). */
+    boolean paused(String queue) {
+        return paused.get().contains(queue);
     }
 
     private Mono<Void> countUnserved() {

@@ -5,6 +5,7 @@ import dev.durable.InstanceStatus;
 import dev.durable.admin.Attempt;
 import dev.durable.admin.InboxSignal;
 import dev.durable.admin.InstanceFilter;
+import dev.durable.admin.QueuePause;
 import dev.durable.admin.SearchIndex;
 import java.time.Duration;
 import dev.durable.internal.Db;
@@ -116,13 +117,36 @@ public final class AdminSql {
     /** The newest recorded attempts of an instance, oldest first. Index: durable_attempts_instance_idx. */
     private final String attempts;
 
+    /**
+     * Makes the given runnable instances due now: those scheduled later (a run-at, a backoff) get
+     * eligible_at now; those already due keep their place in the queue. Index: the primary key; moves
+     * the rows' pick-index entries. Locks: the updated rows.
+     */
+    private final String runNow;
+
+    /**
+     * Sets the priority of the given live instances (an executing one keeps it for its next attempts).
+     * updated_at is left alone: it is not a transition (an executing row's updated_at is when its
+     * attempt began). Index: the primary key; moves runnable rows' pick-index entries. Locks: the
+     * updated rows.
+     */
+    private final String priority;
+
+    /** Pauses queue $1 (paused by $2). Index: the pauses' primary key. */
+    private final String pause;
+    /** Resumes queue $1. Index: the pauses' primary key. */
+    private final String resume;
+    /** The paused queues. Index: none (a few rows). */
+    private final String paused;
+
     /** The highest id in either table: a bulk action's upper bound. Index: both primary keys (their last entry). */
     private final String maxId;
 
     /**
      * Retry in place of the given failed or cancelled instances. From the history: each row goes back
-     * into the hot table with its id, args/state, step and error, runnable at $2 (now when null), attempt
-     * 0 and a correlation key occupied while live; a row whose key a live instance holds now is skipped
+     * into the hot table with its id, args/state, step, error and the gate and rate limit it ran under
+     * (kept in the history since V4), runnable at $2 (now when null), attempt 0 and a correlation key
+     * occupied while live; a row whose key a live instance holds now is skipped
      * (ON CONFLICT DO NOTHING) and stays in the history. Rows still in the hot table (their key was kept
      * occupied after they settled) are updated in place. A child whose parent is live is left alone: its
      * parent has counted it off already. Index: both primary keys, the correlation unique index; writes
@@ -175,6 +199,19 @@ public final class AdminSql {
                                 ORDER BY finished_at DESC LIMIT $2) a
                  ORDER BY finished_at""");
         this.consumed = tables.render("SELECT signals FROM {history} WHERE id = $1");
+        this.runNow = tables.render("""
+                UPDATE {instances} i SET eligible_at = now(), updated_at = now()
+                 WHERE i.id = ANY ($1::bigint[]) AND i.status = 'runnable' AND i.eligible_at > now()
+                RETURNING i.id, i.queue""");
+        this.priority = tables.render("""
+                UPDATE {instances} i SET priority = $2
+                 WHERE i.id = ANY ($1::bigint[]) AND i.status NOT IN """ + TERMINAL + """
+                   AND i.priority <> $2
+                RETURNING i.id, i.queue""");
+        this.pause = tables.render("INSERT INTO {queue_pauses} (queue, paused_by) VALUES ($1, $2)"
+                + " ON CONFLICT (queue) DO NOTHING RETURNING queue");
+        this.resume = tables.render("DELETE FROM {queue_pauses} WHERE queue = $1 RETURNING queue");
+        this.paused = tables.render("SELECT queue, paused_at, paused_by FROM {queue_pauses} ORDER BY queue");
         this.maxId = tables.render("SELECT greatest((SELECT max(id) FROM {instances}), (SELECT max(id) FROM {history}),"
                 + " 0)");
         String parentLive = "EXISTS (SELECT 1 FROM {instances} p WHERE p.id = %s.parent_id AND p.status NOT IN "
@@ -187,11 +224,13 @@ public final class AdminSql {
                     INSERT INTO {instances} AS i (id, type, type_version, queue, priority, status, step, state,
                                              last_error, attempt, max_attempts, eligible_at, parent_id,
                                              concurrency_key, correlation_key, correlation_statuses,
+                                             gate_name, gate_shard, rate_limit, rate_weight, rate_partition,
                                              has_children, inserted_at, updated_at)
                     SELECT c.id, c.type, c.type_version, c.queue, c.priority, 'runnable', c.step, c.state,
                            c.last_error, 0, c.max_attempts, COALESCE($2::timestamptz, now()), c.parent_id,
                            c.concurrency_key, c.correlation_key,
                            CASE WHEN c.correlation_key IS NOT NULL THEN $3::text[] END,
+                           c.gate_name, c.gate_shard, c.rate_limit, c.rate_weight, c.rate_partition,
                            EXISTS (SELECT 1 FROM {history} k WHERE k.parent_id = c.id)
                                OR EXISTS (SELECT 1 FROM {instances} k WHERE k.parent_id = c.id),
                            c.inserted_at, now()
@@ -418,6 +457,46 @@ public final class AdminSql {
                     .concatMap(result -> result.map(row -> new Retried(row.get("id", Long.class),
                             row.get("queue", String.class))));
         }).onErrorMap(Errors::translate);
+    }
+
+    /** Makes those of {@code ids} that are runnable and scheduled later due now; emits each one moved. */
+    public Flux<Retried> runNow(List<Long> ids) {
+        return idsAndQueues(runNow, ids, null);
+    }
+
+    /** Sets the priority of those of {@code ids} that are live and have another; emits each one changed. */
+    public Flux<Retried> setPriority(List<Long> ids, int value) {
+        return idsAndQueues(priority, ids, value);
+    }
+
+    private Flux<Retried> idsAndQueues(String sql, List<Long> ids, @Nullable Integer value) {
+        return db.withConnection(connection -> {
+            Statement statement = connection.createStatement(sql).bind(0, ids.toArray(Long[]::new));
+            if (value != null) {
+                statement.bind(1, value);
+            }
+            return Flux.from(statement.execute()).concatMap(result -> result.map(row -> new Retried(
+                    row.get("id", Long.class), row.get("queue", String.class))));
+        }).onErrorMap(Errors::translate);
+    }
+
+    /** Pauses {@code queue}; true when it was not paused. */
+    public Mono<Boolean> pause(String queue, String by) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(pause).bind(0, queue).bind(1, by)
+                        .execute())
+                .concatMap(result -> result.map(row -> true))).hasElements().onErrorMap(Errors::translate);
+    }
+
+    /** Resumes {@code queue}; true when it was paused. */
+    public Mono<Boolean> resume(String queue) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(resume).bind(0, queue).execute())
+                .concatMap(result -> result.map(row -> true))).hasElements().onErrorMap(Errors::translate);
+    }
+
+    public Flux<QueuePause> pausedQueues() {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(paused).execute())
+                .concatMap(result -> result.map(row -> new QueuePause(row.get("queue", String.class),
+                        row.get("paused_at", Instant.class), row.get("paused_by", String.class)))));
     }
 
     /** Deletes those of {@code ids} that are settled and not awaited by a live parent; emits each deleted id. */

@@ -18,7 +18,8 @@ import reactor.core.publisher.Mono;
 /**
  * The pick: how a scheduler claims the next rows of its queue with a lease.
  *
- * <p>Every pick starts from the same candidates: the queue's runnable, eligible rows in urgency
+ * <p>Every pick starts from the same candidates: none while the queue is paused (a probe of the
+ * paused queues' primary key, evaluated once per pick), else the queue's runnable, eligible rows in urgency
  * order (priority, eligible time, id), read from the pick index, locked {@code FOR UPDATE SKIP
  * LOCKED} so concurrent picks never wait on each other, skipping rows whose ungated concurrency key
  * is executing now (a probe of the executing-key unique index) or is being claimed by another pick
@@ -44,6 +45,7 @@ public final class PickSql {
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
                   FROM {instances} c
                  WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
+                   AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
                    AND c.type_version <= (%s::int[])[array_position(%s::text[], c.type)]
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
                         WHEN EXISTS (SELECT 1 FROM {instances} e

@@ -53,6 +53,9 @@ public final class RegistrySql {
 
     private final Db db;
 
+    /** The paused queues (migration V5). Index: none, a scan of a table of a few rows. Locks: none. */
+    private final String pausedQueues;
+
     public RegistrySql(Db db, Tables tables) {
         this.db = db;
         this.refresh = tables.render("""
@@ -69,6 +72,7 @@ public final class RegistrySql {
                 )
                 SELECT\s""" + ENGINE_COLUMNS + " FROM mine\n UNION ALL\nSELECT " + ENGINE_COLUMNS
                 + " FROM {engines} WHERE origin <> $1 AND expires_at > now()");
+        this.pausedQueues = tables.render("SELECT queue FROM {queue_pauses}");
         this.deregister = tables.render("DELETE FROM {engines} WHERE origin = $1");
         this.live = tables.render("SELECT " + ENGINE_COLUMNS + " FROM {engines} WHERE expires_at > now() ORDER BY origin");
         this.dueQueues = tables.render("""
@@ -126,6 +130,12 @@ public final class RegistrySql {
                         .bind(4, entry.versions().toArray(Integer[]::new))
                         .bind(5, entry.ttlMillis()).execute())
                 .concatMap(result -> result.map(RegistrySql::toEngine)));
+    }
+
+    /** The queues paused now. */
+    public Flux<String> pausedQueues() {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(pausedQueues).execute())
+                .concatMap(result -> result.map(row -> row.get(0, String.class))));
     }
 
     public Mono<Void> deregister(String origin) {

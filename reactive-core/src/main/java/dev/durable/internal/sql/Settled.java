@@ -16,7 +16,7 @@ final class Settled {
     /** The history table's columns, in the order {@link #move} inserts them. */
     private static final String COLUMNS = "id, type, type_version, queue, priority, status, step, state, result,"
             + " last_error, attempt, max_attempts, eligible_at, parent_id, concurrency_key, correlation_key,"
-            + " inserted_at, signals";
+            + " inserted_at, signals, gate_name, gate_shard, rate_limit, rate_weight, rate_partition";
 
     private Settled() {
     }
@@ -34,7 +34,8 @@ final class Settled {
      * The CTEs {@code moved}, {@code archived} and {@code forgotten}: deletes the rows of
      * {@code {instances} i} joined to {@code using} that match {@code where} and settle with
      * {@code status}, archives them with the given final values (SQL expressions over {@code i} and
-     * the {@code using} relations), and deletes their signals. {@code moved} returns id, queue and
+     * the {@code using} relations) and the limits they ran under (so a retry in place keeps them),
+     * and deletes their signals. {@code moved} returns id, queue and
      * the final status, for the statement's answer.
      */
     static String move(String using, String where, String status, String step, String state, String result,
@@ -50,6 +51,7 @@ final class Settled {
                                   SELECT s.name FROM {signals} s
                                    WHERE s.instance_id = i.id AND s.consumed_at IS NOT NULL ORDER BY s.id)
                               END AS signals,
+                              i.gate_name, i.gate_shard, i.rate_limit, i.rate_weight, i.rate_partition,
                               i.has_signals
                 ), archived AS (
                     INSERT INTO {history} (%s) SELECT %s FROM moved
