@@ -76,7 +76,7 @@ class DashboardBrowserIT {
     void start(TestDatabase db) {
         requireChromium();
         BROKEN.clear();
-        engine = DurableEngine.builder(db.engineOptions().name("browser-it")
+        engine = DurableEngine.builder(db.engineOptions().name("browser-it").heartbeatInterval(Duration.ofMillis(500))
                         .queue(QueueOptions.builder("payments").concurrency(8).pollInterval(Duration.ofMillis(100))
                                 .maxPollInterval(Duration.ofMillis(200)).build())
                         .queue(QueueOptions.builder("mail").concurrency(4).pollInterval(Duration.ofMillis(100))
@@ -192,6 +192,24 @@ class DashboardBrowserIT {
                     By.cssSelector("#feed li[data-id='" + live + "'][data-kind='COMPLETED']")));
             screenshot(browser, DOCS.resolve("dashboard-overview.png"));
 
+            // Pause a queue: confirmed in a dialog, obeyed by the pick; resumed, the row runs.
+            browser.findElement(By.cssSelector("#queues tr[data-queue='mail'] button.pause")).click();
+            wait.until(ExpectedConditions.elementToBeClickable(By.id("confirm-ok"))).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("notice"), "paused"));
+            assertThat(browser.findElement(By.cssSelector("#queues tr[data-queue='mail'] td.state")).getText())
+                    .contains("paused");
+            // Claim-on-insert learns of the pause at the engine's next registry refresh (a heartbeat, 500 ms here).
+            sleep(Duration.ofSeconds(2));
+            long held = engine.insert(JobRequest.of("send-receipt", "held@example.com")).block(WAIT);
+            wait.until(ExpectedConditions.presenceOfElementLocated(
+                    By.cssSelector("#feed li[data-id='" + held + "'][data-kind='INSERTED']")));
+            sleep(Duration.ofSeconds(3));
+            assertThat(browser.findElements(By.cssSelector("#feed li[data-id='" + held + "'][data-kind='PICKED']"))).isEmpty();
+            assertThat(engine.get(held).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
+            browser.findElement(By.cssSelector("#queues tr[data-queue='mail'] button.resume")).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("notice"), "resumed"));
+            assertThat(engine.awaitSettled(held, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+
             // At 420 px the page does not scroll sideways: wide tables scroll in their own box.
             browser.manage().window().setSize(new Dimension(420, 900));
             for (String path : List.of("/", "/instances", "/instances/" + old, "/engines")) {
@@ -203,6 +221,15 @@ class DashboardBrowserIT {
         } finally {
             browser.quit();
             service.stop();
+        }
+    }
+
+    private static void sleep(Duration duration) {
+        try {
+            Thread.sleep(duration.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
         }
     }
 

@@ -268,6 +268,28 @@ class DashboardIT {
     }
 
     @Test
+    void priorityAndRunNowActOnAWaitingInstance() {
+        long id = engine.insert(JobRequest.of("flaky", "later").runIn(Duration.ofHours(1))).block(WAIT);
+        WebTestClient client = client(DashboardOptions.defaults());
+        String detail = body(client.get().uri("/durable/instances/" + id).exchange().expectStatus().isOk());
+        assertThat(detail).contains("/instances/" + id + "/run-now").contains("/instances/" + id + "/priority");
+        String token = token(client, "/durable/instances/" + id);
+
+        post(client, "/durable/instances/" + id + "/priority", token, form("_durable_csrf", token, "priority", "7"))
+                .expectStatus().isSeeOther().expectHeader().location("/durable/instances/" + id + "?done=priority");
+        assertThat(engine.get(id).block(WAIT).priority()).isEqualTo(7);
+        post(client, "/durable/instances/" + id + "/priority", token, form("_durable_csrf", token, "priority", "high"))
+                .expectStatus().isBadRequest();
+
+        post(client, "/durable/instances/" + id + "/run-now", token, form("_durable_csrf", token))
+                .expectStatus().isSeeOther();
+        assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        // Settled now: run-now does not apply, and says so.
+        assertThat(body(post(client, "/durable/instances/" + id + "/run-now", token, form("_durable_csrf", token))
+                .expectStatus().isEqualTo(HttpStatus.CONFLICT))).contains("Not possible now");
+    }
+
+    @Test
     void theLiveFeedSendsCountsAndEvents() {
         WebTestClient client = client(DashboardOptions.defaults());
         long id = engine.insert(JobRequest.of("flaky", "live")).block(WAIT);

@@ -107,6 +107,7 @@ public final class Handlers {
                 .GET(b + "/static/{file}", this::asset)
                 .POST(b + "/instances/{id}/{action}", this::instanceAction)
                 .POST(b + "/bulk", this::bulk)
+                .POST(b + "/queues/{queue}/{action}", this::queueAction)
                 .build();
     }
 
@@ -273,7 +274,9 @@ public final class Handlers {
     // ---- Pages ------------------------------------------------------------------------------------
 
     private Mono<String> overview(View view) {
-        return Mono.zip(admin.counts(), engine.liveEngines().collectList()).map(both -> {
+        return Mono.zip(admin.counts(), engine.liveEngines().collectList(), admin.pausedQueues()).map(both -> {
+            Map<String, dev.durable.admin.QueuePause> paused = new TreeMap<>();
+            both.getT3().forEach(pause -> paused.put(pause.queue(), pause));
             Map<String, Map<InstanceStatus, StatusCount>> counts = new TreeMap<>();
             for (StatusCount count : both.getT1()) {
                 counts.computeIfAbsent(count.queue(), q -> new EnumMap<>(InstanceStatus.class)).put(count.status(), count);
@@ -287,14 +290,16 @@ public final class Handlers {
             Set<String> queues = new TreeSet<>(counts.keySet());
             queues.addAll(servedBy.keySet());
             queues.addAll(engine.options().queues().keySet());
+            queues.addAll(paused.keySet());
             List<Pages.QueueRow> rows = new ArrayList<>();
             for (String queue : queues) {
                 List<String> engines = servedBy.getOrDefault(queue, List.of());
                 Collections.sort(engines);
-                rows.add(new Pages.QueueRow(queue, counts.getOrDefault(queue, Map.of()), here.get(queue), engines, null));
+                rows.add(new Pages.QueueRow(queue, counts.getOrDefault(queue, Map.of()), here.get(queue), engines,
+                        paused.containsKey(queue)));
             }
             List<JobEvent> recent = hub.recentEvents();
-            return Pages.overview(view, rows, false, hub.chart(), recent);
+            return Pages.overview(view, rows, true, hub.chart(), recent);
         });
     }
 
@@ -343,7 +348,7 @@ public final class Handlers {
         long id = id(request);
         return admin.detail(id)
                 .switchIfEmpty(Mono.error(() -> new NotFound("No instance has id " + id + ".")))
-                .flatMap(detail -> tree(detail).map(tree -> Pages.detail(view, detail, tree, false, false)));
+                .flatMap(detail -> tree(detail).map(tree -> Pages.detail(view, detail, tree, true, true)));
     }
 
     /** The first children with their own children, one listing per child (bounded, a few at a time). */
@@ -444,8 +449,34 @@ public final class Handlers {
                 return admin.signal(id, name.strip(), payload).flatMap(result ->
                         seeOther(back + "?done=" + (result == dev.durable.SignalResult.DELIVERED ? "signalled" : "duplicate")));
             });
+            case "run-now" -> act(request, DashboardAction.RUN_NOW, null,
+                    form -> admin.runNow(id).then(seeOther(back + "?done=run-now")));
+            case "priority" -> act(request, DashboardAction.CHANGE_PRIORITY, null,
+                    form -> admin.setPriority(id, priority(form.getFirst("priority")))
+                            .then(seeOther(back + "?done=priority")));
             case "delete" -> act(request, DashboardAction.DELETE, "Delete instance #" + id + " for good?",
                     form -> admin.delete(id).then(seeOther(options.basePath() + "/instances?done=deleted")));
+            default -> ServerResponse.notFound().build();
+        };
+    }
+
+    private static int priority(@Nullable String value) {
+        try {
+            return Integer.parseInt(String.valueOf(value).strip());
+        } catch (NumberFormatException e) {
+            throw new InvalidRequestException("priority: a whole number, was '" + value + "'");
+        }
+    }
+
+    private Mono<ServerResponse> queueAction(ServerRequest request) {
+        String queue = request.pathVariable("queue");
+        String home = options.basePath() + "/";
+        return switch (request.pathVariable("action")) {
+            case "pause" -> act(request, DashboardAction.PAUSE_QUEUE,
+                    "Pause queue " + queue + " on every engine? Running work finishes; nothing new is picked.",
+                    form -> admin.pauseQueue(queue).then(seeOther(home + "?done=paused")));
+            case "resume" -> act(request, DashboardAction.PAUSE_QUEUE, null,
+                    form -> admin.resumeQueue(queue).then(seeOther(home + "?done=resumed")));
             default -> ServerResponse.notFound().build();
         };
     }
@@ -472,8 +503,10 @@ public final class Handlers {
                 case "retry" -> admin.retryAll(filter);
                 case "cancel" -> admin.cancelAll(filter);
                 case "delete" -> admin.deleteAll(filter);
-                default -> Mono.<dev.durable.admin.BulkResult>error(
-                        new InvalidRequestException("action: retry, cancel or delete, was '" + action + "'"));
+                case "run-now" -> admin.runNowAll(filter);
+                case "priority" -> admin.setPriorityAll(filter, priority(form.getFirst("priority")));
+                default -> Mono.<dev.durable.admin.BulkResult>error(new InvalidRequestException(
+                        "action: retry, cancel, delete, run-now or priority, was '" + action + "'"));
             };
             return run.flatMap(result -> view(request, token == null ? "" : token).flatMap(view ->
                     html(HttpStatus.OK, Pages.bulkDone(view, action, filterForm, result), null)));

@@ -133,8 +133,11 @@ public final class Pages {
                             : "<span class=\"badge st-active\">active</span>");
                     if (view.actions()) {
                         h.raw("<form method=\"post\" class=\"inline\"")
-                                .attr("action", view.path("/queues/" + Html.url(row.queue()) + (paused ? "/resume" : "/pause")))
-                                .raw(">");
+                                .attr("action", view.path("/queues/" + Html.url(row.queue()) + (paused ? "/resume" : "/pause")));
+                        if (!paused) {
+                            h.attr("data-confirm", "Pause queue " + row.queue() + " on every engine?");
+                        }
+                        h.raw(">");
                         csrf(h, view);
                         h.raw("<button type=\"submit\"").attr("class", paused ? "resume" : "pause").raw(">")
                                 .text(paused ? "Resume" : "Pause").raw("</button></form>");
@@ -324,7 +327,10 @@ public final class Pages {
         }
         h.raw("<label>Action<select name=\"action\" id=\"bulk-action\"><option value=\"retry\">retry failed and"
                 + " cancelled in place</option><option value=\"cancel\">cancel live</option><option value=\"delete\">"
-                + "delete settled</option></select></label><button type=\"submit\" class=\"danger\" id=\"bulk-submit\">"
+                + "delete settled</option><option value=\"run-now\">run now (runnable, due later)</option>"
+                + "<option value=\"priority\">set priority (live)</option></select></label>"
+                + "<label>Priority<input type=\"number\" name=\"priority\" class=\"small\" value=\"0\"></label>"
+                + "<button type=\"submit\" class=\"danger\" id=\"bulk-submit\">"
                 + "Apply to every match</button></form><p class=\"hint\">");
         h.text(progress ? "Runs as a durable job: chunked, resumable, its progress on its own page."
                 : "Runs in batches of 500 until the highest id matching when it starts; the page answers when it is done.");
@@ -458,7 +464,7 @@ public final class Pages {
         if (s == InstanceStatus.FAILED || s == InstanceStatus.CANCELLED) {
             button(h, view, path + "/retry", "retry", "Retry in place", null);
         }
-        if (runNow && (s == InstanceStatus.RUNNABLE || s.isParked())) {
+        if (runNow && s == InstanceStatus.RUNNABLE) {
             button(h, view, path + "/run-now", "run-now", "Run now", null);
         }
         if (!s.isTerminal()) {
