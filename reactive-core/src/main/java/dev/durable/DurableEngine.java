@@ -5,6 +5,7 @@ import dev.durable.internal.Cleanup;
 import dev.durable.internal.Db;
 import dev.durable.internal.Errors;
 import dev.durable.internal.RequestMapper;
+import dev.durable.internal.admin.BulkJobs;
 import dev.durable.internal.admin.EngineAdmin;
 import dev.durable.internal.engine.ClaimOnInsert;
 import dev.durable.internal.engine.ClientWarnings;
@@ -114,7 +115,12 @@ public final class DurableEngine implements AutoCloseable {
             CallerTransactions callerTransactions) {
         this.options = options;
         this.callerTransactions = callerTransactions;
-        this.definitions = Map.copyOf(definitions);
+        // Every engine knows the admin's bulk jobs, so any engine can start one and whichever runs
+        // the bulk queue runs it; a type of the same name registered by the user wins.
+        BulkJobs bulkJobs = new BulkJobs();
+        Map<String, Definition> known = new LinkedHashMap<>(definitions);
+        known.putIfAbsent(DurableAdmin.BULK_TYPE, bulkJobs.definition());
+        this.definitions = Map.copyOf(known);
         if (options.connectionFactory() != null) {
             this.ownPool = null;
             this.connectionFactory = options.connectionFactory();
@@ -149,7 +155,7 @@ public final class DurableEngine implements AutoCloseable {
                 options.rateLimits().values(), knownTypes, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
-                whenOpen());
+                whenOpen(), bulkJobs);
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
         for (Definition definition : this.definitions.values()) {

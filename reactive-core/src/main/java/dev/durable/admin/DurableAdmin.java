@@ -161,6 +161,33 @@ public interface DurableAdmin {
     /** The paused queues, by name. */
     Mono<List<QueuePause>> pausedQueues();
 
+    /** The type of the bulk jobs {@link #startBulk} inserts (every engine knows it). */
+    String BULK_TYPE = "durable.bulk";
+
+    /** The queue bulk jobs run in: configure it on the engines that should run them. */
+    String BULK_QUEUE = "durable.admin";
+
+    /**
+     * Starts a bulk action over every instance the request's filter matches as a durable job (a workflow
+     * of type {@link #BULK_TYPE} in queue {@link #BULK_QUEUE}, which some engine must run:
+     * {@code QueueOptions.builder(DurableAdmin.BULK_QUEUE)}); emits its instance id at once. The job first
+     * counts the matching instances in chunks of 10,000 ids, then acts on them in chunks of the request's
+     * batch size, in id order, up to the highest id when it started. Each chunk is a few short statements
+     * and its progress is committed before the next starts, so the job is safe over millions of rows (no
+     * long transaction, no lock held across chunks) and resumes after a crash from its last committed
+     * chunk (the chunk in progress is done again; every action is harmless on a row it already acted on).
+     * Follow it with {@link #bulkProgress}; cancel it with {@link #cancel}; it never acts on itself.
+     * {@link dev.durable.InvalidRequestException} when the filter's statuses leave none the action applies
+     * to, or for a priority out of range.
+     */
+    Mono<Long> startBulk(BulkRequest request);
+
+    /**
+     * Where the bulk job {@code id} stands, from its last committed chunk. {@link dev.durable.NoTargetException}
+     * when no instance has that id, {@link dev.durable.InvalidRequestException} when it is not a bulk job.
+     */
+    Mono<BulkProgress> bulkProgress(long id);
+
     /** How long {@link #createSearchIndexes(Set)} may build an index over a big history. */
     Duration DEFAULT_INDEX_BUILD_TIMEOUT = Duration.ofHours(1);
 

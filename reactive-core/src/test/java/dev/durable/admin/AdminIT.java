@@ -702,4 +702,103 @@ class AdminIT {
         assertThatThrownBy(() -> admin.pauseQueue("no such queue").block(WAIT))
                 .isInstanceOf(InvalidRequestException.class);
     }
+
+    /** A failing-then-healed job in queue bk-run, and an engine running it and the bulk queue. */
+    private JobDefinition<String, String> healing(AtomicBoolean broken) {
+        return JobDefinition.of("bk-job", String.class, (String s) -> broken.get()
+                ? Mono.<String>error(new IllegalStateException("down")) : Mono.just(s)).queue("bk-run").maxAttempts(1);
+    }
+
+    private EngineOptions.Builder bulkWorker(String name, Duration drain) {
+        return worker(name, "bk-run").queue(QueueOptions.builder(DurableAdmin.BULK_QUEUE).concurrency(1)
+                .pollInterval(Duration.ofMillis(100)).maxPollInterval(Duration.ofMillis(300)).drainTimeout(drain)
+                .build());
+    }
+
+    private List<Long> failedJobs(DurableEngine engine, int count) {
+        List<Long> ids = IntStream.range(0, count).mapToObj(i -> engine.insert(JobRequest.of("bk-job", "j" + i))
+                .block(WAIT)).toList();
+        ids.forEach(id -> assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.FAILED));
+        return ids;
+    }
+
+    @Test
+    void aBulkRetryRunsAsADurableJobReachesAllOfItAndTheRowsComplete() {
+        AtomicBoolean broken = new AtomicBoolean(true);
+        DurableEngine engine = engines.start(bulkWorker("bk", Duration.ofSeconds(5)), healing(broken));
+        DurableAdmin admin = engine.admin();
+        List<Long> ids = failedJobs(engine, 30);
+        broken.set(false);
+        InstanceFilter failed = InstanceFilter.builder().queue("bk-run").status(InstanceStatus.FAILED).build();
+
+        long job = admin.startBulk(BulkRequest.retry(failed).batchSize(7)).block(WAIT);
+        BulkProgress progress = Eventually.until("bulk retry finished", WAIT, () -> admin.bulkProgress(job).block(WAIT),
+                BulkProgress::finished);
+        assertThat(progress.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(progress.fraction()).isEqualTo(1.0);
+        assertThat(progress.total()).isEqualTo(30);
+        assertThat(progress.done()).isEqualTo(30);
+        assertThat(progress.affected()).isEqualTo(30);
+        ids.forEach(id -> assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.DONE));
+
+        // Reprioritise, cancel and delete by filter, and the guards.
+        long parked = engine.insert(JobRequest.of("bk-job", "p").queue("bk-idle")).block(WAIT);
+        long prio = admin.startBulk(BulkRequest.setPriority(InstanceFilter.builder().queue("bk-idle").build(), 7))
+                .block(WAIT);
+        Eventually.until("priority set", WAIT, () -> admin.bulkProgress(prio).block(WAIT).finished());
+        assertThat(engine.get(parked).block(WAIT).priority()).isEqualTo(7);
+        long cancel = admin.startBulk(BulkRequest.cancel(InstanceFilter.builder().queue("bk-idle").build())).block(WAIT);
+        Eventually.until("cancelled", WAIT, () -> admin.bulkProgress(cancel).block(WAIT).finished());
+        assertThat(engine.get(parked).block(WAIT).status()).isEqualTo(InstanceStatus.CANCELLED);
+        long delete = admin.startBulk(BulkRequest.delete(InstanceFilter.builder().queue("bk-idle").build()))
+                .block(WAIT);
+        assertThat(Eventually.until("deleted", WAIT, () -> admin.bulkProgress(delete).block(WAIT),
+                BulkProgress::finished).affected()).isEqualTo(1);
+        assertThat(engine.get(parked).block(WAIT)).isNull();
+        assertThatThrownBy(() -> admin.startBulk(BulkRequest.retry(InstanceFilter.builder()
+                .status(InstanceStatus.RUNNABLE).build())).block(WAIT)).isInstanceOf(InvalidRequestException.class);
+        assertThatThrownBy(() -> admin.startBulk(BulkRequest.setPriority(InstanceFilter.all(), 1 << 20)).block(WAIT))
+                .isInstanceOf(InvalidRequestException.class);
+        assertThatThrownBy(() -> admin.bulkProgress(ids.get(0)).block(WAIT)).isInstanceOf(InvalidRequestException.class);
+        assertThatThrownBy(() -> BulkRequest.retry(failed).batchSize(0)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void aBulkJobWhoseEngineDiesMidWayResumesFromItsLastChunkOnAnother() throws Exception {
+        AtomicBoolean broken = new AtomicBoolean(true);
+        DurableEngine first = engines.start(bulkWorker("bk-first", Duration.ZERO).runMaintenance(false),
+                healing(broken));
+        List<Long> ids = failedJobs(first, 30);
+        broken.set(false);
+        InstanceFilter failed = InstanceFilter.builder().queue("bk-run").status(InstanceStatus.FAILED).build();
+        // The last chunk (ids 29 and 30 of chunks 7, 7, 7, 7, 2) blocks on a row lock the test holds.
+        io.r2dbc.spi.Connection lock = Mono.from(io.r2dbc.spi.ConnectionFactories.get(db.url()).create()).block(WAIT);
+        try {
+            Mono.from(lock.beginTransaction()).block(WAIT);
+            reactor.core.publisher.Flux.from(lock.createStatement("SELECT id FROM \"" + db.schema()
+                            + "\".durable_history WHERE id = $1 FOR UPDATE").bind("$1", ids.get(29)).execute())
+                    .flatMap(result -> result.map((row, meta) -> 1)).blockLast(WAIT);
+
+            long job = first.admin().startBulk(BulkRequest.retry(failed).batchSize(7)).block(WAIT);
+            Eventually.until("four chunks done", WAIT, () -> first.admin().bulkProgress(job).block(WAIT).done() == 28);
+            // The engine dies with the job claimed mid-chunk (no drain): its lease is left to expire.
+            first.closeLater().block(WAIT);
+            Mono.from(lock.rollbackTransaction()).block(WAIT);
+
+            DurableEngine second = engines.start(bulkWorker("bk-second", Duration.ofSeconds(5)), healing(broken));
+            BulkProgress progress = Eventually.until("bulk resumed and finished", WAIT,
+                    () -> second.admin().bulkProgress(job).block(WAIT), BulkProgress::finished);
+            assertThat(progress.status()).isEqualTo(InstanceStatus.DONE);
+            assertThat(progress.fraction()).isEqualTo(1.0);
+            assertThat(progress.total()).isEqualTo(30);
+            assertThat(progress.done()).isGreaterThanOrEqualTo(28);
+            ids.forEach(id -> assertThat(engines.awaitSettled(second, id, WAIT).status())
+                    .isEqualTo(InstanceStatus.DONE));
+            // The lost claim is in the job's attempt history.
+            assertThat(second.admin().detail(job).block(WAIT).attempts()).extracting(Attempt::outcome)
+                    .contains(Attempt.Outcome.LEASE_LOST);
+        } finally {
+            Mono.from(lock.close()).block(WAIT);
+        }
+    }
 }

@@ -8,12 +8,17 @@ import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.QueueOptions;
+import dev.durable.admin.Attempt;
+import dev.durable.admin.BulkAction;
+import dev.durable.admin.BulkProgress;
+import dev.durable.admin.BulkRequest;
 import dev.durable.admin.BulkResult;
 import dev.durable.admin.DurableAdmin;
 import dev.durable.admin.InstanceDetail;
 import dev.durable.admin.InstanceFilter;
 import dev.durable.admin.Page;
 import dev.durable.admin.PageRequest;
+import dev.durable.admin.QueuePause;
 import dev.durable.admin.StatusCount;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
@@ -39,7 +44,9 @@ class OperatingIT {
     void aDeadLetterViewAndItsRedrive(TestDatabase db) {
         AtomicBoolean bankDown = new AtomicBoolean(true);
         DurableEngine engine = DurableEngine.builder(db.engineOptions()
-                        .queue(QueueOptions.builder("payments").pollInterval(Duration.ofMillis(100)).build()).build())
+                        .queue(QueueOptions.builder("payments").pollInterval(Duration.ofMillis(100)).build())
+                        .queue(QueueOptions.builder(DurableAdmin.BULK_QUEUE).pollInterval(Duration.ofMillis(100)).build())
+                        .build())
                 .register(JobDefinition.of("charge", Charge.class, (Charge c) -> bankDown.get()
                                 ? Mono.<String>error(new IllegalStateException("bank timeout for " + c.customer()))
                                 : Mono.just("charged " + c.customer()))
@@ -74,6 +81,7 @@ class OperatingIT {
             // One instance: its children, inbox (or consumed signals) and last error.
             InstanceDetail detail = admin.detail(ofCustomer.items().get(0).id()).block();
             String why = detail.lastError();                       // "java.lang.IllegalStateException: bank timeout for c1"
+            List<Attempt> attempts = detail.attempts();            // each try: worker, start, end, outcome, error
 
             // Counts by queue and status: live rows counted, settled ones estimated on a big history.
             List<StatusCount> counts = admin.counts().block();
@@ -83,15 +91,29 @@ class OperatingIT {
 
             // Or redrive every dead letter the filter matches, in batches of 500.
             BulkResult redriven = admin.retryAll(deadLetters).block();
+
+            // Over millions of rows, as a durable job: chunked, resumable after a crash, with its progress.
+            // Some engine must run the queue DurableAdmin.BULK_QUEUE.
+            long bulk = admin.startBulk(BulkRequest.retry(deadLetters).batchSize(1_000)).block();
+            BulkProgress progress = admin.bulkProgress(bulk).block();   // total, done, fraction() from 0 to 1
+
+            // Stop a queue on every engine (running work finishes), and start it again.
+            admin.pauseQueue("payments").block();
+            List<QueuePause> paused = admin.pausedQueues().block();
+            admin.resumeQueue("payments").block();
             // end::operating[]
 
             assertThat(page.items()).hasSize(3);
             assertThat(ofCustomer.items()).extracting(Instance::id).containsExactly(ids.get(1));
             assertThat(why).contains("bank timeout for c1");
+            assertThat(attempts).extracting(Attempt::outcome).containsExactly(Attempt.Outcome.FAILED);
+            assertThat(progress.action()).isEqualTo(BulkAction.RETRY);
+            assertThat(paused).extracting(QueuePause::queue).containsExactly("payments");
             assertThat(counts).contains(new StatusCount("payments", InstanceStatus.FAILED, 3, false));
             assertThat(retried.id()).isEqualTo(ids.get(1));
             assertThat(redriven.affected()).isEqualTo(2);
             ids.forEach(id -> assertThat(engine.awaitSettled(id, WAIT).block().status()).isEqualTo(InstanceStatus.DONE));
+            assertThat(engine.awaitSettled(bulk, WAIT).block().status()).isEqualTo(InstanceStatus.DONE);
         } finally {
             engine.closeLater().block(WAIT);
         }

@@ -9,6 +9,9 @@ import dev.durable.JobRequest;
 import dev.durable.NoTargetException;
 import dev.durable.SignalResult;
 import dev.durable.admin.Attempt;
+import dev.durable.admin.BulkAction;
+import dev.durable.admin.BulkProgress;
+import dev.durable.admin.BulkRequest;
 import dev.durable.admin.BulkResult;
 import dev.durable.admin.DurableAdmin;
 import dev.durable.admin.InstanceDetail;
@@ -52,10 +55,22 @@ public final class EngineAdmin implements DurableAdmin {
     /** Empty while the engine is open, an EngineClosedException once it is closing (deferred: read per call). */
     private final Mono<Void> whenOpen;
 
-    public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen) {
+    public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen, BulkJobs bulkJobs) {
         this.engine = engine;
         this.sql = sql;
         this.whenOpen = whenOpen;
+        bulkJobs.bind(new BulkJobs.Actions() {
+            @Override
+            public Mono<Long> apply(BulkAction action, List<Long> ids, @Nullable Integer priority,
+                    @Nullable Instant runAt) {
+                return act(action, ids, priority, runAt);
+            }
+
+            @Override
+            public Flux<Long> ids(InstanceFilter filter, long afterId, long upTo, int limit) {
+                return sql.ids(filter, afterId, upTo, limit);
+            }
+        });
     }
 
     @Override
@@ -297,6 +312,61 @@ public final class EngineAdmin implements DurableAdmin {
         return QueueNames.isValid(queue) ? Mono.empty()
                 : Mono.error(new InvalidRequestException("queue must be 1 to 128 letters, digits, '.', '_', ':' or"
                         + " '-', starting with a letter or digit, was " + (queue == null ? "null" : "'" + queue + "'")));
+    }
+
+    @Override
+    public Mono<Long> startBulk(BulkRequest request) {
+        Integer priority = request.priority();
+        Mono<Void> checked = priority == null ? Mono.empty() : checkPriority(priority);
+        Set<InstanceStatus> statuses = EnumSet.copyOf(BulkJobs.applicable(request.action()));
+        if (!request.filter().statuses().isEmpty()) {
+            statuses.retainAll(request.filter().statuses());
+        }
+        if (statuses.isEmpty()) {
+            return Mono.error(new InvalidRequestException("the filter's statuses " + request.filter().statuses()
+                    + " leave none that " + request.action() + " applies to"));
+        }
+        InstanceFilter narrowed = request.filter().mutate().status(statuses).build();
+        Instant runAt = request.runAt();
+        return checked.then(whenOpen).then(sql.maxId()).flatMap(upTo -> engine.insert(JobRequest.of(BULK_TYPE,
+                new BulkJobs.BulkState(request.action().name(), priority, runAt == null ? null : runAt.toString(),
+                        request.batchSize(), BulkJobs.FilterState.of(narrowed), upTo, true, 0, 0, 0, 0, 0))));
+    }
+
+    @Override
+    public Mono<BulkProgress> bulkProgress(long id) {
+        return whenOpen.then(engine.get(id))
+                .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to follow")))
+                .flatMap(instance -> {
+                    if (!BULK_TYPE.equals(instance.type())) {
+                        return Mono.error(new InvalidRequestException("instance " + id + " is a '" + instance.type()
+                                + "', not a bulk job"));
+                    }
+                    BulkJobs.BulkState state = instance.status() == InstanceStatus.DONE
+                            ? instance.withCodec(engine.codec()).result(BulkJobs.BulkState.class)
+                            : instance.withCodec(engine.codec()).state(BulkJobs.BulkState.class);
+                    if (state == null) {
+                        return Mono.error(new InvalidRequestException("bulk job " + id + " has no state"));
+                    }
+                    return Mono.just(new BulkProgress(id, BulkAction.valueOf(state.action()), instance.status(),
+                            state.counting(), state.total(), state.done(), state.affected()));
+                });
+    }
+
+    /** One chunk of a bulk job: the action on {@code ids}; emits how many it acted on. */
+    private Mono<Long> act(BulkAction action, List<Long> ids, @Nullable Integer priority, @Nullable Instant runAt) {
+        return switch (action) {
+            case RETRY -> sql.retry(ids, runAt, JobRequest.DEFAULT_OCCUPIED).collectList().map(retried -> {
+                retried.stream().map(AdminSql.Retried::queue).distinct().forEach(engine::poke);
+                return (long) retried.size();
+            });
+            case CANCEL -> Flux.fromIterable(ids)
+                    .flatMap(id -> engine.cancel(id, true), BULK_CONCURRENCY)
+                    .filter(result -> result == CancelResult.CANCELLED || result == CancelResult.REQUESTED)
+                    .count();
+            case DELETE -> sql.delete(ids).count();
+            case SET_PRIORITY -> sql.setPriority(ids, java.util.Objects.requireNonNull(priority, "priority")).count();
+        };
     }
 
     @Override
