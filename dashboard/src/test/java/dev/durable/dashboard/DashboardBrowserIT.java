@@ -9,6 +9,7 @@ import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.QueueOptions;
+import dev.durable.admin.DurableAdmin;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.io.IOException;
@@ -38,6 +39,7 @@ import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.FluentWait;
+import org.openqa.selenium.support.ui.Select;
 import org.openqa.selenium.support.ui.WebDriverWait;
 import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
 import org.springframework.web.reactive.function.server.RouterFunctions;
@@ -48,7 +50,8 @@ import reactor.netty.http.server.HttpServer;
 /**
  * The dashboard in headless Chromium (Debian's {@code chromium} and {@code chromium-driver}), served by
  * Reactor Netty on the real database: finds a failed instance older than the newest 100 through the search,
- * reads its error in its attempt history, retries it in place and sees it done; checks the layout at 1400 and 420 px;
+ * reads its error in its attempt history, retries it in place and sees it done; pauses a queue and sees nothing
+ * picked; redrives failures with a bulk retry whose progress reaches 100 %; checks the layout at 1400 and 420 px;
  * saves the README's screenshots to {@code docs/}.
  *
  * <p>Without Chromium the test is skipped, unless {@code CI=true}: CI installs it
@@ -80,6 +83,8 @@ class DashboardBrowserIT {
                         .queue(QueueOptions.builder("payments").concurrency(8).pollInterval(Duration.ofMillis(100))
                                 .maxPollInterval(Duration.ofMillis(200)).build())
                         .queue(QueueOptions.builder("mail").concurrency(4).pollInterval(Duration.ofMillis(100))
+                                .maxPollInterval(Duration.ofMillis(200)).build())
+                        .queue(QueueOptions.builder(DurableAdmin.BULK_QUEUE).pollInterval(Duration.ofMillis(100))
                                 .maxPollInterval(Duration.ofMillis(200)).build())
                         .build())
                 .register(JobDefinition.of("charge-card", Order.class, (Order order) -> BROKEN.contains(order.customer())
@@ -209,6 +214,21 @@ class DashboardBrowserIT {
             browser.findElement(By.cssSelector("#queues tr[data-queue='mail'] button.resume")).click();
             wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("notice"), "resumed"));
             assertThat(engine.awaitSettled(held, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+
+            // Redrive the other failed payments with a bulk retry over the filter: a durable job to 100 %.
+            BROKEN.clear();
+            browser.get(url("/instances?status=failed&type=charge-card"));
+            List<Long> failedPayments = browser.findElements(By.cssSelector("#instances tbody tr[data-id]")).stream()
+                    .map(row -> Long.parseLong(row.getDomAttribute("data-id"))).toList();
+            assertThat(failedPayments).hasSize(4); // c-1025, c-1050, c-1100, c-1125 (0 and 75 are receipts)
+            new Select(browser.findElement(By.id("bulk-action"))).selectByValue("retry");
+            browser.findElement(By.id("bulk-submit")).click();
+            wait.until(ExpectedConditions.elementToBeClickable(By.id("confirm-ok"))).click();
+            wait.until(ExpectedConditions.textToBe(By.id("bulk-percent"), "100 %"));
+            assertThat(browser.findElement(By.id("bulk-result")).getText()).contains("Matched\n4");
+            for (long id : failedPayments) {
+                assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            }
 
             // At 420 px the page does not scroll sideways: wide tables scroll in their own box.
             browser.manage().window().setSize(new Dimension(420, 900));

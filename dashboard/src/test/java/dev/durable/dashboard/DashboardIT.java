@@ -9,6 +9,7 @@ import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.PermanentFailureException;
 import dev.durable.QueueOptions;
+import dev.durable.admin.DurableAdmin;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
@@ -54,6 +55,8 @@ class DashboardIT {
         BROKEN.clear();
         engine = DurableEngine.builder(db.engineOptions().name("dashboard-it")
                         .queue(QueueOptions.builder("default").concurrency(4).pollInterval(Duration.ofMillis(100))
+                                .maxPollInterval(Duration.ofMillis(200)).build())
+                        .queue(QueueOptions.builder(DurableAdmin.BULK_QUEUE).pollInterval(Duration.ofMillis(100))
                                 .maxPollInterval(Duration.ofMillis(200)).build())
                         .build())
                 .register(JobDefinition.of("flaky", String.class, (String arg) -> BROKEN.contains(arg)
@@ -255,10 +258,18 @@ class DashboardIT {
 
         String token = token(client, "/durable/instances");
         BROKEN.clear();
-        String result = body(post(client, "/durable/bulk", token,
+        String progress = post(client, "/durable/bulk", token,
                 form("_durable_csrf", token, "confirm", "yes", "action", "retry", "status", "failed", "keyPrefix", "key:page-"))
-                .expectStatus().isOk());
-        assertThat(result).contains("Matched</dt><dd>25</dd>").contains("Affected</dt><dd>25</dd>");
+                .expectStatus().isSeeOther().returnResult(Void.class).getResponseHeaders().getLocation().toString();
+        assertThat(progress).matches("/durable/bulk/\\d+");
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        String result = body(client.get().uri(progress).exchange().expectStatus().isOk());
+        while (!result.contains(">100 %<") && System.nanoTime() < deadline) {
+            sleep(200);
+            result = body(client.get().uri(progress).exchange().expectStatus().isOk());
+        }
+        assertThat(result).contains(">100 %<").contains("Matched</dt><dd>25</dd>").contains("Affected</dt><dd>25</dd>")
+                .doesNotContain("http-equiv=\"refresh\"");
         for (long id : ids) {
             assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
         }
@@ -300,6 +311,15 @@ class DashboardIT {
         assertThat(String.join("\n", events)).contains("\"kind\":\"COMPLETED\"").contains("\"counts\"");
         String overview = body(client.get().uri("/durable/").exchange());
         assertThat(overview).contains("data-queue=\"default\"").contains("id=\"chart\"");
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     private static List<Long> rowIds(String html) {

@@ -11,6 +11,7 @@ import dev.durable.LiveEngine;
 import dev.durable.NoTargetException;
 import dev.durable.QueueStats;
 import dev.durable.RecurringJob;
+import dev.durable.admin.BulkRequest;
 import dev.durable.admin.DurableAdmin;
 import dev.durable.admin.InstanceDetail;
 import dev.durable.admin.InstanceFilter;
@@ -107,6 +108,7 @@ public final class Handlers {
                 .GET(b + "/static/{file}", this::asset)
                 .POST(b + "/instances/{id}/{action}", this::instanceAction)
                 .POST(b + "/bulk", this::bulk)
+                .GET(b + "/bulk/{id}", request -> page(request, view -> bulkProgress(request, view)))
                 .POST(b + "/queues/{queue}/{action}", this::queueAction)
                 .build();
     }
@@ -329,7 +331,7 @@ public final class Handlers {
                 return new Pages.Listing(page.items(), newestFirst, size, previous, page.next());
             });
         }
-        return listing.map(page -> Pages.instances(view, form, page, false));
+        return listing.map(page -> Pages.instances(view, form, page, true));
     }
 
     private static int size(String value) {
@@ -366,6 +368,13 @@ public final class Handlers {
                     }
                     return all;
                 });
+    }
+
+    private Mono<String> bulkProgress(ServerRequest request, View view) {
+        long id = id(request);
+        return Mono.zip(admin.bulkProgress(id), engine.liveEngines()
+                        .any(live -> live.queues().contains(DurableAdmin.BULK_QUEUE)))
+                .map(both -> Pages.bulkProgress(view, both.getT1(), both.getT2()));
     }
 
     private Mono<String> recurring(View view) {
@@ -499,17 +508,20 @@ public final class Handlers {
             InstanceFilter filter = filterForm.filter();
             String action = String.valueOf(form.getFirst("action"));
             String token = cookieToken(request);
-            var run = switch (action) {
-                case "retry" -> admin.retryAll(filter);
-                case "cancel" -> admin.cancelAll(filter);
-                case "delete" -> admin.deleteAll(filter);
-                case "run-now" -> admin.runNowAll(filter);
-                case "priority" -> admin.setPriorityAll(filter, priority(form.getFirst("priority")));
-                default -> Mono.<dev.durable.admin.BulkResult>error(new InvalidRequestException(
-                        "action: retry, cancel, delete, run-now or priority, was '" + action + "'"));
+            if (action.equals("run-now")) {
+                // Not a bulk job: one statement per batch of due-later rows, answered when done.
+                return admin.runNowAll(filter).flatMap(result -> view(request, token == null ? "" : token)
+                        .flatMap(view -> html(HttpStatus.OK, Pages.bulkDone(view, action, filterForm, result), null)));
+            }
+            BulkRequest bulk = switch (action) {
+                case "retry" -> BulkRequest.retry(filter);
+                case "cancel" -> BulkRequest.cancel(filter);
+                case "delete" -> BulkRequest.delete(filter);
+                case "priority" -> BulkRequest.setPriority(filter, priority(form.getFirst("priority")));
+                default -> throw new InvalidRequestException(
+                        "action: retry, cancel, delete, run-now or priority, was '" + action + "'");
             };
-            return run.flatMap(result -> view(request, token == null ? "" : token).flatMap(view ->
-                    html(HttpStatus.OK, Pages.bulkDone(view, action, filterForm, result), null)));
+            return admin.startBulk(bulk).flatMap(id -> seeOther(options.basePath() + "/bulk/" + id));
         });
     }
 }

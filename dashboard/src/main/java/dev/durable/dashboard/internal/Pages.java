@@ -8,6 +8,7 @@ import dev.durable.LiveEngine;
 import dev.durable.QueueStats;
 import dev.durable.UnservedWork;
 import dev.durable.admin.Attempt;
+import dev.durable.admin.BulkProgress;
 import dev.durable.admin.BulkResult;
 import dev.durable.admin.InboxSignal;
 import dev.durable.admin.InstanceDetail;
@@ -35,8 +36,17 @@ public final class Pages {
     // ---- Layout -----------------------------------------------------------------------------------
 
     static String layout(View view, String page, String heading, Consumer<Html> body) {
+        return layout(view, page, heading, 0, body);
+    }
+
+    /** A page; one that refreshes itself every {@code refreshSeconds} (0: never), which works without JavaScript. */
+    static String layout(View view, String page, String heading, int refreshSeconds, Consumer<Html> body) {
         Html h = new Html();
-        h.raw("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
+        h.raw("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+        if (refreshSeconds > 0) {
+            h.raw("<meta http-equiv=\"refresh\"").attr("content", refreshSeconds).raw(">");
+        }
+        h
                 .raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
                 .raw("<title>").text(heading).raw(" · ").text(view.title()).raw("</title>")
                 .raw("<link rel=\"stylesheet\"").attr("href", view.path("/static/dashboard.css")).raw(">")
@@ -327,13 +337,13 @@ public final class Pages {
         }
         h.raw("<label>Action<select name=\"action\" id=\"bulk-action\"><option value=\"retry\">retry failed and"
                 + " cancelled in place</option><option value=\"cancel\">cancel live</option><option value=\"delete\">"
-                + "delete settled</option><option value=\"run-now\">run now (runnable, due later)</option>"
+                + "delete settled</option><option value=\"run-now\">run now (runnable, due later; at once)</option>"
                 + "<option value=\"priority\">set priority (live)</option></select></label>"
                 + "<label>Priority<input type=\"number\" name=\"priority\" class=\"small\" value=\"0\"></label>"
                 + "<button type=\"submit\" class=\"danger\" id=\"bulk-submit\">"
                 + "Apply to every match</button></form><p class=\"hint\">");
-        h.text(progress ? "Runs as a durable job: chunked, resumable, its progress on its own page."
-                : "Runs in batches of 500 until the highest id matching when it starts; the page answers when it is done.");
+        h.text("Retry, cancel, delete and priority run as a durable job (chunked, resumable after a crash) whose"
+                + " progress has its own page; run now is one short statement per batch.");
         h.raw("</p></section>");
     }
 
@@ -590,6 +600,29 @@ public final class Pages {
             dt(h, "Batches", result.batches());
             h.raw("</dl><p>").link(view.path("/instances" + (form.isEmpty() ? "" : "?" + form.query())),
                     "Back to the instances").raw("</p>");
+        });
+    }
+
+    static String bulkProgress(View view, BulkProgress p, boolean served) {
+        String title = "Bulk " + p.action().name().toLowerCase(java.util.Locale.ROOT).replace('_', ' ') + " #" + p.id();
+        return layout(view, "bulk", title, p.finished() ? 0 : 1, h -> {
+            long percent = Math.round(Math.floor(p.fraction() * 100));
+            h.raw("<section class=\"bulk-progress\"><progress id=\"bulk-progress\" max=\"100\"").attr("value", percent)
+                    .raw("></progress><p><b id=\"bulk-percent\">").text(percent + " %").raw("</b> ");
+            badge(h, p.status());
+            h.raw(" ").text(p.counting() ? "counting the matching instances…" : p.finished() ? "finished" : "working")
+                    .raw("</p>");
+            if (!served && !p.finished()) {
+                h.raw("<p class=\"problem\">").text("No live engine runs queue " + dev.durable.admin.DurableAdmin.BULK_QUEUE
+                        + ": the job waits until one does (QueueOptions.builder(DurableAdmin.BULK_QUEUE)).").raw("</p>");
+            }
+            h.raw("<dl class=\"meta\" id=\"bulk-result\">");
+            dt(h, "Matched", p.total() + (p.counting() ? " so far" : ""));
+            dt(h, "Gone through", p.done());
+            dt(h, "Affected", p.affected());
+            h.raw("</dl><p>").link(instancePath(view, p.id()), "The job's own instance").raw(" · ")
+                    .link(view.path("/instances?type=" + Html.url(dev.durable.admin.DurableAdmin.BULK_TYPE)), "All bulk jobs")
+                    .raw("</p></section>");
         });
     }
 
