@@ -10,6 +10,12 @@ import dev.durable.JobRequest;
 import dev.durable.PermanentFailureException;
 import dev.durable.QueueOptions;
 import dev.durable.admin.DurableAdmin;
+import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
+import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.web.reactive.function.server.RouterFunctions;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
@@ -298,6 +304,36 @@ class DashboardIT {
         // Settled now: run-now does not apply, and says so.
         assertThat(body(post(client, "/durable/instances/" + id + "/run-now", token, form("_durable_csrf", token))
                 .expectStatus().isEqualTo(HttpStatus.CONFLICT))).contains("Not possible now");
+    }
+
+    @Test
+    void mountsInAPlainWebFluxServerWhereTheHookDecides() throws Exception {
+        Set<String> operators = Set.of("ada");
+        // tag::mount-webflux[]
+        DurableDashboard dashboard = DurableDashboard.create(engine, DashboardOptions.builder()
+                .basePath("/ops/jobs")                                  // anywhere in the application
+                .title("Acme jobs")
+                .authorizer((request, action) -> request.principal()    // the application's security decides
+                        .map(user -> !action.writes() || operators.contains(user.getName()))
+                        .defaultIfEmpty(false))
+                .build());
+        RouterFunction<ServerResponse> routes = dashboard.routes();     // a @Bean, or served as here
+        DisposableServer server = HttpServer.create().host("127.0.0.1").port(0)
+                .handle(new ReactorHttpHandlerAdapter(RouterFunctions.toHttpHandler(routes)))
+                .bindNow();
+        // end::mount-webflux[]
+        dashboards.add(dashboard);
+        try {
+            // Nobody signed in here: the hook refuses the page.
+            java.net.http.HttpResponse<String> page = java.net.http.HttpClient.newHttpClient().send(
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create(
+                            "http://127.0.0.1:" + server.port() + "/ops/jobs/")).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertThat(page.statusCode()).isEqualTo(403);
+            assertThat(page.body()).contains("Acme jobs").contains("You may not read this dashboard.");
+        } finally {
+            server.disposeNow(WAIT);
+        }
     }
 
     @Test

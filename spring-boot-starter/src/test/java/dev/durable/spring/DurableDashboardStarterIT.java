@@ -65,12 +65,16 @@ class DurableDashboardStarterIT {
     @EnableWebFluxSecurity
     static class WebAndSecurity {
 
+        // tag::dashboard-security[]
         @Bean
         SecurityWebFilterChain security(ServerHttpSecurity http) {
+            // Sign-in as the application has it; the dashboard's own hook then asks for ROLE_DURABLE_ADMIN
+            // on actions (durable.dashboard.action-authority), and its forms carry Spring's CSRF token.
             return http.authorizeExchange(exchanges -> exchanges.anyExchange().authenticated())
                     .httpBasic(Customizer.withDefaults())
                     .build();
         }
+        // end::dashboard-security[]
 
         @Bean
         MapReactiveUserDetailsService users() {
@@ -92,6 +96,16 @@ class DurableDashboardStarterIT {
                                 : Mono.just("ok " + arg)));
     }
 
+    /** The README's dashboard.properties, as the application would have them. */
+    private static String[] readmeProperties() throws java.io.IOException {
+        java.util.Properties properties = new java.util.Properties();
+        try (var in = DurableDashboardStarterIT.class.getResourceAsStream("/dashboard.properties")) {
+            properties.load(in);
+        }
+        return properties.stringPropertyNames().stream().map(name -> name + "=" + properties.getProperty(name))
+                .toArray(String[]::new);
+    }
+
     @Test
     void isNotMountedUnlessEnabled() {
         runner().run(context -> {
@@ -101,8 +115,8 @@ class DurableDashboardStarterIT {
     }
 
     @Test
-    void springSecurityDecidesWhoReadsAndWhoActs() {
-        runner().withPropertyValues("durable.dashboard.enabled=true").run(context -> {
+    void springSecurityDecidesWhoReadsAndWhoActs() throws Exception {
+        runner().withPropertyValues(readmeProperties()).run(context -> {
             assertThat(context).hasNotFailed();
             DurableEngine engine = context.getBean(DurableEngine.class);
             BROKEN.add("x");
