@@ -129,20 +129,14 @@ public final class EngineAdmin implements DurableAdmin {
 
     @Override
     public Mono<InstanceDetail> detail(long id) {
-        return engine.get(id).flatMap(instance -> {
-            boolean live = !instance.status().isTerminal();
-            return Mono.zip(sql.children(id, DETAIL_CHILDREN + 1).map(child -> child.withCodec(engine.codec()))
-                            .collectList(),
-                    sql.inbox(id, DETAIL_SIGNALS).collectList(),
-                    live ? Mono.just(List.<String>of()) : sql.consumedSignals(id),
-                    sql.attempts(id, DETAIL_ATTEMPTS).collectList())
-                    .map(parts -> {
-                        List<Instance> children = parts.getT1();
-                        boolean more = children.size() > DETAIL_CHILDREN;
-                        return new InstanceDetail(instance, more ? children.subList(0, DETAIL_CHILDREN) : children,
-                                more, parts.getT2(), parts.getT3(), instance.lastError(),
-                                attempts(instance, parts.getT4()));
-                    });
+        return whenOpen.then(sql.detail(id, DETAIL_CHILDREN + 1, DETAIL_SIGNALS, DETAIL_ATTEMPTS)).map(rows -> {
+            Instance instance = rows.instance().withCodec(engine.codec());
+            List<Instance> children = rows.children().stream().map(child -> child.withCodec(engine.codec())).toList();
+            boolean more = children.size() > DETAIL_CHILDREN;
+            // A settled instance has no inbox left; a live one has consumed nothing into the history yet.
+            return new InstanceDetail(instance, more ? children.subList(0, DETAIL_CHILDREN) : children, more,
+                    rows.inbox(), instance.status().isTerminal() ? rows.consumedSignals() : List.of(),
+                    instance.lastError(), attempts(instance, rows.attempts()));
         });
     }
 

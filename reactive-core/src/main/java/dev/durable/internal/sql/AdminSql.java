@@ -114,6 +114,9 @@ public final class AdminSql {
     /** The names of the signals a settled instance consumed. Index: the history's primary key. */
     private final String consumed;
 
+    /** One instance by id, live or settled. Index: both primary keys (through the view). */
+    private final String select;
+
     /** The newest recorded attempts of an instance, oldest first. Index: durable_attempts_instance_idx. */
     private final String attempts;
 
@@ -193,6 +196,7 @@ public final class AdminSql {
                 + " ORDER BY id LIMIT $2");
         this.inbox = tables.render("SELECT id, name, payload::text AS payload, dedup_key, inserted_at, consumed_at"
                 + " FROM {signals} WHERE instance_id = $1 ORDER BY id LIMIT $2");
+        this.select = tables.render("SELECT " + InstanceSql.INSTANCE_COLUMNS + " FROM {instances_all} WHERE id = $1");
         this.attempts = tables.render("""
                 SELECT * FROM (SELECT attempt, step, worker, started_at, finished_at, outcome, error
                                  FROM {attempts} WHERE instance_id = $1
@@ -409,41 +413,65 @@ public final class AdminSql {
                         InstanceStatus.fromSql(row.get(1, String.class)), row.get(2, Long.class)))));
     }
 
-    public Flux<Instance> children(long id, int limit) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(children).bind(0, id)
-                        .bind(1, limit).execute())
-                .concatMap(result -> result.map(InstanceSql::toInstance)));
+    /** What {@link #detail} read of one instance, all from one snapshot. */
+    public record DetailRows(Instance instance, List<Instance> children, List<InboxSignal> inbox,
+            List<String> consumedSignals, List<Attempt> attempts) {
     }
 
-    public Flux<InboxSignal> inbox(long id, int limit) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(inbox).bind(0, id)
-                        .bind(1, limit).execute())
-                .concatMap(result -> result.map(row -> new InboxSignal(row.get("id", Long.class),
-                        row.get("name", String.class), row.get("payload", String.class),
-                        row.get("dedup_key", String.class), row.get("inserted_at", Instant.class),
-                        row.get("consumed_at", Instant.class)))));
+    /**
+     * The instance {@code id} with up to {@code children} children, {@code signals} inbox signals, the
+     * names it consumed once settled and its newest {@code attempts} recorded attempts, read on one
+     * connection in one REPEATABLE READ, READ ONLY transaction: every part sees the same moment (a parent
+     * and its children never disagree about a child that settles between two reads). Empty when no
+     * instance has that id.
+     */
+    public Mono<DetailRows> detail(long id, int children, int signals, int attempts) {
+        return db.inTransaction(connection -> Db.execute(connection,
+                                "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                        .then(rows(connection, select, id, null, InstanceSql::toInstance).next())
+                        // One statement after the other: they share the connection.
+                        .flatMap(instance -> rows(connection, this.children, id, children, InstanceSql::toInstance)
+                                .collectList()
+                                .flatMap(kids -> rows(connection, inbox, id, signals, AdminSql::inboxSignal)
+                                        .collectList()
+                                        .flatMap(box -> rows(connection, consumed, id, null, AdminSql::consumedNames)
+                                                .next().defaultIfEmpty(List.of())
+                                                .flatMap(names -> rows(connection, this.attempts, id, attempts,
+                                                        AdminSql::attempt).collectList()
+                                                        .map(tries -> new DetailRows(instance, kids, box, names,
+                                                                tries))))))
+                        .flux())
+                .next()
+                .onErrorMap(Errors::translate);
     }
 
-    /** The newest {@code limit} recorded attempts of an instance (those that ended unsuccessfully), oldest first. */
-    public Flux<Attempt> attempts(long id, int limit) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(attempts).bind(0, id)
-                        .bind(1, limit).execute())
-                .concatMap(result -> result.map(row -> new Attempt(row.get("attempt", Integer.class),
-                        row.get("step", String.class), row.get("worker", String.class),
-                        row.get("started_at", Instant.class), row.get("finished_at", Instant.class),
-                        "lease_lost".equals(row.get("outcome", String.class)) ? Attempt.Outcome.LEASE_LOST
-                                : Attempt.Outcome.RETRIED,
-                        row.get("error", String.class)))));
+    /** One statement's rows, its first argument the id and its second (when given) a limit. */
+    private static <T> Flux<T> rows(io.r2dbc.spi.Connection connection, String sql, long id, @Nullable Integer limit,
+            java.util.function.Function<Readable, T> mapper) {
+        Statement statement = connection.createStatement(sql).bind(0, id);
+        if (limit != null) {
+            statement.bind(1, limit);
+        }
+        return Flux.from(statement.execute()).concatMap(result -> result.map(mapper::apply));
     }
 
-    /** The names a settled instance consumed, in delivery order; empty for none or for a live instance. */
-    public Mono<List<String>> consumedSignals(long id) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(consumed).bind(0, id).execute())
-                        .concatMap(result -> result.map(row -> {
-                            String[] names = row.get(0, String[].class);
-                            return names == null ? List.<String>of() : Arrays.asList(names);
-                        })))
-                .next().defaultIfEmpty(List.of());
+    private static InboxSignal inboxSignal(Readable row) {
+        return new InboxSignal(row.get("id", Long.class), row.get("name", String.class),
+                row.get("payload", String.class), row.get("dedup_key", String.class),
+                row.get("inserted_at", Instant.class), row.get("consumed_at", Instant.class));
+    }
+
+    private static Attempt attempt(Readable row) {
+        return new Attempt(row.get("attempt", Integer.class), row.get("step", String.class),
+                row.get("worker", String.class), row.get("started_at", Instant.class),
+                row.get("finished_at", Instant.class), "lease_lost".equals(row.get("outcome", String.class))
+                        ? Attempt.Outcome.LEASE_LOST : Attempt.Outcome.RETRIED,
+                row.get("error", String.class));
+    }
+
+    private static List<String> consumedNames(Readable row) {
+        String[] names = row.get(0, String[].class);
+        return names == null ? List.of() : Arrays.asList(names);
     }
 
     /** Retries in place those of {@code ids} that may be ({@link #retry}); emits each one retried. */
