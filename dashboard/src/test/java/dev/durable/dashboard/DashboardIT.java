@@ -9,6 +9,7 @@ import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.PermanentFailureException;
 import dev.durable.QueueOptions;
+import dev.durable.RecurringJob;
 import dev.durable.admin.DurableAdmin;
 import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
 import org.springframework.web.reactive.function.server.RouterFunction;
@@ -68,6 +69,7 @@ class DashboardIT {
                 .register(JobDefinition.of("flaky", String.class, (String arg) -> BROKEN.contains(arg)
                         ? Mono.<String>error(new PermanentFailureException("broken: " + arg))
                         : Mono.just("ok " + arg)))
+                .schedule(RecurringJob.of("nightly-<report>", "30 2 * * *", JobRequest.of("flaky", "nightly")))
                 .build();
         engine.start().block(WAIT);
     }
@@ -334,6 +336,18 @@ class DashboardIT {
         } finally {
             server.disposeNow(WAIT);
         }
+    }
+
+    @Test
+    void recurringLimitsAndEnginesPagesShowWhatTheEngineKnows() {
+        WebTestClient client = client(DashboardOptions.defaults());
+        String recurring = body(client.get().uri("/durable/recurring").exchange().expectStatus().isOk());
+        assertThat(recurring).contains("nightly-&lt;report&gt;").contains("30 2 * * *").contains("02:30:00Z")
+                .doesNotContain("nightly-<report>");
+        String engines = body(client.get().uri("/durable/engines").exchange().expectStatus().isOk());
+        assertThat(engines).contains("dashboard-it").contains("default, durable.admin").contains("flaky v1");
+        String limits = body(client.get().uri("/durable/limits").exchange().expectStatus().isOk());
+        assertThat(limits).contains("No gate configured on this engine.");
     }
 
     @Test
