@@ -237,6 +237,7 @@ class DashboardBrowserIT {
                 long overflow = (Long) ((JavascriptExecutor) browser).executeScript(
                         "return document.documentElement.scrollWidth - document.documentElement.clientWidth;");
                 assertThat(overflow).as("horizontal overflow of " + path + " at 420 px").isLessThanOrEqualTo(0);
+                screenshot(browser, Path.of("target", "screenshots", "narrow" + path.replace('/', '-') + ".png"));
             }
         } finally {
             browser.quit();

@@ -275,10 +275,14 @@ public final class Pages {
             h.raw(">").text(label(status)).raw("</label>");
         }
         h.raw("</fieldset>");
-        field(h, form, "key", "Correlation key", "order:42");
-        field(h, form, "keyPrefix", "Key prefix", "order:");
         field(h, form, "contains", "Args/state contain (JSON)", "{\"customer\": \"c1\"}");
         field(h, form, "error", "Error contains", "timeout");
+        field(h, form, "key", "Correlation key", "order:42");
+        // The rarer fields fold away (open when one is set): the results stay near the top on a phone.
+        boolean more = FilterForm.FIELDS.subList(4, FilterForm.FIELDS.size()).stream()
+                .anyMatch(name -> !name.equals("contains") && !name.equals("error") && !form.all(name).isEmpty());
+        h.raw("<details class=\"more\"").raw(more ? " open" : "").raw("><summary>More filters</summary><div class=\"more-fields\">");
+        field(h, form, "keyPrefix", "Key prefix", "order:");
         field(h, form, "insertedFrom", "Inserted from", "2026-12-03T04:00");
         field(h, form, "insertedTo", "Inserted before", "");
         field(h, form, "updatedFrom", "Updated from", "");
@@ -286,6 +290,7 @@ public final class Pages {
         field(h, form, "eligibleFrom", "Due from", "");
         field(h, form, "eligibleTo", "Due before", "");
         field(h, form, "parent", "Parent id", "");
+        h.raw("</div></details>");
         h.raw("<label>Order<select name=\"order\"><option value=\"newest\"")
                 .raw(listing.newestFirst() ? " selected" : "").raw(">newest first</option><option value=\"oldest\"")
                 .raw(listing.newestFirst() ? "" : " selected").raw(">oldest first</option></select></label>");
