@@ -12,7 +12,9 @@ import reactor.core.publisher.Mono;
 
 /**
  * The operator's API over one engine's schema: listing and search over live and settled instances,
- * counts, detail, and actions by id or by filter. Get it from {@link dev.durable.DurableEngine#admin()};
+ * counts, detail with the attempt history, actions by id or by filter (retry in place, run now, priority,
+ * cancel, signal, delete), bulk actions as durable jobs ({@link #startBulk}), pausing and resuming queues
+ * across every engine, and the opt-in search indexes. Get it from {@link dev.durable.DurableEngine#admin()};
  * it needs no started queue. Every call is one statement or a bounded loop of them on the engine's pool;
  * errors are typed ({@link dev.durable.NoTargetException} for an unknown id, {@link InstanceStateException}
  * when the action does not apply, {@link dev.durable.InvalidRequestException} for a bad filter or cursor).
@@ -176,7 +178,9 @@ public interface DurableAdmin {
      * and its progress is committed before the next starts, so the job is safe over millions of rows (no
      * long transaction, no lock held across chunks) and resumes after a crash from its last committed
      * chunk (the chunk in progress is done again; every action is harmless on a row it already acted on).
-     * Follow it with {@link #bulkProgress}; cancel it with {@link #cancel}; it never acts on itself.
+     * Follow it with {@link #bulkProgress}; cancel it with {@link #cancel}; it never acts on itself. The
+     * bulk jobs are {@code list(InstanceFilter.builder().queue(BULK_QUEUE).build(), page)} (the queue's
+     * index serves that on any history, where a type filter would need {@link SearchIndex#TYPE}).
      * {@link dev.durable.InvalidRequestException} when the filter's statuses leave none the action applies
      * to, or for a priority out of range.
      */

@@ -120,6 +120,8 @@ public final class BulkJobs {
         Mono<Long> apply(BulkAction action, List<Long> ids, @Nullable Integer priority, @Nullable Instant runAt);
 
         reactor.core.publisher.Flux<Long> ids(InstanceFilter filter, long afterId, long upTo, int limit);
+
+        Mono<dev.durable.internal.sql.AdminSql.Chunk> count(InstanceFilter filter, long afterId, long upTo, int limit);
     }
 
     private final AtomicReference<@Nullable Actions> actions = new AtomicReference<>();
@@ -148,11 +150,11 @@ public final class BulkJobs {
 
     private Mono<Outcome<BulkState>> count(StepContext<BulkState> context) {
         BulkState state = state(context);
-        return actions().ids(state.filter().toFilter(), state.countedTo(), state.upTo(), COUNT_CHUNK).collectList()
-                .map(ids -> {
-                    boolean finished = ids.size() < COUNT_CHUNK;
-                    BulkState next = state.counted(ids.isEmpty() ? state.countedTo() : ids.get(ids.size() - 1),
-                            ids.size(), finished);
+        return actions().count(state.filter().toFilter(), state.countedTo(), state.upTo(), COUNT_CHUNK)
+                .map(chunk -> {
+                    boolean finished = chunk.count() < COUNT_CHUNK;
+                    Long last = chunk.lastId();
+                    BulkState next = state.counted(last == null ? state.countedTo() : last, chunk.count(), finished);
                     return Outcome.next(finished ? "act" : "count", next).inline();
                 });
     }

@@ -70,6 +70,11 @@ public final class EngineAdmin implements DurableAdmin {
             public Flux<Long> ids(InstanceFilter filter, long afterId, long upTo, int limit) {
                 return sql.ids(filter, afterId, upTo, limit);
             }
+
+            @Override
+            public Mono<AdminSql.Chunk> count(InstanceFilter filter, long afterId, long upTo, int limit) {
+                return sql.countIds(filter, afterId, upTo, limit);
+            }
         });
     }
 

@@ -361,6 +361,31 @@ public final class AdminSql {
      */
     public Flux<Long> ids(InstanceFilter filter, long afterId, long upTo, int limit) {
         Where where = new Where(filter);
+        String sql = idsText(where, filter, afterId, upTo, limit);
+        return db.inTransaction(connection -> Db.execute(connection, CUSTOM_PLAN)
+                        .thenMany(Flux.from(where.bind(connection.createStatement(sql)).execute()))
+                        .concatMap(result -> result.map(row -> row.get(0, Long.class))))
+                .onErrorMap(Errors::translate);
+    }
+
+    /** How many ids {@link #ids} would return, and the last of them (null for none): a bulk job's count step. */
+    public record Chunk(long count, @Nullable Long lastId) {
+    }
+
+    /** {@link #ids} counted on the server: the ids stay there. Index: as {@link #ids}. */
+    public Mono<Chunk> countIds(InstanceFilter filter, long afterId, long upTo, int limit) {
+        Where where = new Where(filter);
+        String sql = "SELECT count(*) AS n, max(id) AS last FROM (" + idsText(where, filter, afterId, upTo, limit)
+                + ") chunk";
+        return db.inTransaction(connection -> Db.execute(connection, CUSTOM_PLAN)
+                        .thenMany(Flux.from(where.bind(connection.createStatement(sql)).execute()))
+                        .concatMap(result -> result.map(row -> new Chunk(row.get("n", Long.class),
+                                row.get("last", Long.class)))))
+                .single()
+                .onErrorMap(Errors::translate);
+    }
+
+    private String idsText(Where where, InstanceFilter filter, long afterId, long upTo, int limit) {
         String range = "id > $" + where.arg(afterId) + " AND id <= $" + where.arg(upTo);
         int size = where.arg(limit);
         List<String> parts = new ArrayList<>();
@@ -370,12 +395,8 @@ public final class AdminSql {
             parts.add("(SELECT id FROM {history} WHERE " + where.render(true) + range + " ORDER BY id LIMIT $" + size
                     + ")");
         }
-        String sql = tables.render("SELECT id FROM (" + String.join("\n UNION ALL\n", parts) + ") batch ORDER BY id"
+        return tables.render("SELECT id FROM (" + String.join("\n UNION ALL\n", parts) + ") batch ORDER BY id"
                 + " LIMIT $" + size);
-        return db.inTransaction(connection -> Db.execute(connection, CUSTOM_PLAN)
-                        .thenMany(Flux.from(where.bind(connection.createStatement(sql)).execute()))
-                        .concatMap(result -> result.map(row -> row.get(0, Long.class))))
-                .onErrorMap(Errors::translate);
     }
 
     public Mono<Long> maxId() {
