@@ -101,10 +101,11 @@ public final class EventHub implements Disposable {
     }
 
     private Map<String, Object> counts(List<StatusCount> list) {
-        Map<String, Map<String, Long>> byQueue = new LinkedHashMap<>();
+        // As the page writes them: an estimate (a big history's settled rows) is marked with ~.
+        Map<String, Map<String, String>> byQueue = new LinkedHashMap<>();
         for (StatusCount count : list) {
             byQueue.computeIfAbsent(count.queue(), queue -> new LinkedHashMap<>())
-                    .merge(count.status().sqlName(), count.count(), Long::sum);
+                    .put(count.status().sqlName(), (count.estimated() ? "~" : "") + count.count());
         }
         Map<String, Map<String, Integer>> now = new LinkedHashMap<>();
         for (QueueStats stats : engine.queueStats()) {

@@ -331,7 +331,7 @@ public final class Handlers {
                 return new Pages.Listing(page.items(), newestFirst, size, previous, page.next());
             });
         }
-        return listing.map(page -> Pages.instances(view, form, page, true));
+        return listing.map(page -> Pages.instances(view, form, page));
     }
 
     private static int size(String value) {

@@ -231,7 +231,7 @@ public final class Pages {
             @Nullable String next) {
     }
 
-    static String instances(View view, FilterForm form, Listing listing, boolean bulkProgress) {
+    static String instances(View view, FilterForm form, Listing listing) {
         return layout(view, "instances", "Instances", h -> {
             filterForm(h, view, form, listing);
             h.raw("<section><div class=\"scroll\"><table id=\"instances\"><thead><tr>")
@@ -256,7 +256,7 @@ public final class Pages {
             pager(h, view, form, listing);
             h.raw("</section>");
             if (view.actions()) {
-                bulkForm(h, view, form, bulkProgress);
+                bulkForm(h, view, form);
             }
         });
     }
@@ -331,7 +331,7 @@ public final class Pages {
         h.raw("</nav>");
     }
 
-    private static void bulkForm(Html h, View view, FilterForm form, boolean progress) {
+    private static void bulkForm(Html h, View view, FilterForm form) {
         h.raw("<section class=\"bulk\"><h2>Act on every match</h2><form method=\"post\" id=\"bulk\"")
                 .attr("action", view.path("/bulk")).attr("data-confirm", form.isEmpty()
                         ? "Act on EVERY instance (no filter is set)?" : "Act on every instance this filter matches?")

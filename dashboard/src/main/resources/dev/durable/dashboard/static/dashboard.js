@@ -71,7 +71,7 @@
         var n = counts[status] || 0;
         var link = cells[j].querySelector("a");
         if (link) { link.textContent = String(n); }
-        else if (cells[j].textContent.replace("~", "") !== String(n)) { cells[j].textContent = String(n); }
+        else if (cells[j].textContent !== String(n)) { cells[j].textContent = String(n); }
       }
       var now = c.now[q];
       if (now) {
