@@ -870,6 +870,11 @@ public final class DurableEngine implements AutoCloseable {
         });
     }
 
+    /** The recurring jobs this engine schedules, in the order they were added (for operators' tools). */
+    public List<RecurringJob> recurringJobs() {
+        return recurringJobs;
+    }
+
     /**
      * The operator's API over this engine's schema: listing and search, counts, detail, and actions by
      * id or by filter. Usable before start (it runs no queue), refused once the engine is closed.

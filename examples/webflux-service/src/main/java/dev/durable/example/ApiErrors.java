@@ -4,6 +4,7 @@ import dev.durable.DuplicateCorrelationKeyException;
 import dev.durable.DurableException;
 import dev.durable.InvalidRequestException;
 import dev.durable.NoTargetException;
+import dev.durable.admin.InstanceStateException;
 import dev.durable.UnknownTypeException;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ProblemDetail;
@@ -32,8 +33,8 @@ public class ApiErrors {
         return ProblemDetail.forStatusAndDetail(HttpStatus.NOT_FOUND, error.getMessage());
     }
 
-    @ExceptionHandler(NotRetryableException.class)
-    ProblemDetail notRetryable(NotRetryableException error) {
+    @ExceptionHandler(InstanceStateException.class)
+    ProblemDetail notNow(InstanceStateException error) {
         return ProblemDetail.forStatusAndDetail(HttpStatus.CONFLICT, error.getMessage());
     }
 }

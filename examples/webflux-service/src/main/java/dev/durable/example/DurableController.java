@@ -3,14 +3,12 @@ package dev.durable.example;
 import dev.durable.CancelResult;
 import dev.durable.DurableEngine;
 import dev.durable.Instance;
-import dev.durable.InstanceStatus;
 import dev.durable.InvalidRequestException;
 import dev.durable.JobEvent;
 import dev.durable.JobRequest;
 import dev.durable.NoTargetException;
 import dev.durable.SignalResult;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.function.Predicate;
 import org.jspecify.annotations.Nullable;
@@ -44,16 +42,13 @@ public class DurableController {
     private static final int SSE_BUFFER = 256;
 
     private final DurableEngine engine;
-    private final DashboardQueries dashboard;
     private final Duration heartbeat;
 
     /** Completes every event stream when the application closes, so its graceful stop need not wait for them. */
     private final Sinks.Empty<Void> closing = Sinks.empty();
 
-    public DurableController(DurableEngine engine, DashboardQueries dashboard,
-            @Value("${example.events.heartbeat:15s}") Duration heartbeat) {
+    public DurableController(DurableEngine engine, @Value("${example.events.heartbeat:15s}") Duration heartbeat) {
         this.engine = engine;
-        this.dashboard = dashboard;
         this.heartbeat = heartbeat;
     }
 
@@ -110,50 +105,12 @@ public class DurableController {
     }
 
     /**
-     * Retries a failed or cancelled instance by inserting a copy of its request: same type, queue,
-     * priority, max attempts and keys, its stored arguments (for a workflow: the state it ended
-     * with, from the first step). The original stays as it was, for the record.
+     * Retries a failed or cancelled instance in place ({@code engine.admin().retry}): the same id, args
+     * and state, from the step it failed at, with a fresh attempt budget.
      */
     @PostMapping("/instances/{id}/retry")
-    @ResponseStatus(HttpStatus.CREATED)
     public Mono<Inserted> retry(@PathVariable long id) {
-        return engine.get(id)
-                .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to retry")))
-                .flatMap(instance -> {
-                    if (instance.status() != InstanceStatus.FAILED && instance.status() != InstanceStatus.CANCELLED) {
-                        return Mono.error(new NotRetryableException(id, instance.status()));
-                    }
-                    return engine.insert(copyOf(instance));
-                })
-                .map(Inserted::new);
-    }
-
-    private JobRequest copyOf(Instance instance) {
-        Object args = instance.stateJson() == null ? null : engine.codec().decode(instance.stateJson(), Object.class);
-        JobRequest request = JobRequest.of(instance.type(), args).queue(instance.queue())
-                .priority(instance.priority()).maxAttempts(instance.maxAttempts());
-        if (instance.concurrencyKey() != null) {
-            request = request.concurrencyKey(instance.concurrencyKey());
-        }
-        if (instance.correlationKey() != null) {
-            request = request.correlationKey(instance.correlationKey());
-        }
-        return request;
-    }
-
-    /** Counts by status for every queue. */
-    @GetMapping("/dashboard/queues")
-    public Mono<List<DashboardQueries.QueueCounts>> queues() {
-        return dashboard.queues();
-    }
-
-    /** The newest instances with their step and last error. */
-    @GetMapping("/dashboard/instances")
-    public Flux<DashboardQueries.InstanceView> recent(@RequestParam(defaultValue = "50") int limit) {
-        if (limit < 1 || limit > 500) {
-            return Flux.error(new InvalidRequestException("limit must be 1 to 500, was " + limit));
-        }
-        return dashboard.recent(limit);
+        return engine.admin().retry(id).map(instance -> new Inserted(instance.id()));
     }
 
     /**

@@ -18,7 +18,7 @@ import reactor.core.publisher.Mono;
 
 /**
  * What the example lets in, with no security library: the service listens on 127.0.0.1, and in
- * case it is told to listen wider ({@code server.address}), the API, the event stream and the
+ * case it is told to listen wider ({@code server.address}), the API, the event stream, the dashboard and the
  * actuator (all but the bare health status) answer only loopback clients unless
  * {@code example.allow-remote=true}. State-changing requests (POST and the like) from another site
  * are refused whatever the address: a browser says where a request comes from ({@code Origin},
@@ -55,7 +55,8 @@ public class LocalAccess implements WebFilter {
     }
 
     private static boolean guarded(String path) {
-        return (path.startsWith("/api/") || path.startsWith("/actuator")) && !OPEN_PATHS.contains(path);
+        return (path.startsWith("/api/") || path.startsWith("/actuator") || path.startsWith("/durable"))
+                && !OPEN_PATHS.contains(path);
     }
 
     private static boolean loopback(InetSocketAddress remote) {

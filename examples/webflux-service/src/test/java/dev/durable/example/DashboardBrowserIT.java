@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -16,20 +17,18 @@ import org.openqa.selenium.OutputType;
 import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
-import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
 import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.FluentWait;
-import org.openqa.selenium.support.ui.Select;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
 /**
- * The dashboard in headless Chromium (Debian's {@code chromium} and {@code chromium-driver}):
- * inserts a job through the page's form, sees it reach COMPLETED in the live feed and done in the
- * instances table, retries a failed job with its button, and saves a screenshot to
- * {@code target/screenshots/dashboard.png}.
+ * The example's dashboard (the {@code durable-dashboard} module, mounted by the starter at {@code /durable})
+ * in headless Chromium (Debian's {@code chromium} and {@code chromium-driver}): a job inserted through the
+ * API shows up COMPLETED in the live feed; a failed job is found with the search, its error read on its
+ * page and retried in place with its button; a screenshot goes to {@code target/screenshots/dashboard.png}.
  *
  * <p>Without Chromium the test is skipped, unless {@code CI=true}: CI installs it
  * ({@code .ci/install-chromium}), so there a missing browser is a failure, not a skip.
@@ -45,41 +44,42 @@ class DashboardBrowserIT {
     Path profile;
 
     @Test
-    void insertsAJobThroughThePageAndSeesItDoneInTheLiveFeed() throws IOException {
+    void seesAJobDoneLiveAndRetriesAFailedOneInPlace() throws IOException {
         requireChromium();
         try (RunningExample app = RunningExample.start("durable.schema=example_browser_it")) {
             ChromeDriverService service = new ChromeDriverService.Builder()
                     .usingDriverExecutable(CHROMEDRIVER.toFile()).usingAnyFreePort().build();
             WebDriver browser = new ChromeDriver(service, options());
             try {
-                // The page re-renders its tables on every burst of events: an element found a moment
-                // ago may be gone, so every step is a wait that retries on a stale element.
                 FluentWait<WebDriver> wait = new WebDriverWait(browser, WAIT)
                         .ignoring(StaleElementReferenceException.class);
                 browser.get(app.baseUrl() + "/");
+                assertThat(browser.getCurrentUrl()).endsWith("/durable/");
                 // The feed is connected before anything is inserted, so no event can be missed.
                 wait.until(ExpectedConditions.textToBe(By.id("connection"), "live"));
 
-                long done = insertThroughForm(browser, wait, "greet", "\"browser\"");
+                long done = insert(app, "greet", "browser");
                 wait.until(ExpectedConditions.presenceOfElementLocated(
                         By.cssSelector("#feed li[data-id='" + done + "'][data-kind='COMPLETED']")));
-                wait.until(ExpectedConditions.presenceOfElementLocated(
-                        By.cssSelector("#instances tr[data-id='" + done + "'][data-status='done']")));
                 wait.until(driver -> Long.parseLong(driver.findElement(
                         By.cssSelector("#queues tr[data-queue='default'] td[data-status='done']")).getText()) >= 1);
 
-                long failed = insertThroughForm(browser, wait, "flaky", "\"from the browser\"");
-                String failedRow = "#instances tr[data-id='" + failed + "'][data-status='failed']";
-                String error = wait.until(driver -> driver.findElement(By.cssSelector(failedRow + " td.error")).getText());
+                long failed = insert(app, "flaky", "from the browser");
+                wait.until(ExpectedConditions.presenceOfElementLocated(
+                        By.cssSelector("#feed li[data-id='" + failed + "'][data-kind='FAILED']")));
+                browser.get(app.baseUrl() + "/durable/instances");
+                browser.findElement(By.cssSelector("input[name='status'][value='failed']")).click();
+                browser.findElement(By.id("f-type")).sendKeys("flaky");
+                browser.findElement(By.id("search")).click();
+                wait.until(ExpectedConditions.elementToBeClickable(
+                        By.cssSelector("#instances tr[data-id='" + failed + "'] td.num a"))).click();
+                String error = wait.until(driver -> driver.findElement(By.id("last-error"))).getText();
                 assertThat(error).contains("flaky: from the browser");
-                wait.until(driver -> {
-                    driver.findElement(By.cssSelector(failedRow + " button.retry")).click();
-                    return true;
-                });
-                // The retry is a new instance of the same type, newer than the failed one.
-                wait.until(driver -> driver.findElements(By.cssSelector("#instances tbody tr")).stream()
-                        .anyMatch(row -> Long.parseLong(row.getDomAttribute("data-id")) > failed
-                                && row.getText().contains("flaky")));
+
+                browser.findElement(By.cssSelector("#actions button.retry")).click();
+                wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("notice"), "Retried in place"));
+                // The same instance runs again (and, being flaky, fails again).
+                assertThat(browser.getCurrentUrl()).contains("/durable/instances/" + failed);
 
                 Path screenshot = Path.of("target", "screenshots", "dashboard.png");
                 Files.createDirectories(screenshot.getParent());
@@ -93,18 +93,11 @@ class DashboardBrowserIT {
         }
     }
 
-    private static long insertThroughForm(WebDriver browser, FluentWait<WebDriver> wait, String type, String args) {
-        new Select(browser.findElement(By.id("type"))).selectByValue(type);
-        WebElement input = browser.findElement(By.id("args"));
-        input.clear();
-        input.sendKeys(args);
-        String before = browser.findElement(By.id("insert-result")).getDomAttribute("data-id");
-        browser.findElement(By.id("insert-button")).click();
-        String id = wait.until(driver -> {
-            String now = driver.findElement(By.id("insert-result")).getDomAttribute("data-id");
-            return now != null && !now.equals(before) ? now : null;
-        });
-        return Long.parseLong(id);
+    private static long insert(RunningExample app, String type, String args) {
+        Map<?, ?> inserted = app.client().post().uri("/api/jobs")
+                .bodyValue(Map.of("type", type, "args", args)).exchange().expectStatus().isCreated()
+                .expectBody(Map.class).returnResult().getResponseBody();
+        return ((Number) inserted.get("id")).longValue();
     }
 
     private ChromeOptions options() {

@@ -20,7 +20,7 @@ import reactor.test.StepVerifier;
 
 /**
  * The example service over HTTP, on the embedded PostgreSQL (its own schema): inserts, workflows
- * and signals, cancel and retry, the typed errors' statuses, the dashboard's JSON, the SSE stream
+ * and signals, cancel and retry, the typed errors' statuses, the dashboard's mount, the SSE stream
  * and the health endpoint.
  */
 class ExampleApiIT {
@@ -90,19 +90,19 @@ class ExampleApiIT {
     }
 
     @Test
-    void retryInsertsACopyOfAFailedInstance() {
+    void retryRunsAFailedInstanceAgainInPlace() {
         long id = insert("/api/jobs", Map.of("type", "flaky", "args", "disk full", "priority", 3));
         Instance failed = settled(id);
         assertThat(failed.status()).isEqualTo(InstanceStatus.FAILED);
         assertThat(failed.lastError()).contains("flaky: disk full");
 
-        long copy = insert("/api/instances/" + id + "/retry", Map.of());
-        assertThat(copy).isGreaterThan(id);
-        Instance retried = engine.get(copy).block();
-        assertThat(retried.type()).isEqualTo("flaky");
-        assertThat(retried.stateJson()).isEqualTo("\"disk full\"");
-        assertThat(retried.priority()).isEqualTo(3);
-        assertThat(retried.maxAttempts()).isEqualTo(failed.maxAttempts());
+        http.post().uri("/api/instances/{id}/retry", id).exchange().expectStatus().isOk()
+                .expectBody().jsonPath("$.id").isEqualTo(id);
+        // The same instance runs again (flaky fails again, after a fresh budget of attempts).
+        Instance again = settled(id);
+        assertThat(again.status()).isEqualTo(InstanceStatus.FAILED);
+        assertThat(again.priority()).isEqualTo(3);
+        assertThat(again.stateJson()).isEqualTo("\"disk full\"");
 
         long done = insert("/api/jobs", Map.of("type", "greet", "args", "bob"));
         settled(done);
@@ -123,7 +123,6 @@ class ExampleApiIT {
         http.post().uri("/api/correlations/nobody/signals/paid").exchange().expectStatus().isNotFound();
         http.post().uri("/api/instances/999999999/cancel").exchange().expectStatus().isNotFound();
         http.post().uri("/api/instances/999999999/retry").exchange().expectStatus().isNotFound();
-        http.get().uri("/api/dashboard/instances?limit=0").exchange().expectStatus().isBadRequest();
     }
 
     @Test
@@ -161,30 +160,6 @@ class ExampleApiIT {
     }
 
     @Test
-    void dashboardJsonHasCountsAndNewestInstancesFirst() {
-        long first = insert("/api/jobs", Map.of("type", "greet", "args", "c1"));
-        long second = insert("/api/jobs", Map.of("type", "greet", "args", "c2"));
-        settled(first);
-        settled(second);
-        List<Map<String, Object>> queues = http.get().uri("/api/dashboard/queues").exchange().expectStatus().isOk()
-                .expectBody(new ParameterizedTypeReference<List<Map<String, Object>>>() { })
-                .returnResult().getResponseBody();
-        Map<String, Object> defaultQueue = queues.stream().filter(queue -> "default".equals(queue.get("queue")))
-                .findFirst().orElseThrow();
-        assertThat(((Map<?, ?>) defaultQueue.get("counts")).keySet().stream().map(String::valueOf).toList()).containsExactly("runnable", "executing",
-                "awaiting_signal", "awaiting_children", "done", "failed", "cancelled");
-        assertThat(((Number) ((Map<?, ?>) defaultQueue.get("counts")).get("done")).longValue()).isGreaterThanOrEqualTo(2);
-        assertThat(queues).extracting(queue -> queue.get("queue")).contains("orders");
-
-        List<Map<String, Object>> recent = http.get().uri("/api/dashboard/instances?limit=2").exchange()
-                .expectStatus().isOk().expectBody(new ParameterizedTypeReference<List<Map<String, Object>>>() { })
-                .returnResult().getResponseBody();
-        assertThat(recent).hasSize(2);
-        assertThat(((Number) recent.get(0).get("id")).longValue()).isGreaterThan(((Number) recent.get(1).get("id")).longValue());
-        assertThat(recent.get(0)).containsKeys("step", "lastError", "status", "attempt");
-    }
-
-    @Test
     void eventsStreamAsServerSentEventsWithHeartbeats() {
         Flux<ServerSentEvent<Map<String, Object>>> stream = http.get().uri("/api/events?type=greet")
                 .accept(MediaType.TEXT_EVENT_STREAM).exchange().expectStatus().isOk()
@@ -216,8 +191,10 @@ class ExampleApiIT {
     }
 
     @Test
-    void theDashboardPageIsServed() {
-        http.get().uri("/").exchange().expectStatus().isOk().expectBody(String.class)
-                .value(page -> assertThat(page).contains("Durable").contains("dashboard.js"));
+    void theDashboardModuleIsMountedAtDurable() {
+        http.get().uri("/").exchange().expectStatus().isSeeOther().expectHeader().location("/durable/");
+        http.get().uri("/durable/").exchange().expectStatus().isOk().expectBody(String.class)
+                .value(page -> assertThat(page).contains("Durable example").contains("/durable/static/dashboard.js")
+                        .contains("data-queue=\"orders\""));
     }
 }

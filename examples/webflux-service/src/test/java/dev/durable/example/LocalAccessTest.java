@@ -36,6 +36,11 @@ class LocalAccessTest {
         assertThat(filter(closed, MockServerHttpRequest.get("/actuator/health").remoteAddress(REMOTE).build()))
                 .isEqualTo(HttpStatus.OK);
         assertThat(filter(closed, MockServerHttpRequest.get("/").remoteAddress(REMOTE).build())).isEqualTo(HttpStatus.OK);
+        // The dashboard is the API's peer: local clients only.
+        assertThat(filter(closed, MockServerHttpRequest.get("/durable/instances").remoteAddress(REMOTE).build()))
+                .isEqualTo(HttpStatus.FORBIDDEN);
+        assertThat(filter(closed, MockServerHttpRequest.get("/durable/").remoteAddress(LOCAL).build()))
+                .isEqualTo(HttpStatus.OK);
         assertThat(filter(closed, MockServerHttpRequest.get("/api/events").remoteAddress(LOCAL).build()))
                 .isEqualTo(HttpStatus.OK);
         assertThat(filter(new LocalAccess(true), MockServerHttpRequest.get("/api/events").remoteAddress(REMOTE).build()))

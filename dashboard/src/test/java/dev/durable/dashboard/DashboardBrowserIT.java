@@ -1,0 +1,282 @@
+package dev.durable.dashboard;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
+import dev.durable.Backoff;
+import dev.durable.DurableEngine;
+import dev.durable.InstanceStatus;
+import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
+import dev.durable.QueueOptions;
+import dev.durable.admin.DurableAdmin;
+import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestDatabase;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.openqa.selenium.By;
+import org.openqa.selenium.Dimension;
+import org.openqa.selenium.JavascriptExecutor;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
+import org.openqa.selenium.TakesScreenshot;
+import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+import org.openqa.selenium.support.ui.ExpectedConditions;
+import org.openqa.selenium.support.ui.FluentWait;
+import org.openqa.selenium.support.ui.Select;
+import org.openqa.selenium.support.ui.WebDriverWait;
+import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
+import org.springframework.web.reactive.function.server.RouterFunctions;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+
+/**
+ * The dashboard in headless Chromium (Debian's {@code chromium} and {@code chromium-driver}), served by
+ * Reactor Netty on the real database: finds a failed instance older than the newest 100 through the search,
+ * reads its error in its attempt history, retries it in place and sees it done; pauses a queue and sees nothing
+ * picked; redrives failures with a bulk retry whose progress reaches 100 %; checks the layout at 1400 and 420 px;
+ * saves the README's screenshots to {@code docs/}.
+ *
+ * <p>Without Chromium the test is skipped, unless {@code CI=true}: CI installs it
+ * ({@code .ci/install-chromium}), so there a missing browser is a failure, not a skip.
+ */
+@ExtendWith(PostgresExtension.class)
+class DashboardBrowserIT {
+
+    private static final Path CHROMIUM = Path.of(System.getProperty("chromium.binary", "/usr/bin/chromium"));
+    private static final Path CHROMEDRIVER = Path.of(System.getProperty("chromium.driver", "/usr/bin/chromedriver"));
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    /** The repository's docs/, where the README's screenshots live. */
+    private static final Path DOCS = Path.of("..", "docs");
+
+    static final Set<String> BROKEN = ConcurrentHashMap.newKeySet();
+
+    @TempDir
+    Path profile;
+
+    private DurableEngine engine;
+    private DurableDashboard dashboard;
+    private DisposableServer server;
+
+    @BeforeEach
+    void start(TestDatabase db) {
+        requireChromium();
+        BROKEN.clear();
+        engine = DurableEngine.builder(db.engineOptions().name("browser-it").heartbeatInterval(Duration.ofMillis(500))
+                        .queue(QueueOptions.builder("payments").concurrency(8).pollInterval(Duration.ofMillis(100))
+                                .maxPollInterval(Duration.ofMillis(200)).build())
+                        .queue(QueueOptions.builder("mail").concurrency(4).pollInterval(Duration.ofMillis(100))
+                                .maxPollInterval(Duration.ofMillis(200)).build())
+                        .queue(QueueOptions.builder(DurableAdmin.BULK_QUEUE).pollInterval(Duration.ofMillis(100))
+                                .maxPollInterval(Duration.ofMillis(200)).build())
+                        .build())
+                .register(JobDefinition.of("charge-card", Order.class, (Order order) -> BROKEN.contains(order.customer())
+                        ? Mono.<String>error(new IllegalStateException("card declined for " + order.customer()
+                                + ": issuer timeout"))
+                        : Mono.just("charged " + order.amount()))
+                        .queue("payments").maxAttempts(3).backoff(Backoff.fixed(Duration.ofMillis(50))))
+                .register(JobDefinition.of("send-receipt", String.class, (String to) -> Mono.just("sent to " + to))
+                        .queue("mail"))
+                .build();
+        engine.start().block(WAIT);
+        dashboard = DurableDashboard.create(engine, DashboardOptions.builder().title("Acme jobs").build());
+        server = HttpServer.create().host("127.0.0.1").port(0)
+                .handle(new ReactorHttpHandlerAdapter(RouterFunctions.toHttpHandler(dashboard.routes())))
+                .bindNow(WAIT);
+    }
+
+    @AfterEach
+    void stop() {
+        if (server != null) {
+            server.disposeNow(WAIT);
+        }
+        if (dashboard != null) {
+            dashboard.close();
+        }
+        if (engine != null) {
+            engine.close();
+        }
+    }
+
+    public record Order(String customer, int amount) {
+    }
+
+    private String url(String path) {
+        return "http://127.0.0.1:" + server.port() + "/durable" + path;
+    }
+
+    @Test
+    void findsAnOldFailureRetriesItInPlaceAndSeesItDone() throws IOException {
+        BROKEN.add("c-0042");
+        long old = engine.insert(JobRequest.of("charge-card", new Order("c-0042", 1999))
+                .correlationKey("order:7781")).block(WAIT);
+        assertThat(engine.awaitSettled(old, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.FAILED);
+        // 150 newer instances, some of them failed too: the old failure is far from the first page.
+        List<JobRequest> newer = new ArrayList<>();
+        for (int i = 0; i < 150; i++) {
+            String customer = "c-" + (1000 + i);
+            if (i % 25 == 0) {
+                BROKEN.add(customer);
+            }
+            newer.add(i % 3 == 0 ? JobRequest.of("send-receipt", customer + "@example.com")
+                    : JobRequest.of("charge-card", new Order(customer, 100 + i)));
+        }
+        List<Long> ids = engine.insertAll(newer).block(WAIT);
+        for (long id : ids) {
+            engine.awaitSettled(id, WAIT).block(WAIT);
+        }
+
+        ChromeDriverService service = new ChromeDriverService.Builder()
+                .usingDriverExecutable(CHROMEDRIVER.toFile()).usingAnyFreePort().build();
+        WebDriver browser = new ChromeDriver(service, options());
+        try {
+            browser.manage().window().setSize(new Dimension(1400, 1000));
+            FluentWait<WebDriver> wait = new WebDriverWait(browser, WAIT).ignoring(StaleElementReferenceException.class);
+
+            // The newest 100 do not hold it.
+            browser.get(url("/instances?size=100"));
+            assertThat(browser.findElements(By.cssSelector("#instances tr[data-id='" + old + "']"))).isEmpty();
+
+            // The search does: failed, with its error text.
+            browser.findElement(By.cssSelector("input[name='status'][value='failed']")).click();
+            browser.findElement(By.id("f-error")).sendKeys("issuer timeout");
+            browser.findElement(By.id("search")).click();
+            wait.until(ExpectedConditions.presenceOfElementLocated(
+                    By.cssSelector("#instances tr[data-id='" + old + "'][data-status='failed']")));
+            browser.findElement(By.cssSelector("#instances tr[data-id='" + old + "'] td.num a")).click();
+
+            // Why it failed, attempt by attempt: two retried, the third failed for good.
+            String error = wait.until(driver -> driver.findElement(
+                    By.cssSelector("#attempts li[data-outcome='failed'] pre.error"))).getText();
+            assertThat(error).contains("card declined for c-0042");
+            assertThat(browser.findElements(By.cssSelector("#attempts li[data-outcome='retried']"))).hasSize(2);
+            assertThat(browser.findElement(By.id("last-error")).getText()).contains("card declined for c-0042");
+            assertThat(browser.findElement(By.id("state")).getText()).contains("\"customer\" : \"c-0042\"");
+            screenshot(browser, DOCS.resolve("dashboard-instance.png"));
+
+            BROKEN.remove("c-0042");
+            browser.findElement(By.cssSelector("#actions button.retry")).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("notice"), "Retried in place"));
+            assertThat(engine.awaitSettled(old, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            wait.until(driver -> {
+                driver.navigate().refresh();
+                return driver.findElement(By.cssSelector("p.subtitle .badge")).getText().equals("done");
+            });
+            assertThat(browser.getCurrentUrl()).endsWith("/durable/instances/" + old + "?done=retried");
+            assertThat(browser.findElement(By.id("result")).getText()).contains("charged 1999");
+
+            // The overview: counts per queue, live over SSE, the chart of the last hour.
+            browser.get(url("/"));
+            wait.until(ExpectedConditions.textToBe(By.id("connection"), "live"));
+            long done = Long.parseLong(browser.findElement(
+                    By.cssSelector("#queues tr[data-queue='payments'] td[data-status='done']")).getText());
+            assertThat(done).isGreaterThanOrEqualTo(90);
+            // Numeric columns and their headers align right.
+            assertThat(browser.findElement(By.cssSelector("#queues th.num")).getCssValue("text-align")).isEqualTo("right");
+            assertThat(browser.findElement(By.cssSelector("#queues td.num")).getCssValue("text-align")).isEqualTo("right");
+            // A new instance shows up in the live feed and the counts without a reload.
+            long live = engine.insert(JobRequest.of("send-receipt", "live@example.com")).block(WAIT);
+            wait.until(ExpectedConditions.presenceOfElementLocated(
+                    By.cssSelector("#feed li[data-id='" + live + "'][data-kind='COMPLETED']")));
+            screenshot(browser, DOCS.resolve("dashboard-overview.png"));
+
+            // Pause a queue: confirmed in a dialog, obeyed by the pick; resumed, the row runs.
+            browser.findElement(By.cssSelector("#queues tr[data-queue='mail'] button.pause")).click();
+            wait.until(ExpectedConditions.elementToBeClickable(By.id("confirm-ok"))).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("notice"), "paused"));
+            assertThat(browser.findElement(By.cssSelector("#queues tr[data-queue='mail'] td.state")).getText())
+                    .contains("paused");
+            // Claim-on-insert learns of the pause at the engine's next registry refresh (a heartbeat, 500 ms here).
+            sleep(Duration.ofSeconds(2));
+            long held = engine.insert(JobRequest.of("send-receipt", "held@example.com")).block(WAIT);
+            wait.until(ExpectedConditions.presenceOfElementLocated(
+                    By.cssSelector("#feed li[data-id='" + held + "'][data-kind='INSERTED']")));
+            sleep(Duration.ofSeconds(3));
+            assertThat(browser.findElements(By.cssSelector("#feed li[data-id='" + held + "'][data-kind='PICKED']"))).isEmpty();
+            assertThat(engine.get(held).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
+            browser.findElement(By.cssSelector("#queues tr[data-queue='mail'] button.resume")).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("notice"), "resumed"));
+            assertThat(engine.awaitSettled(held, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+
+            // Redrive the other failed payments with a bulk retry over the filter: a durable job to 100 %.
+            BROKEN.clear();
+            browser.get(url("/instances?status=failed&type=charge-card"));
+            List<Long> failedPayments = browser.findElements(By.cssSelector("#instances tbody tr[data-id]")).stream()
+                    .map(row -> Long.parseLong(row.getDomAttribute("data-id"))).toList();
+            assertThat(failedPayments).hasSize(4); // c-1025, c-1050, c-1100, c-1125 (0 and 75 are receipts)
+            new Select(browser.findElement(By.id("bulk-action"))).selectByValue("retry");
+            browser.findElement(By.id("bulk-submit")).click();
+            wait.until(ExpectedConditions.elementToBeClickable(By.id("confirm-ok"))).click();
+            wait.until(ExpectedConditions.textToBe(By.id("bulk-percent"), "100 %"));
+            assertThat(browser.findElement(By.id("bulk-result")).getText()).contains("Matched\n4");
+            for (long id : failedPayments) {
+                assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            }
+
+            // At 420 px the page does not scroll sideways: wide tables scroll in their own box.
+            browser.manage().window().setSize(new Dimension(420, 900));
+            for (String path : List.of("/", "/instances", "/instances/" + old, "/engines")) {
+                browser.get(url(path));
+                long overflow = (Long) ((JavascriptExecutor) browser).executeScript(
+                        "return document.documentElement.scrollWidth - document.documentElement.clientWidth;");
+                assertThat(overflow).as("horizontal overflow of " + path + " at 420 px").isLessThanOrEqualTo(0);
+                screenshot(browser, Path.of("target", "screenshots", "narrow" + path.replace('/', '-') + ".png"));
+            }
+        } finally {
+            browser.quit();
+            service.stop();
+        }
+    }
+
+    private static void sleep(Duration duration) {
+        try {
+            Thread.sleep(duration.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void screenshot(WebDriver browser, Path file) throws IOException {
+        Files.createDirectories(file.getParent());
+        Files.copy(((TakesScreenshot) browser).getScreenshotAs(OutputType.FILE).toPath(), file,
+                StandardCopyOption.REPLACE_EXISTING);
+        assertThat(Files.size(file)).isPositive();
+    }
+
+    private ChromeOptions options() {
+        ChromeOptions options = new ChromeOptions();
+        options.setBinary(CHROMIUM.toFile());
+        // As root in a sandbox without a network: no sandbox, no GPU, nothing that phones home.
+        options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--hide-scrollbars", "--window-size=1400,1000",
+                "--user-data-dir=" + profile.toAbsolutePath());
+        return options;
+    }
+
+    private static void requireChromium() {
+        boolean present = Files.isExecutable(CHROMIUM) && Files.isExecutable(CHROMEDRIVER);
+        if (!present && "true".equalsIgnoreCase(System.getenv("CI"))) {
+            fail("CI=true but " + CHROMIUM + " or " + CHROMEDRIVER + " is missing: .ci/install-chromium installs them");
+        }
+        Assumptions.assumeTrue(present, "Chromium is not installed (apt-get install chromium chromium-driver)");
+    }
+}
