@@ -1,0 +1,298 @@
+package dev.durable;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.durable.InsertResult.Disposition;
+import dev.durable.support.CountingConnectionFactory;
+import dev.durable.support.Engines;
+import dev.durable.support.Sql;
+import dev.durable.testing.DurableTesting;
+import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestClock;
+import dev.durable.testing.TestDatabase;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Schedulers;
+
+/** Issue 21: an insert with a correlation key under a conflict policy (reject, skip, replace, debounce). */
+@ExtendWith(PostgresExtension.class)
+class ConflictPolicyIT {
+
+    private static final Duration WAIT = Duration.ofMinutes(1);
+
+    @RegisterExtension
+    final Engines engines = new Engines();
+
+    private TestDatabase db;
+
+    @BeforeEach
+    void setUp(TestDatabase database) {
+        db = database;
+        engines.on(database);
+    }
+
+    /** An engine that inserts and runs nothing: holders stay runnable. */
+    private DurableEngine producer(String name, CountingConnectionFactory counting) {
+        EngineOptions.Builder options = engines.options(name);
+        if (counting != null) {
+            options.connectionFactory(counting);
+        }
+        DurableEngine engine = engines.build(options,
+                JobDefinition.of("echo", String.class, (String s) -> Mono.just(s)).queue("policies"));
+        engine.migrate().block(WAIT);
+        return engine;
+    }
+
+    private static JobRequest keyed(String key, String args) {
+        return JobRequest.of("echo", args).correlationKey(key).runIn(Duration.ofHours(1));
+    }
+
+    /** Rows of the hot table (live instances, and follow-ups waiting on them) matching {@code where}. */
+    private long hot(String where) {
+        return Sql.query(db, "SELECT count(*) FROM {schema}.durable_instances WHERE " + where,
+                row -> row.get(0, Long.class)).get(0);
+    }
+
+    private String state(DurableEngine engine, long id) {
+        return engine.codec().decode(engine.get(id).block(WAIT).stateJson(), String.class);
+    }
+
+    @Test
+    void brokenCombinationsAreTypedErrors() {
+        DurableEngine engine = producer("broken", null);
+        long before = Sql.count(db, "true");
+        assertThatThrownBy(() -> ConflictPolicy.debounce(Duration.ZERO)).isInstanceOf(InvalidRequestException.class)
+                .hasMessageContaining("window must be positive");
+        assertThatThrownBy(() -> ConflictPolicy.debounce(Duration.ofSeconds(-1)))
+                .isInstanceOf(InvalidRequestException.class);
+        assertThatThrownBy(() -> ConflictPolicy.debounce(Duration.ofSeconds(10), Duration.ofSeconds(5)))
+                .isInstanceOf(InvalidRequestException.class).hasMessageContaining("maxWait must be at least the window");
+        assertThatThrownBy(() -> engine.insert(JobRequest.of("echo", "x").onConflict(ConflictPolicy.replace()))
+                .block(WAIT)).isInstanceOf(InvalidRequestException.class).hasMessageContaining("needs a correlation key");
+        assertThatThrownBy(() -> engine.insert(JobRequest.of("echo", "x").correlationKey("k")
+                        .onConflict(ConflictPolicy.debounce(Duration.ofSeconds(1))).runIn(Duration.ofSeconds(5)))
+                .block(WAIT)).isInstanceOf(InvalidRequestException.class).hasMessageContaining("runAt and runIn");
+        assertThatThrownBy(() -> engine.insert(JobRequest.of("echo", "x").correlationKey("k").onConflict(null))
+                .block(WAIT)).isInstanceOf(InvalidRequestException.class);
+        assertThatThrownBy(() -> engine.insertAll(List.of(keyed("twice", "a").onConflict(ConflictPolicy.replace()),
+                keyed("twice", "b").onConflict(ConflictPolicy.skip()))).block(WAIT))
+                .isInstanceOf(InvalidRequestException.class).hasMessageContaining("comes twice");
+        assertThat(Sql.count(db, "true")).as("nothing inserted").isEqualTo(before);
+    }
+
+    @Test
+    void eachPolicyAgainstAnUnstartedHolderInOneStatement() {
+        CountingConnectionFactory counting = new CountingConnectionFactory(db.connectionFactory());
+        DurableEngine engine = producer("unstarted", counting);
+
+        engine.insert(JobRequest.of("echo", "warm-up")).block(WAIT); // the first insert also reads the registry
+        counting.reset();
+        long holder = engine.insert(keyed("k", "first")).block(WAIT);
+        assertThat(counting.count(sql -> true)).as("a plain insert's statements").isEqualTo(1);
+
+        // reject (the default)
+        assertThatThrownBy(() -> engine.insert(keyed("k", "again")).block(WAIT))
+                .isInstanceOf(DuplicateCorrelationKeyException.class);
+
+        // skip
+        counting.reset();
+        assertThat(engine.insertWithResult(keyed("k", "skipped").onConflict(ConflictPolicy.skip())).block(WAIT))
+                .isEqualTo(new InsertResult(holder, Disposition.SKIPPED));
+        assertThat(counting.count(sql -> true)).as("a policy insert's statements").isEqualTo(1);
+        assertThat(state(engine, holder)).isEqualTo("first");
+
+        // replace: arguments, priority and run-at of the holder
+        Instant runAt = Instant.now().plus(Duration.ofDays(2));
+        counting.reset();
+        InsertResult replaced = engine.insertWithResult(JobRequest.of("echo", "second").correlationKey("k")
+                .priority(-5).runAt(runAt).onConflict(ConflictPolicy.replace())).block(WAIT);
+        assertThat(counting.count(sql -> true)).isEqualTo(1);
+        assertThat(replaced).isEqualTo(new InsertResult(holder, Disposition.REPLACED));
+        Instance after = engine.get(holder).block(WAIT);
+        assertThat(engine.codec().decode(after.stateJson(), String.class)).isEqualTo("second");
+        assertThat(after.priority()).isEqualTo(-5);
+        assertThat(after.eligibleAt()).isCloseTo(runAt, org.assertj.core.api.Assertions.within(
+                1, java.time.temporal.ChronoUnit.MILLIS));
+
+        // debounce against an unstarted holder: its arguments, and the run time moves to the window's end
+        InsertResult debounced = engine.insertWithResult(JobRequest.of("echo", "third").correlationKey("k")
+                .onConflict(ConflictPolicy.debounce(Duration.ofMinutes(10)))).block(WAIT);
+        assertThat(debounced).isEqualTo(new InsertResult(holder, Disposition.REPLACED));
+        assertThat(state(engine, holder)).isEqualTo("third");
+        assertThat(engine.get(holder).block(WAIT).eligibleAt()).isBefore(runAt);
+
+        // A request on a free key is inserted under any policy; a batch mixes them in one statement.
+        counting.reset();
+        List<InsertResult> batch = engine.insertAll(List.of(keyed("k", "fourth").onConflict(ConflictPolicy.replace()),
+                JobRequest.of("echo", "new").correlationKey("free").onConflict(ConflictPolicy.debounce(Duration.ofMinutes(1))),
+                keyed("other", "plain"), JobRequest.of("echo", "no key")), InsertMode.REJECT_DUPLICATES).block(WAIT);
+        assertThat(counting.count(sql -> true)).isEqualTo(1);
+        assertThat(batch).extracting(InsertResult::disposition).containsExactly(Disposition.REPLACED,
+                Disposition.INSERTED, Disposition.INSERTED, Disposition.INSERTED);
+        assertThat(batch.get(0).id()).isEqualTo(holder);
+        assertThat(state(engine, holder)).isEqualTo("fourth");
+        assertThat(state(engine, batch.get(1).id())).isEqualTo("new");
+        // A batch under SKIP_DUPLICATES with a replace in it: the requests without a policy skip.
+        List<InsertResult> skipping = engine.insertAll(List.of(keyed("other", "skipped"),
+                keyed("free", "newest").onConflict(ConflictPolicy.replace())), InsertMode.SKIP_DUPLICATES).block(WAIT);
+        assertThat(skipping).containsExactly(new InsertResult(batch.get(2).id(), Disposition.SKIPPED),
+                new InsertResult(batch.get(1).id(), Disposition.REPLACED));
+        assertThat(state(engine, batch.get(2).id())).isEqualTo("plain");
+        assertThat(state(engine, batch.get(1).id())).isEqualTo("newest");
+        for (String key : List.of("k", "free", "other")) {
+            assertThat(Sql.count(db, "correlation_key = '" + key + "'")).as(key).isEqualTo(1);
+        }
+
+        // A reject in a policy batch still fails the whole batch.
+        long before = Sql.count(db, "true");
+        assertThatThrownBy(() -> engine.insertAll(List.of(keyed("k", "x").onConflict(ConflictPolicy.replace()),
+                keyed("other", "y"))).block(WAIT)).isInstanceOf(DuplicateCorrelationKeyException.class);
+        assertThat(Sql.count(db, "true")).isEqualTo(before);
+        assertThat(state(engine, holder)).isEqualTo("fourth");
+    }
+
+    @Test
+    void replacingAnExecutingHolderKeepsOneFollowUpWithTheNewestArgsThatRunsAfterIt() {
+        List<String> ran = new CopyOnWriteArrayList<>();
+        Sinks.Empty<Void> release = Sinks.empty();
+        Sinks.Empty<Void> hold = Sinks.empty();
+        JobDefinition<String, String> slow = JobDefinition.of("slow", String.class, (String s) -> {
+            ran.add(s);
+            return s.equals("first") ? release.asMono().thenReturn(s)
+                    : s.equals("hold") ? hold.asMono().thenReturn(s) : Mono.just(s);
+        }).queue("follow");
+        DurableEngine engine = engines.start(engines.options("follower")
+                .queue(QueueOptions.builder("follow").pollInterval(Duration.ofMillis(50))
+                        .maxPollInterval(Duration.ofMillis(200)).build()), slow);
+        long first = engine.insert(JobRequest.of("slow", "first").correlationKey("job")).block(WAIT);
+        engines.awaitStatus(engine, first, InstanceStatus.EXECUTING, WAIT);
+
+        InsertResult second = engine.insertWithResult(JobRequest.of("slow", "second").correlationKey("job")
+                .onConflict(ConflictPolicy.replace())).block(WAIT);
+        InsertResult third = engine.insertWithResult(JobRequest.of("slow", "third").correlationKey("job")
+                .onConflict(ConflictPolicy.replace())).block(WAIT);
+        assertThat(second.disposition()).isEqualTo(Disposition.FOLLOW_UP);
+        assertThat(third).as("one follow-up, newest args").isEqualTo(second);
+        assertThat(second.id()).isNotEqualTo(first);
+        assertThat(engine.get(second.id()).blockOptional(WAIT)).as("not inserted before the holder settles").isEmpty();
+        assertThat(engine.get(first).block(WAIT).status()).isEqualTo(InstanceStatus.EXECUTING);
+        assertThat(ran).containsExactly("first");
+
+        release.tryEmitEmpty();
+        assertThat(engines.awaitSettled(engine, first, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        Instance followUp = engines.awaitSettled(engine, second.id(), WAIT);
+        assertThat(followUp.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(engine.codec().decode(followUp.resultJson(), String.class)).isEqualTo("third");
+        assertThat(followUp.correlationKey()).isEqualTo("job");
+        assertThat(ran).containsExactly("first", "third");
+        assertThat(hot("correlation_key = 'job'")).as("the hot table holds none of the key again").isZero();
+
+        // Skip against an executing holder leaves it alone and queues nothing.
+        long busy = engine.insert(JobRequest.of("slow", "hold").correlationKey("busy")).block(WAIT);
+        engines.awaitStatus(engine, busy, InstanceStatus.EXECUTING, WAIT);
+        assertThat(engine.insertWithResult(JobRequest.of("slow", "later").correlationKey("busy")
+                .onConflict(ConflictPolicy.skip())).block(WAIT)).isEqualTo(new InsertResult(busy, Disposition.SKIPPED));
+        assertThat(hot("follow_up IS NOT NULL")).isZero();
+        hold.tryEmitEmpty();
+        assertThat(engines.awaitSettled(engine, busy, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+    }
+
+    @Test
+    void debounceRunsOnceTheKeyIsQuietForTheWindowOrAtMaxWaitWithTheNewestArgs() {
+        TestClock clock = TestClock.on(db);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        JobDefinition<String, String> index = JobDefinition.of("index", String.class, (String s) -> {
+            ran.add(s);
+            return Mono.just(s);
+        }).queue("debounce");
+        DurableEngine engine = engines.start(clock.engineOptions().name("debouncer")
+                .queue(QueueOptions.builder("debounce").pollInterval(Duration.ofMillis(50)).build()), index);
+        ConflictPolicy policy = ConflictPolicy.debounce(Duration.ofMinutes(10), Duration.ofMinutes(30));
+
+        // Quiet window: inserts 4 minutes apart keep pushing the run; 10 quiet minutes let it run.
+        long id = engine.insertWithResult(JobRequest.of("index", "a").correlationKey("quiet").onConflict(policy))
+                .block(WAIT).id();
+        for (String args : List.of("b", "c")) {
+            clock.advance(Duration.ofMinutes(4));
+            DurableTesting.drain(engine);
+            assertThat(engine.insertWithResult(JobRequest.of("index", args).correlationKey("quiet").onConflict(policy))
+                    .block(WAIT)).isEqualTo(new InsertResult(id, Disposition.REPLACED));
+        }
+        clock.advance(Duration.ofMinutes(9));
+        DurableTesting.drain(engine);
+        assertThat(ran).isEmpty();
+        assertThat(engine.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
+        clock.advance(Duration.ofMinutes(2));
+        DurableTesting.drain(engine);
+        assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(ran).containsExactly("c");
+
+        // maxWait: inserts every 8 minutes never leave 10 quiet ones; it runs 30 minutes after the first.
+        ran.clear();
+        long bounded = engine.insertWithResult(JobRequest.of("index", "0").correlationKey("busy").onConflict(policy))
+                .block(WAIT).id();
+        for (int minute = 8; minute <= 24; minute += 8) {
+            clock.advance(Duration.ofMinutes(8));
+            DurableTesting.drain(engine);
+            assertThat(ran).as("at minute " + minute).isEmpty();
+            assertThat(engine.insertWithResult(JobRequest.of("index", String.valueOf(minute)).correlationKey("busy")
+                    .onConflict(policy)).block(WAIT)).isEqualTo(new InsertResult(bounded, Disposition.REPLACED));
+        }
+        clock.advance(Duration.ofMinutes(5)); // minute 29: the last insert's window ends at 34, maxWait at 30
+        DurableTesting.drain(engine);
+        assertThat(ran).isEmpty();
+        clock.advance(Duration.ofMinutes(2)); // minute 31
+        DurableTesting.drain(engine);
+        assertThat(engines.awaitSettled(engine, bounded, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(ran).containsExactly("24");
+    }
+
+    @Test
+    void concurrentInsertsOfOneKeyFromTwoEnginesLeaveOneHolderAndAnswerEach() {
+        DurableEngine a = producer("left", null);
+        DurableEngine b = producer("right", null);
+        int keys = 20;
+        int perKey = 12;
+        List<ConflictPolicy> policies = List.of(ConflictPolicy.replace(), ConflictPolicy.skip(),
+                ConflictPolicy.debounce(Duration.ofMinutes(5), Duration.ofMinutes(20)));
+        Map<String, List<InsertResult>> answers = new ConcurrentHashMap<>();
+        Flux.range(0, keys * perKey)
+                .flatMap(n -> {
+                    String key = "race-" + (n % keys);
+                    DurableEngine engine = n % 2 == 0 ? a : b;
+                    ConflictPolicy policy = policies.get((n / keys) % policies.size());
+                    JobRequest request = JobRequest.of("echo", key + "#" + n).correlationKey(key).onConflict(policy);
+                    return Mono.defer(() -> engine.insertWithResult(policy.kind() == ConflictPolicy.Kind.DEBOUNCE
+                                    ? request : request.runIn(Duration.ofHours(1))))
+                            .doOnNext(result -> answers.computeIfAbsent(key, k -> new CopyOnWriteArrayList<>())
+                                    .add(result))
+                            .subscribeOn(Schedulers.parallel());
+                }, 16)
+                .blockLast(Duration.ofMinutes(3));
+        for (int k = 0; k < keys; k++) {
+            String key = "race-" + k;
+            List<Long> holders = Sql.query(db, "SELECT id FROM {schema}.durable_instances WHERE correlation_key = '"
+                    + key + "'", row -> row.get(0, Long.class));
+            assertThat(holders).as(key).hasSize(1);
+            List<InsertResult> results = answers.get(key);
+            assertThat(results).as(key).hasSize(perKey);
+            assertThat(results.stream().filter(InsertResult::created).count()).as(key + " inserted once").isEqualTo(1);
+            assertThat(results).as(key + " all name the holder").allMatch(r -> r.id() == holders.get(0));
+            assertThat(state(a, holders.get(0))).startsWith(key + "#");
+        }
+        assertThat(hot("follow_up IS NOT NULL AND correlation_key LIKE 'race-%'")).as("nothing started, nothing follows")
+                .isZero();
+    }
+}
