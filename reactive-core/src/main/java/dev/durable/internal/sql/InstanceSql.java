@@ -455,11 +455,14 @@ public final class InstanceSql {
 
     /** As {@link #insertWithPolicies(List, long)}, on the caller's connection and transaction. */
     public Flux<Resolved> insertWithPolicies(Connection connection, List<Insertion> rows, long leaseMillis) {
-        Statement statement = POLICY_COLUMNS.bind(connection.createStatement(insertWithPolicies), 0, rows)
-                .bind(POLICY_COLUMNS.size(), leaseMillis);
-        return Flux.from(statement.execute())
+        return Flux.from(bindPolicies(connection.createStatement(insertWithPolicies), rows, leaseMillis).execute())
                 .concatMap(result -> result.map(InstanceSql::resolved))
                 .onErrorMap(Errors::translate);
+    }
+
+    /** Binds the parameters of {@link #insertWithPolicies} (also for HotPlansIT's EXPLAIN). */
+    static Statement bindPolicies(Statement statement, List<Insertion> rows, long leaseMillis) {
+        return POLICY_COLUMNS.bind(statement, 0, rows).bind(POLICY_COLUMNS.size(), leaseMillis);
     }
 
     private static Resolved resolved(Readable row) {
