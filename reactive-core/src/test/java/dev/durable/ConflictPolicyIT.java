@@ -6,6 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.durable.InsertResult.Disposition;
 import dev.durable.support.CountingConnectionFactory;
 import dev.durable.support.Engines;
+import dev.durable.support.ForAll;
+import dev.durable.support.Gen;
+import dev.durable.support.Gens;
 import dev.durable.support.Sql;
 import dev.durable.testing.DurableTesting;
 import dev.durable.testing.PostgresExtension;
@@ -15,6 +18,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.BeforeEach;
@@ -294,5 +298,97 @@ class ConflictPolicyIT {
         }
         assertThat(hot("follow_up IS NOT NULL AND correlation_key LIKE 'race-%'")).as("nothing started, nothing follows")
                 .isZero();
+    }
+
+    /** One step of the property below: an insert of a key under a policy, or a cancel of its holder. */
+    enum Action {
+        REJECT, SKIP, REPLACE, DEBOUNCE, CANCEL
+    }
+
+    record Step(int key, Action action, int args, boolean withPrevious) {
+    }
+
+    /**
+     * Against holders that never start (nothing runs them), any sequence of policy inserts, single
+     * or in batches, and cancels agrees with a model of one live instance per key: reject fails its
+     * whole batch on a live key, skip names the holder, replace and debounce give it the newest
+     * arguments, a free key is inserted; and each key has at most one live row.
+     */
+    @Test
+    void policyInsertsAgreeWithAModelOfOneLiveInstancePerKey() {
+        DurableEngine engine = producer("model", null);
+        java.util.concurrent.atomic.AtomicInteger tries = new java.util.concurrent.atomic.AtomicInteger();
+        Gen<Step> steps = draw -> new Step(Gens.ints(0, 3).next(draw), Gens.enums(Action.class).next(draw),
+                Gens.ints(0, 999).next(draw), Gens.booleans().next(draw));
+        ForAll.check("policyInsertsAgreeWithAModelOfOneLiveInstancePerKey", 25, Gens.lists(steps, 1, 16), list -> {
+            String prefix = "m" + tries.incrementAndGet() + "-";
+            Map<Integer, Long> ids = new java.util.HashMap<>();
+            Map<Integer, String> args = new java.util.HashMap<>();
+            int at = 0;
+            while (at < list.size()) {
+                Step first = list.get(at);
+                if (first.action() == Action.CANCEL) {
+                    Long id = ids.remove(first.key());
+                    args.remove(first.key());
+                    if (id != null) {
+                        assertThat(engine.cancel(id).block(WAIT)).isEqualTo(CancelResult.CANCELLED);
+                    }
+                    at++;
+                    continue;
+                }
+                // A batch: this step and the following ones marked withPrevious, while keys stay distinct.
+                List<Step> batch = new java.util.ArrayList<>(List.of(first));
+                Set<Integer> keys = new java.util.HashSet<>(Set.of(first.key()));
+                while (at + batch.size() < list.size()) {
+                    Step next = list.get(at + batch.size());
+                    if (!next.withPrevious() || next.action() == Action.CANCEL || !keys.add(next.key())) {
+                        break;
+                    }
+                    batch.add(next);
+                }
+                at += batch.size();
+                List<JobRequest> requests = batch.stream().map(step -> request(prefix, step)).toList();
+                boolean refused = batch.stream().anyMatch(step -> step.action() == Action.REJECT
+                        && ids.containsKey(step.key()));
+                if (refused) {
+                    assertThatThrownBy(() -> engine.insertAll(requests, InsertMode.REJECT_DUPLICATES).block(WAIT))
+                            .isInstanceOf(DuplicateCorrelationKeyException.class);
+                } else {
+                    List<InsertResult> results = engine.insertAll(requests, InsertMode.REJECT_DUPLICATES).block(WAIT);
+                    for (int i = 0; i < batch.size(); i++) {
+                        Step step = batch.get(i);
+                        InsertResult result = results.get(i);
+                        Long holder = ids.get(step.key());
+                        if (holder == null) {
+                            assertThat(result.disposition()).as(step.toString()).isEqualTo(Disposition.INSERTED);
+                            ids.put(step.key(), result.id());
+                            args.put(step.key(), String.valueOf(step.args()));
+                        } else if (step.action() == Action.SKIP) {
+                            assertThat(result).as(step.toString()).isEqualTo(new InsertResult(holder, Disposition.SKIPPED));
+                        } else {
+                            assertThat(result).as(step.toString()).isEqualTo(new InsertResult(holder, Disposition.REPLACED));
+                            args.put(step.key(), String.valueOf(step.args()));
+                        }
+                    }
+                }
+                for (int key = 0; key <= 3; key++) {
+                    assertThat(hot("correlation_key = '" + prefix + key + "'")).as("live rows of key " + key)
+                            .isEqualTo(ids.containsKey(key) ? 1 : 0);
+                    if (ids.containsKey(key)) {
+                        assertThat(state(engine, ids.get(key))).as("arguments of key " + key).isEqualTo(args.get(key));
+                    }
+                }
+            }
+        });
+    }
+
+    private static JobRequest request(String prefix, Step step) {
+        JobRequest request = JobRequest.of("echo", String.valueOf(step.args())).correlationKey(prefix + step.key());
+        return switch (step.action()) {
+            case SKIP -> request.runIn(Duration.ofHours(1)).onConflict(ConflictPolicy.skip());
+            case REPLACE -> request.runIn(Duration.ofHours(1)).onConflict(ConflictPolicy.replace());
+            case DEBOUNCE -> request.onConflict(ConflictPolicy.debounce(Duration.ofMinutes(10), Duration.ofHours(1)));
+            default -> request.runIn(Duration.ofHours(1));
+        };
     }
 }
