@@ -300,6 +300,81 @@ class ConflictPolicyIT {
                 .isZero();
     }
 
+    @Test
+    void racingReplacesOfExecutingHoldersFromTwoEnginesQueueExactlyOneFollowUpEach() {
+        Map<String, List<String>> ran = new ConcurrentHashMap<>();
+        Sinks.Empty<Void> release = Sinks.empty();
+        JobDefinition<String, String> held = JobDefinition.of("held", String.class, (String s) -> {
+            ran.computeIfAbsent(s.substring(0, s.indexOf('#')), k -> new CopyOnWriteArrayList<>()).add(s);
+            return s.endsWith("#first") ? release.asMono().thenReturn(s) : Mono.just(s);
+        }).queue("racing");
+        DurableEngine runner = engines.start(engines.options("runner")
+                .queue(QueueOptions.builder("racing").concurrency(10).pollInterval(Duration.ofMillis(50))
+                        .maxPollInterval(Duration.ofMillis(200)).build()), held);
+        DurableEngine other = engines.build(engines.options("other"), held);
+        other.migrate().block(WAIT);
+        int keys = 8;
+        int perKey = 10;
+        Map<String, Long> holders = new java.util.HashMap<>();
+        for (int k = 0; k < keys; k++) {
+            String key = "busy-" + k;
+            holders.put(key, runner.insert(JobRequest.of("held", key + "#first").correlationKey(key)).block(WAIT));
+        }
+        holders.values().forEach(id -> engines.awaitStatus(runner, id, InstanceStatus.EXECUTING, WAIT));
+
+        Map<String, List<InsertResult>> answers = new ConcurrentHashMap<>();
+        Flux.range(0, keys * perKey)
+                .flatMap(n -> {
+                    String key = "busy-" + (n % keys);
+                    DurableEngine engine = n % 2 == 0 ? runner : other;
+                    return Mono.defer(() -> engine.insertWithResult(JobRequest.of("held", key + "#" + n)
+                                    .correlationKey(key).onConflict(ConflictPolicy.replace())))
+                            .doOnNext(result -> answers.computeIfAbsent(key, k -> new CopyOnWriteArrayList<>())
+                                    .add(result))
+                            .subscribeOn(Schedulers.parallel());
+                }, 16)
+                .blockLast(Duration.ofMinutes(3));
+        for (String key : holders.keySet()) {
+            List<InsertResult> results = answers.get(key);
+            assertThat(results).as(key).hasSize(perKey).allMatch(r -> r.disposition() == Disposition.FOLLOW_UP);
+            assertThat(results.stream().map(InsertResult::id).distinct().count()).as(key + ": one follow-up").isEqualTo(1);
+            assertThat(hot("correlation_key = '" + key + "'")).as(key).isEqualTo(1);
+        }
+
+        release.tryEmitEmpty();
+        for (String key : holders.keySet()) {
+            long followUp = answers.get(key).get(0).id();
+            assertThat(engines.awaitSettled(runner, holders.get(key), WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            assertThat(engines.awaitSettled(runner, followUp, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        }
+        for (String key : holders.keySet()) {
+            assertThat(ran.get(key)).as(key + ": the holder, then one follow-up").hasSize(2)
+                    .first().isEqualTo(key + "#first");
+            assertThat(hot("correlation_key = '" + key + "'")).isZero();
+        }
+    }
+
+    @Test
+    void aPolicyInsertInACallersTransactionIsUndoneWithIt() {
+        DurableEngine engine = producer("transactional", null);
+        long holder = engine.insert(keyed("tx", "kept")).block(WAIT);
+        for (boolean commit : new boolean[] {false, true}) {
+            io.r2dbc.spi.Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
+            try {
+                Mono.from(connection.beginTransaction()).block(WAIT);
+                List<Long> ids = engine.insertAll(connection, List.of(keyed("tx", "changed-" + commit)
+                        .onConflict(ConflictPolicy.replace()), keyed("tx-new-" + commit, "new")
+                        .onConflict(ConflictPolicy.skip()))).block(WAIT);
+                assertThat(ids.get(0)).isEqualTo(holder);
+                Mono.from(commit ? connection.commitTransaction() : connection.rollbackTransaction()).block(WAIT);
+                assertThat(state(engine, holder)).isEqualTo(commit ? "changed-true" : "kept");
+                assertThat(hot("correlation_key = 'tx-new-" + commit + "'")).isEqualTo(commit ? 1 : 0);
+            } finally {
+                Mono.from(connection.close()).block(WAIT);
+            }
+        }
+    }
+
     /** One step of the property below: an insert of a key under a policy, or a cancel of its holder. */
     enum Action {
         REJECT, SKIP, REPLACE, DEBOUNCE, CANCEL
