@@ -249,7 +249,10 @@ public final class DurableEngine implements AutoCloseable {
 
     /**
      * Inserts many instances in one round trip; emits their ids in request order. Inside a caller's
-     * transaction (see {@link Builder#joinTransactions}) the insert joins it.
+     * transaction (see {@link Builder#joinTransactions}) the insert joins it. A request with a
+     * {@link ConflictPolicy} other than reject is answered by the id that carries it (the holder it
+     * skipped or changed, or the follow-up's id): {@link #insertWithResult} and
+     * {@link #insertAll(List, InsertMode)} also say which.
      */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
@@ -304,8 +307,10 @@ public final class DurableEngine implements AutoCloseable {
      * Inserts many instances in one round trip. With {@link InsertMode#SKIP_DUPLICATES}, a request
      * whose correlation key is held by a live instance (or by an earlier request of the batch) is
      * skipped, and its result names the holder; with {@link InsertMode#REJECT_DUPLICATES} (as
-     * {@link #insertAll(List)}) one such key fails the whole batch and nothing is inserted.
-     * Results come in request order.
+     * {@link #insertAll(List)}) one such key fails the whole batch and nothing is inserted. A
+     * request's own {@link JobRequest#onConflict conflict policy} overrides the mode; a batch with a
+     * replace or debounce in it goes in one upsert statement (each key once per batch, also inside a
+     * caller's transaction). Results come in request order.
      */
     public Mono<List<InsertResult>> insertAll(List<JobRequest> requests, InsertMode mode) {
         if (mode == null) {
@@ -506,8 +511,8 @@ public final class DurableEngine implements AutoCloseable {
      * The answers of a policy insert; hands claimed rows to their schedulers and pokes the queues of
      * rows due now that none took: new ones, and holders a replace made due.
      */
-    private List<InsertResult> placed(List<NewInstance> rows, List<Resolved> resolved, ClaimOnInsert.@Nullable Plan plan,
-            java.util.function.Consumer<Set<String>> poke) {
+    private List<InsertResult> placed(List<NewInstance> rows, List<Resolved> resolved,
+            ClaimOnInsert.@Nullable Plan plan, java.util.function.Consumer<Set<String>> poke) {
         List<Inserted> inserted = new ArrayList<>();
         List<NewInstance> insertedRows = new ArrayList<>();
         Set<String> queues = new LinkedHashSet<>();

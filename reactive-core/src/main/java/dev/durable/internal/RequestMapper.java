@@ -76,7 +76,8 @@ public final class RequestMapper {
         for (NewInstance row : rows) {
             if (row.correlationKey() != null && !seen.add(row.correlationKey())) {
                 throw new InvalidRequestException("correlation key '" + row.correlationKey() + "' comes twice in a"
-                        + " batch with conflict policies (replace or debounce among them): insert the newer request after the older one");
+                        + " batch with conflict policies (replace or debounce among them): insert the newer request"
+                        + " after the older one");
             }
         }
     }

@@ -294,10 +294,11 @@ public final class InstanceSql {
                        CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.bound
                   FROM slotted u""".formatted(POLICY_COLUMNS.size() + 1);
         String conflict = "ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO UPDATE SET ";
-        String returning = "RETURNING " + ClaimColumns.SELECT + ", i.status, i.correlation_slot, i.eligible_at <= now() AS due,"
-                + " (i.follow_up->>'id')::bigint AS follow_up_id";
+        String returning = "RETURNING " + ClaimColumns.SELECT + ", i.status, i.correlation_slot,"
+                + " i.eligible_at <= now() AS due, (i.follow_up->>'id')::bigint AS follow_up_id";
         String settled = "i.status IN ('done', 'failed', 'cancelled')";
-        String fresh = "(i.status = 'runnable' AND i.attempt = 0 AND i.step = EXCLUDED.step AND i.type = EXCLUDED.type)";
+        String fresh = "(i.status = 'runnable' AND i.attempt = 0 AND i.step = EXCLUDED.step"
+                + " AND i.type = EXCLUDED.type)";
         // For a debounce, the run time is the earlier of the window's end and the first insert's bound.
         String debounced = "LEAST(EXCLUDED.eligible_at, COALESCE(%s, EXCLUDED.debounce_until))";
         String followBound = "(i.follow_up->>'debounce_until')::timestamptz";

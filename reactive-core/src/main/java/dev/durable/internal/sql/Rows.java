@@ -52,7 +52,8 @@ public final class Rows {
 
         /** Whether the row's policy may change a live holder (replace, debounce). */
         public boolean changesHolder() {
-            return onConflict.kind() == ConflictPolicy.Kind.REPLACE || onConflict.kind() == ConflictPolicy.Kind.DEBOUNCE;
+            ConflictPolicy.Kind kind = onConflict.kind();
+            return kind == ConflictPolicy.Kind.REPLACE || kind == ConflictPolicy.Kind.DEBOUNCE;
         }
 
         /** Whether a gate or a rate limit admits this row. */
