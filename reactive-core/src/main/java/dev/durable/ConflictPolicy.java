@@ -16,8 +16,10 @@ import org.jspecify.annotations.Nullable;
  * <li>{@link #replace()}: a holder that has not started (runnable, never claimed, at its first step,
  *     of the same type) takes the request's arguments, run-at and priority
  *     ({@link InsertResult.Disposition#REPLACED}); a holder that has started keeps running, and the
- *     request is kept as its one follow-up, inserted as a new instance when the holder settles
- *     ({@link InsertResult.Disposition#FOLLOW_UP}; a later request replaces a waiting follow-up);
+ *     request is kept as its one follow-up, inserted as a new instance when the holder settles,
+ *     however it settles ({@link InsertResult.Disposition#FOLLOW_UP}; a later request replaces a
+ *     waiting follow-up and gets the same id). Nothing pokes the queue then: the follow-up is picked
+ *     at its queue's next poll;
  * <li>{@link #debounce(Duration)} and {@link #debounce(Duration, Duration)}: trailing debounce. The
  *     instance runs once its key has been quiet for {@code window}, or {@code maxWait} after the
  *     first insert at the latest, with the newest arguments; against a holder that has started, as

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.durable.InsertResult.Disposition;
 import dev.durable.support.CountingConnectionFactory;
 import dev.durable.support.Engines;
+import dev.durable.support.Eventually;
 import dev.durable.support.ForAll;
 import dev.durable.support.Gen;
 import dev.durable.support.Gens;
@@ -209,8 +210,21 @@ class ConflictPolicyIT {
         assertThat(engine.insertWithResult(JobRequest.of("slow", "later").correlationKey("busy")
                 .onConflict(ConflictPolicy.skip())).block(WAIT)).isEqualTo(new InsertResult(busy, Disposition.SKIPPED));
         assertThat(hot("follow_up IS NOT NULL")).isZero();
+
+        // Debounce against an executing holder: the follow-up waits for the window after the holder settles.
+        InsertResult debounced = engine.insertWithResult(JobRequest.of("slow", "debounced").correlationKey("busy")
+                .onConflict(ConflictPolicy.debounce(Duration.ofMinutes(10)))).block(WAIT);
+        assertThat(debounced.disposition()).isEqualTo(Disposition.FOLLOW_UP);
+        assertThat(hot("correlation_key = 'busy' AND (follow_up->>'eligible_at')::timestamptz"
+                + " > now() + interval '9 minutes'")).isEqualTo(1);
         hold.tryEmitEmpty();
         assertThat(engines.awaitSettled(engine, busy, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        Instance waiting = Eventually.until("the debounced follow-up inserted", WAIT,
+                () -> engine.get(debounced.id()).blockOptional(WAIT).orElse(null), i -> i != null);
+        assertThat(waiting.status()).isEqualTo(InstanceStatus.RUNNABLE);
+        assertThat(engine.codec().decode(waiting.stateJson(), String.class)).isEqualTo("debounced");
+        assertThat(ran).doesNotContain("debounced");
+        assertThat(engine.cancel(debounced.id()).block(WAIT)).isEqualTo(CancelResult.CANCELLED);
     }
 
     @Test
