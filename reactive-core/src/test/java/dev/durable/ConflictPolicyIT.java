@@ -117,6 +117,9 @@ class ConflictPolicyIT {
                 .isEqualTo(new InsertResult(holder, Disposition.SKIPPED));
         assertThat(counting.count(sql -> true)).as("a policy insert's statements").isEqualTo(1);
         assertThat(state(engine, holder)).isEqualTo("first");
+        // insertAsync sends a request under a policy in its own statement, not with the buffer's.
+        assertThat(engine.insertAsync(keyed("k", "async").onConflict(ConflictPolicy.skip())).block(WAIT))
+                .isEqualTo(holder);
 
         // replace: arguments, priority and run-at of the holder
         Instant runAt = Instant.now().plus(Duration.ofDays(2));
