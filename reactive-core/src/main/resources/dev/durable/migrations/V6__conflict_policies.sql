@@ -18,8 +18,9 @@ BEGIN
                                    concurrency_key, correlation_key, correlation_statuses, gate_name, gate_shard,
                                    rate_limit, rate_weight, rate_partition, debounce_until)
     SELECT (f->>'id')::bigint, f->>'type', (f->>'type_version')::int, f->>'queue', (f->>'priority')::int,
-           f->>'step', f->'state', (f->>'max_attempts')::int, (f->>'eligible_at')::timestamptz,
-           f->>'concurrency_key', f->>'correlation_key', ARRAY(SELECT jsonb_array_elements_text(f->'correlation_statuses')),
+           f->>'step', NULLIF(f->'state', 'null'::jsonb), (f->>'max_attempts')::int,
+           (f->>'eligible_at')::timestamptz, f->>'concurrency_key', f->>'correlation_key',
+           ARRAY(SELECT jsonb_array_elements_text(f->'correlation_statuses')),
            f->>'gate_name', (f->>'gate_shard')::int, f->>'rate_limit', (f->>'rate_weight')::int,
            f->>'rate_partition', (f->>'debounce_until')::timestamptz
       FROM (SELECT OLD.follow_up AS f) x
