@@ -17,7 +17,9 @@ import dev.durable.internal.engine.SettleWaiters;
 import dev.durable.internal.engine.Telemetry;
 import dev.durable.internal.engine.WorkerIdentity;
 import dev.durable.internal.sql.AdminSql;
+import dev.durable.internal.sql.InstanceSql;
 import dev.durable.internal.sql.InstanceSql.Inserted;
+import dev.durable.internal.sql.InstanceSql.Resolved;
 import dev.durable.internal.sql.InstanceSql.Placed;
 import dev.durable.internal.sql.Migrator;
 import dev.durable.internal.sql.Rows.CancelRow;
@@ -260,12 +262,34 @@ public final class DurableEngine implements AutoCloseable {
 
     /**
      * Inserts many instances in one round trip; emits their ids in request order. Inside a caller's
-     * transaction (see {@link Builder#joinTransactions}) the insert joins it.
+     * transaction (see {@link Builder#joinTransactions}) the insert joins it. A request with a
+     * {@link ConflictPolicy} other than reject is answered by the id that carries it (the holder it
+     * skipped or changed, or the follow-up's id): {@link #insertWithResult} and
+     * {@link #insertAll(List, InsertMode)} also say which.
      */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
-                .flatMap(rows -> joined().flatMap(transaction -> insertJoined(transaction, rows))
-                        .switchIfEmpty(Mono.defer(() -> insertRows(rows))));
+                .flatMap(rows -> rows.stream().anyMatch(NewInstance::hasPolicy)
+                        ? insertWithPolicies(rows).map(DurableEngine::ids)
+                        : joined().flatMap(transaction -> insertJoined(transaction, rows))
+                                .switchIfEmpty(Mono.defer(() -> insertRows(rows))));
+    }
+
+    /**
+     * Inserts one instance under its {@link JobRequest#onConflict conflict policy} and says what
+     * became of it: inserted, or, when a live instance held its correlation key, skipped, replaced
+     * or queued as the holder's follow-up ({@link InsertResult.Disposition}). One statement, also
+     * inside a caller's transaction (see {@link Builder#joinTransactions}).
+     */
+    public Mono<InsertResult> insertWithResult(JobRequest request) {
+        if (request == null) {
+            return Mono.error(new InvalidRequestException("request must not be null"));
+        }
+        return insertAll(List.of(request), InsertMode.REJECT_DUPLICATES).map(results -> results.get(0));
+    }
+
+    private static List<Long> ids(List<InsertResult> results) {
+        return results.stream().map(InsertResult::id).toList();
     }
 
     /** The caller's transaction to join, from the subscriber's context; empty when none. */
@@ -296,20 +320,30 @@ public final class DurableEngine implements AutoCloseable {
      * Inserts many instances in one round trip. With {@link InsertMode#SKIP_DUPLICATES}, a request
      * whose correlation key is held by a live instance (or by an earlier request of the batch) is
      * skipped, and its result names the holder; with {@link InsertMode#REJECT_DUPLICATES} (as
-     * {@link #insertAll(List)}) one such key fails the whole batch and nothing is inserted.
-     * Results come in request order.
+     * {@link #insertAll(List)}) one such key fails the whole batch and nothing is inserted. A
+     * request's own {@link JobRequest#onConflict conflict policy} overrides the mode; a batch with a
+     * replace or debounce in it goes in one upsert statement (each key once per batch, also inside a
+     * caller's transaction). Results come in request order.
      */
     public Mono<List<InsertResult>> insertAll(List<JobRequest> requests, InsertMode mode) {
         if (mode == null) {
             return Mono.error(new InvalidRequestException("mode must not be null"));
         }
         if (mode == InsertMode.REJECT_DUPLICATES) {
-            return insertAll(requests).map(ids -> ids.stream().map(id -> new InsertResult(id, true)).toList());
+            return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
+                    .flatMap(rows -> rows.stream().anyMatch(NewInstance::hasPolicy) ? insertWithPolicies(rows)
+                            : joined().flatMap(transaction -> insertJoined(transaction, rows))
+                                    .switchIfEmpty(Mono.defer(() -> insertRows(rows)))
+                                    .map(ids -> ids.stream().map(id -> new InsertResult(id, true)).toList()));
         }
         // It may run its statement again (a deadlock, a holder it could not name): not inside a
         // caller's transaction, which one failed statement aborts. Saying so beats not joining.
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
-                .flatMap(rows -> joined().hasElement().flatMap(inTransaction -> inTransaction
+                .flatMap(rows -> rows.stream().anyMatch(NewInstance::changesHolder)
+                        // The mode makes each request without a policy of its own skip a live key.
+                        ? insertWithPolicies(rows.stream().map(row -> row.hasPolicy() ? row
+                                : row.withOnConflict(ConflictPolicy.skip())).toList())
+                        : joined().hasElement().flatMap(inTransaction -> inTransaction
                         ? Mono.error(new InvalidRequestException("insertAll with SKIP_DUPLICATES does not join a"
                                 + " caller's transaction: inside one, use insertAll(requests) (a live key fails it)"))
                         : insertSkippingDuplicates(rows, true, 1)));
@@ -330,9 +364,11 @@ public final class DurableEngine implements AutoCloseable {
         return whenOpen()
                 .then(Mono.fromCallable(() -> mapper.toRows(Collections.singletonList(request), null).get(0)))
                 // Inside a caller's transaction there is nothing to share: it goes in with that.
-                .flatMap(row -> joined().flatMap(transaction -> insertJoined(transaction, List.of(row)))
-                        .map(ids -> ids.get(0))
-                        .switchIfEmpty(Mono.defer(() -> batcher.insert(row))));
+                // A request under a conflict policy goes in its own statement, not with the buffer's.
+                .flatMap(row -> row.hasPolicy() ? insertWithPolicies(List.of(row)).map(results -> results.get(0).id())
+                        : joined().flatMap(transaction -> insertJoined(transaction, List.of(row)))
+                                .map(ids -> ids.get(0))
+                                .switchIfEmpty(Mono.defer(() -> batcher.insert(row))));
     }
 
     /**
@@ -453,6 +489,73 @@ public final class DurableEngine implements AutoCloseable {
         return detachedIfClaiming(plan, insert);
     }
 
+    /**
+     * Inserts rows under their conflict policies in one statement ({@code InstanceSql.insertWithPolicies}),
+     * on the caller's transaction when one is joined. Each holder is found and changed in the
+     * statement itself, so nothing is asked again; only a deadlock between two such batches (their
+     * keys taken in two upserts) sends a batch again, outside a caller's transaction.
+     */
+    private Mono<List<InsertResult>> insertWithPolicies(List<NewInstance> rows) {
+        try {
+            RequestMapper.checkRepeatedKeys(rows);
+        } catch (InvalidRequestException invalid) {
+            return Mono.error(invalid);
+        }
+        return joined().flatMap(transaction -> statements.instances()
+                        .insertWithPolicies(transaction.connection(), ClaimOnInsert.none(rows).insertions(), 0)
+                        .collectList()
+                        .map(resolved -> placed(rows, resolved, null, queues -> transaction.afterCommit(
+                                () -> queues.forEach(this::poke))))
+                        .flatMap(results -> warnIfUnserved(rows).thenReturn(results)))
+                .switchIfEmpty(Mono.defer(() -> {
+                    ClaimOnInsert.Plan plan = claimPlan(rows);
+                    Mono<List<InsertResult>> insert = ordered(statements.instances()
+                            .insertWithPolicies(plan.insertions(), options.leaseTtl().toMillis())
+                            .collectList()
+                            .retryWhen(Retry.max(SKIP_ATTEMPTS).filter(Errors::isDeadlock))
+                            .doOnError(error -> plan.cancel())
+                            .map(resolved -> placed(rows, resolved, plan, queues -> queues.forEach(this::poke)))
+                            .flatMap(results -> warnIfUnserved(rows).thenReturn(results)));
+                    return detachedIfClaiming(plan, insert);
+                }));
+    }
+
+    /**
+     * The answers of a policy insert; hands claimed rows to their schedulers and pokes the queues of
+     * rows due now that none took: new ones, and holders a replace made due.
+     */
+    private List<InsertResult> placed(List<NewInstance> rows, List<Resolved> resolved,
+            ClaimOnInsert.@Nullable Plan plan, java.util.function.Consumer<Set<String>> poke) {
+        List<Inserted> inserted = new ArrayList<>();
+        List<NewInstance> insertedRows = new ArrayList<>();
+        Set<String> queues = new LinkedHashSet<>();
+        List<InsertResult> results = new ArrayList<>(rows.size());
+        for (int i = 0; i < resolved.size(); i++) {
+            Resolved place = resolved.get(i);
+            results.add(new InsertResult(place.id(), switch (place.placement()) {
+                case INSERTED -> InsertResult.Disposition.INSERTED;
+                case SKIPPED -> InsertResult.Disposition.SKIPPED;
+                case REPLACED -> InsertResult.Disposition.REPLACED;
+                case FOLLOW_UP -> InsertResult.Disposition.FOLLOW_UP;
+            }));
+            if (place.inserted() != null) {
+                inserted.add(place.inserted());
+                insertedRows.add(rows.get(i));
+            } else if (place.placement() == InstanceSql.Placement.REPLACED && place.due()) {
+                queues.add(rows.get(i).queue());
+            }
+        }
+        telemetry.inserted(insertedRows, inserted.stream().map(Inserted::id).toList());
+        if (plan != null) {
+            plan.handOver(inserted);
+        }
+        queues.addAll(queuesToPoke(insertedRows, inserted));
+        if (!queues.isEmpty()) {
+            poke.accept(queues);
+        }
+        return List.copyOf(results);
+    }
+
     /** How often a skip-duplicates insert goes again (a deadlock, an unnamed holder) before it gives up. */
     private static final int SKIP_ATTEMPTS = 3;
 
@@ -484,7 +587,8 @@ public final class DurableEngine implements AutoCloseable {
             return Mono.error(new InvalidRequestException("connection must not be null"));
         }
         return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
-                .flatMap(rows -> statements.instances().insert(connection, ClaimOnInsert.none(rows).insertions(), 0)
+                .flatMap(rows -> rows.stream().anyMatch(NewInstance::hasPolicy) ? insertWithPolicies(connection, rows)
+                        : statements.instances().insert(connection, ClaimOnInsert.none(rows).insertions(), 0)
                         .collectList()
                         .flatMap(inserted -> {
                             List<Long> ids = inserted.stream().map(Inserted::id).toList();
@@ -497,6 +601,25 @@ public final class DurableEngine implements AutoCloseable {
                                     .concatMap(queue -> runtime.transport().pokeOnCommit(connection, queue))
                                     .then(Mono.just(ids));
                         }));
+    }
+
+    /** A policy insert on the caller's connection: its queues are poked when that transaction commits. */
+    private Mono<List<Long>> insertWithPolicies(Connection connection, List<NewInstance> rows) {
+        RequestMapper.checkRepeatedKeys(rows);
+        return statements.instances().insertWithPolicies(connection, ClaimOnInsert.none(rows).insertions(), 0)
+                .collectList()
+                .flatMap(resolved -> {
+                    Set<String> queues = new LinkedHashSet<>();
+                    List<Long> ids = ids(placed(rows, resolved, null, queues::addAll));
+                    EngineRuntime runtime = runtime();
+                    if (runtime == null) {
+                        return warnIfUnserved(rows).thenReturn(ids);
+                    }
+                    runtime.registry().warnIfUnserved(rows.stream().map(NewInstance::queue).distinct().toList());
+                    return Flux.fromIterable(queues)
+                            .concatMap(queue -> runtime.transport().pokeOnCommit(connection, queue))
+                            .then(Mono.just(ids));
+                });
     }
 
     /** The instance with that id, or empty. */

@@ -1,6 +1,10 @@
 package dev.durable;
 
-/** What {@link DurableEngine#insertAll(java.util.List, InsertMode)} does with a correlation key already live. */
+/**
+ * What {@link DurableEngine#insertAll(java.util.List, InsertMode)} does with a correlation key already
+ * live, for requests without a {@link ConflictPolicy} of their own ({@link JobRequest#onConflict}): a
+ * request's own policy always applies.
+ */
 public enum InsertMode {
 
     /**

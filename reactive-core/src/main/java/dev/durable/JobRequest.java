@@ -55,6 +55,7 @@ public final class JobRequest {
     private @Nullable String rateLimit;
     private int rateWeight = 1;
     private @Nullable String ratePartition;
+    private ConflictPolicy onConflict = ConflictPolicy.reject();
 
     private JobRequest(String type, @Nullable Object args) {
         this.type = type;
@@ -76,6 +77,7 @@ public final class JobRequest {
         copy.rateLimit = rateLimit;
         copy.rateWeight = rateWeight;
         copy.ratePartition = ratePartition;
+        copy.onConflict = onConflict;
         change.accept(copy);
         return copy;
     }
@@ -180,6 +182,16 @@ public final class JobRequest {
         });
     }
 
+    /**
+     * What the insert does when a live instance holds this request's correlation key: reject (the
+     * default), skip, replace or debounce ({@link ConflictPolicy}). Any policy but reject needs a
+     * correlation key, and a debounce decides the run time itself (no {@link #runAt}/{@link #runIn});
+     * a broken combination is refused at insert with {@link InvalidRequestException}.
+     */
+    public JobRequest onConflict(ConflictPolicy policy) {
+        return with(r -> r.onConflict = policy);
+    }
+
     public String type() {
         return type;
     }
@@ -236,11 +248,16 @@ public final class JobRequest {
         return ratePartition;
     }
 
+    public ConflictPolicy onConflict() {
+        return onConflict;
+    }
+
     @Override
     public String toString() {
         return "JobRequest{type=" + type + ", queue=" + queue + ", priority=" + priority
                 + (runAt != null ? ", runAt=" + runAt : "") + (runIn != null ? ", runIn=" + runIn : "")
                 + (correlationKey != null ? ", correlationKey=" + correlationKey : "")
+                + (onConflict.kind() != ConflictPolicy.Kind.REJECT ? ", onConflict=" + onConflict : "")
                 + (concurrencyKey != null ? ", concurrencyKey=" + concurrencyKey : "")
                 + (gate != null ? ", gate=" + gate : "") + (rateLimit != null ? ", rateLimit=" + rateLimit : "") + "}";
     }

@@ -29,7 +29,7 @@ class MigrationIT {
                     .block(Duration.ofSeconds(60));
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
-                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5);
+                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5, 6);
             assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_gate_slots", "durable_history",
                     "durable_instances", "durable_instances_all", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
                     "durable_signals");
@@ -51,7 +51,7 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 5;
+    private static final int LATEST = 6;
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -94,6 +94,12 @@ class MigrationIT {
             assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
             assertThat(done.resultJson()).isEqualTo("\"kept\"");
             assertThat(upgraded.liveEngines().collectList().block()).extracting(LiveEngine::name).contains("new");
+            // Version 6 (conflict policies) works on the upgraded schema: a replace of a live key.
+            long held = upgraded.insert(JobRequest.of("echo", "first").correlationKey("v6").runIn(Duration.ofHours(1)))
+                    .block();
+            assertThat(upgraded.insertWithResult(JobRequest.of("echo", "second").correlationKey("v6")
+                    .runIn(Duration.ofHours(1)).onConflict(ConflictPolicy.replace())).block())
+                    .isEqualTo(new InsertResult(held, InsertResult.Disposition.REPLACED));
         } finally {
             upgraded.closeLater().block();
         }
@@ -103,7 +109,11 @@ class MigrationIT {
             assertThat(tool.migrateDown(2).block()).isEqualTo(2);
             assertThat(tables(db)).doesNotContain("durable_history");
             assertThat(Sql.query(db, "SELECT status, count(*)::int FROM {schema}.durable_instances GROUP BY status",
-                    row -> row.get(0, String.class) + " " + row.get(1, Integer.class))).containsExactly("done 2");
+                    row -> row.get(0, String.class) + " " + row.get(1, Integer.class)))
+                    .containsExactlyInAnyOrder("done 2", "runnable 1");
+            assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
+                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until')",
+                    row -> row.get(0, Integer.class))).containsExactly(0);
         } finally {
             tool.closeLater().block();
         }
@@ -121,5 +131,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U4__admin.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V5__queue_pauses.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U5__queue_pauses.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V6__conflict_policies.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U6__conflict_policies.sql")).isNotNull();
     }
 }

@@ -1,6 +1,7 @@
 package dev.durable.internal;
 
 import dev.durable.BatchTooLargeException;
+import dev.durable.ConflictPolicy;
 import dev.durable.Definition;
 import dev.durable.EngineOptions;
 import dev.durable.InstanceStatus;
@@ -62,6 +63,25 @@ public final class RequestMapper {
         return rows;
     }
 
+    /**
+     * A key may come once per batch that goes in under conflict policies (skip mixed with replace or
+     * debounce): such a batch is one upsert, which applies to a row at most once, and which of two
+     * requests of one key is the newer is the caller's to say, by sending them in two inserts.
+     */
+    public static void checkRepeatedKeys(List<NewInstance> rows) {
+        if (rows.size() < 2) {
+            return;
+        }
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (NewInstance row : rows) {
+            if (row.correlationKey() != null && !seen.add(row.correlationKey())) {
+                throw new InvalidRequestException("correlation key '" + row.correlationKey() + "' comes twice in a"
+                        + " batch with conflict policies (replace or debounce among them): insert the newer request"
+                        + " after the older one");
+            }
+        }
+    }
+
     /** What a row weighs in a batch: its payload and its texts (keys, names), as UTF-8. */
     private static long rowBytes(NewInstance row) {
         return utf8Length(row.stateJson()) + utf8Length(row.type()) + utf8Length(row.queue())
@@ -117,6 +137,24 @@ public final class RequestMapper {
             occupied = request.occupiedStatuses().stream().map(InstanceStatus::sqlName).sorted()
                     .collect(Collectors.joining(","));
         }
+        ConflictPolicy onConflict = request.onConflict();
+        if (onConflict == null) {
+            throw new InvalidRequestException("onConflict must not be null (the default is ConflictPolicy.reject())");
+        }
+        if (onConflict.kind() != ConflictPolicy.Kind.REJECT) {
+            if (request.correlationKey() == null) {
+                throw new InvalidRequestException("onConflict " + onConflict + " needs a correlation key: the policy"
+                        + " applies when a live instance holds the request's key");
+            }
+            if (parentId != null) {
+                throw new InvalidRequestException("onConflict " + onConflict + " applies to inserts, not to children"
+                        + " (a child's key is refused when live)");
+            }
+        }
+        if (onConflict.kind() == ConflictPolicy.Kind.DEBOUNCE && (request.runAt() != null || request.runIn() != null)) {
+            throw new InvalidRequestException("onConflict " + onConflict + " sets the run time itself (the window"
+                    + " after the last insert); runAt and runIn must not be set with it");
+        }
         int gateShards = 0;
         if (request.gate() != null) {
             gateShards = gate(request.gate()).shards();
@@ -140,7 +178,7 @@ public final class RequestMapper {
         return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,
                 request.runAt() == null ? null : request.runAt().toString(), delayMillis, parentId,
                 request.concurrencyKey(), request.correlationKey(), occupied, request.gate(), gateShards,
-                request.rateLimit(), request.rateWeight(), request.ratePartition());
+                request.rateLimit(), request.rateWeight(), request.ratePartition(), onConflict);
     }
 
     /** The configured gate of that name, or an {@link InvalidRequestException} naming it. */

@@ -2,8 +2,10 @@ package dev.durable.docs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.durable.ConflictPolicy;
 import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
+import dev.durable.InsertResult;
 import dev.durable.Instance;
 import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
@@ -150,6 +152,35 @@ class ReadmeIT {
         // end::limits[]
         assertThat(options.gates()).containsKeys("partner-api", "tenant");
         assertThat(options.rateLimits()).containsKey("smtp");
+    }
+
+    record Cart(String id, List<String> items) {
+    }
+
+    @Test
+    void debounceAndReplaceByKey() {
+        DurableEngine engine = kept(DurableEngine.builder(EngineOptions.builder().url(databaseUrl).build())
+                .register(JobDefinition.of("reindex", String.class, (String customer) -> Mono.just(customer)))
+                .register(JobDefinition.of("price-cart", Cart.class, (Cart c) -> Mono.just(c.items().size())))
+                .build());
+        engine.migrate().block(WAIT);
+        String customerId = "c-42";
+        Cart cart = new Cart("k-7", List.of("tea"));
+        // tag::conflict-policies[]
+        // Reindex a customer once their edits have been quiet for 5 s, at most a minute after the first edit.
+        Mono<InsertResult> reindex = engine.insertWithResult(JobRequest.of("reindex", customerId)
+                .correlationKey("reindex:" + customerId)
+                .onConflict(ConflictPolicy.debounce(Duration.ofSeconds(5), Duration.ofMinutes(1))));
+
+        // Price a cart's newest contents: a waiting run takes them, a running one gets one follow-up.
+        Mono<InsertResult> reprice = engine.insertWithResult(JobRequest.of("price-cart", cart)
+                .correlationKey("cart:" + cart.id())
+                .onConflict(ConflictPolicy.replace()));
+        // end::conflict-policies[]
+        assertThat(reindex.block(WAIT).disposition()).isEqualTo(InsertResult.Disposition.INSERTED);
+        assertThat(reindex.block(WAIT).disposition()).isEqualTo(InsertResult.Disposition.REPLACED);
+        long priced = reprice.block(WAIT).id();
+        assertThat(reprice.block(WAIT)).isEqualTo(new InsertResult(priced, InsertResult.Disposition.REPLACED));
     }
 
     /** Stand-ins for the clients a team already has. */

@@ -1,5 +1,6 @@
 package dev.durable.internal.engine;
 
+import dev.durable.ConflictPolicy;
 import dev.durable.internal.sql.InstanceSql.Inserted;
 import dev.durable.internal.sql.InstanceSql.Insertion;
 import dev.durable.internal.sql.Rows.ClaimedRow;
@@ -68,7 +69,9 @@ public final class ClaimOnInsert {
     }
 
     private boolean claimable(NewInstance row, String queue) {
+        // A debounced row waits for its window: its run time is the statement's, not a delay here.
         return row.queue().equals(queue) && row.runAt() == null && row.delayMillis() == 0
+                && row.onConflict().kind() != ConflictPolicy.Kind.DEBOUNCE
                 && row.concurrencyKey() == null && !row.limited() && runnableTypes.contains(row.type());
     }
 

@@ -1,5 +1,7 @@
 package dev.durable.internal.sql;
 
+import dev.durable.ConflictPolicy;
+
 import dev.durable.Child;
 import dev.durable.InstanceStatus;
 import dev.durable.Signal;
@@ -33,7 +35,26 @@ public final class Rows {
             int gateShards,
             @Nullable String rateLimit,
             int rateWeight,
-            @Nullable String ratePartition) {
+            @Nullable String ratePartition,
+            ConflictPolicy onConflict) {
+
+        /** The same row under another conflict policy. */
+        public NewInstance withOnConflict(ConflictPolicy policy) {
+            return new NewInstance(type, typeVersion, queue, priority, step, stateJson, maxAttempts, runAt, delayMillis,
+                    parentId, concurrencyKey, correlationKey, occupiedStatuses, gate, gateShards, rateLimit, rateWeight,
+                    ratePartition, policy);
+        }
+
+        /** Whether the row goes in under a policy other than reject (skip, replace, debounce). */
+        public boolean hasPolicy() {
+            return onConflict.kind() != ConflictPolicy.Kind.REJECT;
+        }
+
+        /** Whether the row's policy may change a live holder (replace, debounce). */
+        public boolean changesHolder() {
+            ConflictPolicy.Kind kind = onConflict.kind();
+            return kind == ConflictPolicy.Kind.REPLACE || kind == ConflictPolicy.Kind.DEBOUNCE;
+        }
 
         /** Whether a gate or a rate limit admits this row. */
         public boolean limited() {

@@ -2,6 +2,7 @@ package dev.durable.internal.sql;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.durable.ConflictPolicy;
 import dev.durable.DurableEngine;
 import dev.durable.internal.Db;
 import dev.durable.testing.PostgresExtension;
@@ -67,6 +68,52 @@ class HotPlansIT {
         }
     }
 
+    /**
+     * A policy insert (skip, replace, debounce, reject mixed) finds each live holder through the
+     * correlation index, as the arbiter of its ON CONFLICT, beside 20,000 live keyed rows: run with
+     * EXPLAIN ANALYZE (so the conflicts really happen) in a transaction that is rolled back.
+     */
+    @Test
+    void aPolicyInsertFindsHoldersThroughTheCorrelationIndex(TestDatabase db) {
+        DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
+        schema.migrate().block(WAIT);
+        schema.closeLater().block(WAIT);
+        String sql = text(new InstanceSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema())),
+                "insertWithPolicies");
+        db.execute("INSERT INTO \"" + db.schema() + "\".durable_instances (type, queue, step, max_attempts,"
+                + " correlation_key, correlation_statuses) SELECT 't', 'q', 'run', 5, 'key-' || g,"
+                + " ARRAY['runnable', 'executing', 'awaiting_signal', 'awaiting_children']"
+                + " FROM generate_series(1, 20000) g");
+        db.execute("ANALYZE \"" + db.schema() + "\".durable_instances");
+        List<ConflictPolicy> policies = List.of(ConflictPolicy.skip(), ConflictPolicy.replace(),
+                ConflictPolicy.debounce(Duration.ofSeconds(5), Duration.ofMinutes(1)));
+        List<InstanceSql.Insertion> rows = new ArrayList<>();
+        for (int i = 1; i <= 96; i++) {
+            // Live keys under each policy, and free keys under each policy and reject.
+            String key = i <= 48 ? "key-" + (i * 7) : "free-" + i;
+            ConflictPolicy policy = i > 48 && i % 4 == 0 ? ConflictPolicy.reject() : policies.get(i % 3);
+            rows.add(new InstanceSql.Insertion(new Rows.NewInstance("t", 1, "q", 0, "run", "\"x\"", 5, null, 0, null,
+                    null, key, "awaiting_children,awaiting_signal,executing,runnable", null, 0, null, 1, null, policy),
+                    null));
+        }
+        Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
+        String plan;
+        try {
+            Mono.from(connection.beginTransaction()).block(WAIT);
+            plan = Flux.from(InstanceSql.bindPolicies(connection.createStatement("EXPLAIN (ANALYZE, COSTS OFF) " + sql),
+                            rows, 1000).execute())
+                    .concatMap(result -> result.map(row -> row.get(0, String.class)))
+                    .collectList().map(lines -> String.join("\n", lines)).block(WAIT);
+            Mono.from(connection.rollbackTransaction()).block(WAIT);
+        } finally {
+            Mono.from(connection.close()).block(WAIT);
+        }
+        assertThat(plan).contains("Conflict Arbiter Indexes: durable_instances_correlation_uq")
+                .contains("Conflicting Tuples: 16") // the skips
+                .contains("Conflicting Tuples: 32") // the replaces and debounces
+                .doesNotContain("Seq Scan on durable_instances");
+    }
+
     private static void executing(TestDatabase db, int rows) {
         db.execute("INSERT INTO \"" + db.schema() + "\".durable_instances (type, queue, step, max_attempts, status,"
                 + " claimed_by, lease_expires_at, attempt) SELECT 't', 'q', 'run', 5, 'executing', 'worker-' || (g % 8),"
@@ -112,9 +159,13 @@ class HotPlansIT {
         return array;
     }
 
-    private static String text(Object group, String name) throws ReflectiveOperationException {
-        Field field = group.getClass().getDeclaredField(name);
-        field.setAccessible(true);
-        return (String) field.get(group);
+    private static String text(Object group, String name) {
+        try {
+            Field field = group.getClass().getDeclaredField(name);
+            field.setAccessible(true);
+            return (String) field.get(group);
+        } catch (ReflectiveOperationException missing) {
+            throw new IllegalStateException(missing);
+        }
     }
 }
