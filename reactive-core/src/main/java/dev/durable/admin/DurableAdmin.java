@@ -163,6 +163,20 @@ public interface DurableAdmin {
     /** The paused queues, by name. */
     Mono<List<QueuePause>> pausedQueues();
 
+    /** The most gate keys and the most rate-limit buckets {@link #limits()} returns. */
+    int LIMIT_ROWS = 200;
+
+    /**
+     * The live use of gates and rate limits, whatever limiter the engine uses. Gates: per (gate, key), the
+     * executing instances with a live lease, counted from the instances themselves (so the answer holds
+     * for the Redis limiter as for the PostgreSQL one), with the capacity this engine configures for the
+     * gate; busiest first. Rate limits: the token buckets of the PostgreSQL limiter with their tokens
+     * refilled to now as the pick refills them, emptiest first; when the engine's limiter is another one,
+     * its buckets live there ({@link LimitUsage#bucketsInLimiter()}). Each part is bounded by
+     * {@link #LIMIT_ROWS}. Two statements, no locks.
+     */
+    Mono<LimitUsage> limits();
+
     /** The type of the bulk jobs {@link #startBulk} inserts (every engine knows it). */
     String BULK_TYPE = "durable.bulk";
 

@@ -521,6 +521,7 @@ class AdminIT {
         assertThatThrownBy(() -> admin.retry(1).block(WAIT)).isInstanceOf(dev.durable.EngineClosedException.class);
         assertThatThrownBy(() -> admin.deleteAll(InstanceFilter.all()).block(WAIT))
                 .isInstanceOf(dev.durable.EngineClosedException.class);
+        assertThatThrownBy(() -> admin.limits().block(WAIT)).isInstanceOf(dev.durable.EngineClosedException.class);
     }
 
     @Test
@@ -654,6 +655,47 @@ class AdminIT {
         assertThatThrownBy(() -> admin.runNow(due).block(WAIT)).isInstanceOf(InstanceStateException.class)
                 .hasMessageContaining("retry");
         assertThatThrownBy(() -> admin.setPriority(due, 3).block(WAIT)).isInstanceOf(InstanceStateException.class);
+    }
+
+    @Test
+    void limitsShowLiveGateClaimsPerKeyAndSpentBuckets() {
+        reactor.core.publisher.Sinks.Empty<Void> release = reactor.core.publisher.Sinks.empty();
+        JobDefinition<String, String> held = JobDefinition.of("l-held", String.class,
+                (String s) -> release.asMono().thenReturn("released")).queue("l-run");
+        JobDefinition<String, String> quick = JobDefinition.of("l-quick", String.class, (String s) -> Mono.just("ok"))
+                .queue("l-run");
+        // The rate refills a token in about 17 minutes: a spent bucket stays visibly short while the test reads it.
+        DurableEngine engine = engines.start(worker("l-runner", "l-run").gate("lg", 2).rateLimit("lr", 0.001, 5),
+                held, quick);
+        DurableAdmin admin = engine.admin();
+        List<Long> gated = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                gated.add(engine.insert(JobRequest.of("l-held", "h" + i).gate("lg", "k1")).block(WAIT));
+            }
+            long spent = engine.insert(JobRequest.of("l-quick", "q").rateLimit("lr", 3, "p1")).block(WAIT);
+            engines.awaitSettled(engine, spent, WAIT);
+
+            LimitUsage usage = Eventually.until("two claims of gate lg held", WAIT, () -> admin.limits().block(WAIT),
+                    u -> u.gates().stream().anyMatch(g -> g.gate().equals("lg") && g.held() == 2));
+            // Capacity 2: the third row waits, so exactly two are held.
+            assertThat(usage.gates()).containsExactly(new GateUsage("lg", "k1", 2, 2));
+            assertThat(usage.gates().get(0).fraction()).isEqualTo(1.0);
+            assertThat(usage.moreGates()).isFalse();
+            assertThat(usage.bucketsInLimiter()).isFalse();
+            assertThat(usage.limiter()).isEqualTo("postgres");
+            assertThat(usage.buckets()).hasSize(1);
+            RateBucket bucket = usage.buckets().get(0);
+            assertThat(bucket.limit()).isEqualTo("lr");
+            assertThat(bucket.partition()).isEqualTo("p1");
+            assertThat(bucket.burst()).isEqualTo(5);
+            assertThat(bucket.tokens()).isGreaterThanOrEqualTo(2).isLessThan(3);
+        } finally {
+            release.tryEmitEmpty();
+        }
+        // Released, the third row runs too, and then nothing holds the gate.
+        gated.forEach(id -> engines.awaitSettled(engine, id, WAIT));
+        assertThat(admin.limits().block(WAIT).gates()).isEmpty();
     }
 
     @Test

@@ -2,6 +2,7 @@ package dev.durable.internal.admin;
 
 import dev.durable.CancelResult;
 import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
 import dev.durable.Instance;
 import dev.durable.InstanceStatus;
 import dev.durable.InvalidRequestException;
@@ -14,6 +15,9 @@ import dev.durable.admin.BulkProgress;
 import dev.durable.admin.BulkRequest;
 import dev.durable.admin.BulkResult;
 import dev.durable.admin.DurableAdmin;
+import dev.durable.admin.GateUsage;
+import dev.durable.admin.LimitUsage;
+import dev.durable.admin.RateBucket;
 import dev.durable.admin.InstanceDetail;
 import dev.durable.admin.InstanceFilter;
 import dev.durable.admin.InstanceStateException;
@@ -366,6 +370,28 @@ public final class EngineAdmin implements DurableAdmin {
             case DELETE -> sql.delete(ids).count();
             case SET_PRIORITY -> sql.setPriority(ids, java.util.Objects.requireNonNull(priority, "priority")).count();
         };
+    }
+
+    @Override
+    public Mono<LimitUsage> limits() {
+        EngineOptions options = engine.options();
+        String limiter = String.valueOf(options.limiter());
+        // The default factory names itself "postgres" (PostgresLimiter.factory()); another limiter keeps
+        // its buckets to itself.
+        boolean bucketsHere = POSTGRES_LIMITER.equals(limiter);
+        Mono<List<GateUsage>> gates = sql.gateUsage(options.gates().values(), LIMIT_ROWS + 1).collectList();
+        Mono<List<RateBucket>> buckets = bucketsHere
+                ? sql.buckets(options.rateLimits().values(), LIMIT_ROWS + 1).collectList()
+                : Mono.just(List.of());
+        return whenOpen.then(Mono.zip(gates, buckets)).map(both -> new LimitUsage(
+                first(both.getT1(), LIMIT_ROWS), both.getT1().size() > LIMIT_ROWS,
+                first(both.getT2(), LIMIT_ROWS), both.getT2().size() > LIMIT_ROWS, !bucketsHere, limiter));
+    }
+
+    private static final String POSTGRES_LIMITER = "postgres";
+
+    private static <T> List<T> first(List<T> rows, int size) {
+        return rows.size() > size ? rows.subList(0, size) : rows;
     }
 
     @Override

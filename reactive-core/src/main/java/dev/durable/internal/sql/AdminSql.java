@@ -2,10 +2,13 @@ package dev.durable.internal.sql;
 
 import dev.durable.Instance;
 import dev.durable.InstanceStatus;
+import dev.durable.Limits;
 import dev.durable.admin.Attempt;
 import dev.durable.admin.InboxSignal;
 import dev.durable.admin.InstanceFilter;
+import dev.durable.admin.GateUsage;
 import dev.durable.admin.QueuePause;
+import dev.durable.admin.RateBucket;
 import dev.durable.admin.SearchIndex;
 import java.time.Duration;
 import dev.durable.internal.Db;
@@ -15,6 +18,7 @@ import io.r2dbc.spi.Statement;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.EnumMap;
 import java.util.EnumSet;
 import java.util.List;
@@ -165,6 +169,25 @@ public final class AdminSql {
      */
     private final String delete;
 
+    /**
+     * Live gate claims per (gate, key), busiest first, with the capacity of the gates configured here
+     * ($1 names, $2 capacities; $3 the most keys). Counted from the rows, not the limiter's counters, so
+     * it answers for every limiter, and a lapsed lease (a dead worker's row the reaper has not reached)
+     * holds nothing. Index: durable_instances_executing_idx, the partial index of executing rows (a full
+     * walk of it: the executing rows are bounded by the engines' concurrency), then a top-N sort of the
+     * groups. Locks: none.
+     */
+    private final String gateUsage;
+
+    /**
+     * The PostgreSQL limiter's token buckets with their tokens refilled to now as the pick refills them
+     * ({@link PickSql#REFILLED}) for the limits configured here ($1 names, $2 rates, $3 bursts; a bucket
+     * of another limit shows its stored tokens), emptiest first; $4 the most rows. Index: a scan of
+     * durable_rate_buckets (kept small: the bucket sweeper deletes buckets full again) and a top-N sort.
+     * Locks: none (a pick updating a bucket meanwhile is not waited for: the stored row is read).
+     */
+    private final String buckets;
+
     /** The opt-in search indexes: name and definition over the history (see SearchIndex). */
     private static final Map<SearchIndex, String[]> SEARCH_INDEXES = new EnumMap<>(Map.of(
             SearchIndex.TYPE, new String[] {"durable_history_type_idx", "(type, id)"},
@@ -218,6 +241,24 @@ public final class AdminSql {
         this.paused = tables.render("SELECT queue, paused_at, paused_by FROM {queue_pauses} ORDER BY queue");
         this.maxId = tables.render("SELECT greatest((SELECT max(id) FROM {instances}), (SELECT max(id) FROM {history}),"
                 + " 0)");
+        this.gateUsage = tables.render("""
+                SELECT u.gate_name, u.concurrency_key, u.held, g.capacity
+                  FROM (SELECT gate_name, concurrency_key, count(*) AS held
+                          FROM {instances}
+                         WHERE status = 'executing' AND gate_name IS NOT NULL AND lease_expires_at > now()
+                         GROUP BY gate_name, concurrency_key) u
+                  LEFT JOIN unnest($1::text[], $2::int[]) AS g(name, capacity) ON g.name = u.gate_name
+                 ORDER BY u.held DESC, u.gate_name, u.concurrency_key
+                 LIMIT $3""");
+        this.buckets = tables.render("""
+                SELECT * FROM (
+                    SELECT b.name, b.partition_key, b.refilled_at, r.burst,
+                           CASE WHEN r.name IS NULL THEN b.tokens ELSE {refilled} END AS tokens
+                      FROM {buckets} b
+                      LEFT JOIN unnest($1::text[], $2::float8[], $3::int[]) AS r(name, rate, burst) ON r.name = b.name
+                ) t
+                 ORDER BY t.burst IS NULL, t.tokens / t.burst, t.name, t.partition_key
+                 LIMIT $4""").replace("{refilled}", PickSql.REFILLED.formatted("r.burst", "r.rate"));
         String parentLive = "EXISTS (SELECT 1 FROM {instances} p WHERE p.id = %s.parent_id AND p.status NOT IN "
                 + TERMINAL + ")";
         this.retry = tables.render("""
@@ -527,6 +568,35 @@ public final class AdminSql {
             return Flux.from(statement.execute()).concatMap(result -> result.map(row -> new Retried(
                     row.get("id", Long.class), row.get("queue", String.class))));
         }).onErrorMap(Errors::translate);
+    }
+
+    /** {@link #gateUsage}: at most {@code limit} keys, with the capacities of {@code gates}. */
+    public Flux<GateUsage> gateUsage(Collection<Limits.Gate> gates, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(gateUsage)
+                        .bind(0, gates.stream().map(Limits.Gate::name).toArray(String[]::new))
+                        .bind(1, gates.stream().map(Limits.Gate::capacity).toArray(Integer[]::new))
+                        .bind(2, limit)
+                        .execute())
+                .concatMap(result -> result.map(row -> {
+                    String key = row.get("concurrency_key", String.class);
+                    return new GateUsage(row.get("gate_name", String.class), key == null ? "" : key,
+                            row.get("held", Long.class), row.get("capacity", Integer.class));
+                })))
+                .onErrorMap(Errors::translate);
+    }
+
+    /** {@link #buckets}: at most {@code limit}, refilled by the rates of {@code rates}. */
+    public Flux<RateBucket> buckets(Collection<Limits.RateLimit> rates, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(buckets)
+                        .bind(0, rates.stream().map(Limits.RateLimit::name).toArray(String[]::new))
+                        .bind(1, rates.stream().map(Limits.RateLimit::ratePerSecond).toArray(Double[]::new))
+                        .bind(2, rates.stream().map(Limits.RateLimit::burst).toArray(Integer[]::new))
+                        .bind(3, limit)
+                        .execute())
+                .concatMap(result -> result.map(row -> new RateBucket(row.get("name", String.class),
+                        row.get("partition_key", String.class), row.get("tokens", Double.class),
+                        row.get("burst", Integer.class), row.get("refilled_at", Instant.class)))))
+                .onErrorMap(Errors::translate);
     }
 
     /** Pauses {@code queue}; true when it was not paused. */
