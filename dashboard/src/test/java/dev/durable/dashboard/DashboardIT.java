@@ -351,6 +351,50 @@ class DashboardIT {
     }
 
     @Test
+    void theLimitsPageShowsHeldClaimsPerKeyAndSpentBuckets(TestDatabase db) {
+        reactor.core.publisher.Sinks.Empty<Void> release = reactor.core.publisher.Sinks.empty();
+        DurableEngine limited = DurableEngine.builder(db.engineOptions().name("limits-it")
+                        .queue(QueueOptions.builder("limited").concurrency(4).pollInterval(Duration.ofMillis(100))
+                                .maxPollInterval(Duration.ofMillis(200)).build())
+                        .gate("partner", 2).rateLimit("smtp", 0.001, 5).build())
+                .register(JobDefinition.of("held", String.class, (String s) -> release.asMono().thenReturn("released"))
+                        .queue("limited"))
+                .register(JobDefinition.of("mail", String.class, (String s) -> Mono.just("sent")).queue("limited"))
+                .build();
+        limited.start().block(WAIT);
+        DurableDashboard dashboard = DurableDashboard.create(limited, DashboardOptions.defaults());
+        dashboards.add(dashboard);
+        WebTestClient client = WebTestClient.bindToRouterFunction(dashboard.routes()).configureClient()
+                .responseTimeout(WAIT).build();
+        try {
+            for (int i = 0; i < 3; i++) {
+                limited.insert(JobRequest.of("held", "h" + i).gate("partner", HOSTILE)).block(WAIT);
+            }
+            long mail = limited.insert(JobRequest.of("mail", "m").rateLimit("smtp", 3, "tenant-1")).block(WAIT);
+            limited.awaitSettled(mail, WAIT).block(WAIT);
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (limited.admin().limits().block(WAIT).gates().stream().noneMatch(g -> g.held() == 2)
+                    && System.nanoTime() < deadline) {
+                sleep(100);
+            }
+            String html = body(client.get().uri("/durable/limits").exchange().expectStatus().isOk());
+            String escapedKey = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;";
+            assertThat(html).doesNotContain(HOSTILE).contains("data-gate=\"partner\"")
+                    .contains("data-key=\"" + escapedKey + "\"")
+                    .contains("<td class=\"num held\">2</td><td class=\"num\">2</td>").contains("100 %")
+                    .contains("data-bucket=\"smtp\"").contains("data-partition=\"tenant-1\"")
+                    .contains("0.001 tokens a second, burst 5.");
+            Matcher tokens = Pattern.compile("<td class=\"num tokens\">([0-9.]+)</td><td class=\"num\">5</td>")
+                    .matcher(html);
+            assertThat(tokens.find()).isTrue();
+            assertThat(Double.parseDouble(tokens.group(1))).isGreaterThanOrEqualTo(2).isLessThan(3);
+        } finally {
+            release.tryEmitEmpty();
+            limited.close();
+        }
+    }
+
+    @Test
     void theLiveFeedSendsCountsAndEvents() {
         WebTestClient client = client(DashboardOptions.defaults());
         long id = engine.insert(JobRequest.of("flaky", "live")).block(WAIT);

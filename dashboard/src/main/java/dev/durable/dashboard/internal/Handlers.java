@@ -295,7 +295,8 @@ public final class Handlers {
             queues.addAll(paused.keySet());
             List<Pages.QueueRow> rows = new ArrayList<>();
             for (String queue : queues) {
-                List<String> engines = servedBy.getOrDefault(queue, List.of());
+                // A copy: a queue no live engine serves gets the immutable empty list, which refuses sort.
+                List<String> engines = new ArrayList<>(servedBy.getOrDefault(queue, List.of()));
                 Collections.sort(engines);
                 rows.add(new Pages.QueueRow(queue, counts.getOrDefault(queue, Map.of()), here.get(queue), engines,
                         paused.containsKey(queue)));
@@ -398,7 +399,7 @@ public final class Handlers {
                 .map(gate -> new Pages.GateRow(gate.name(), gate.capacity(), gate.shards())).toList();
         List<Pages.RateRow> rates = engine.options().rateLimits().values().stream()
                 .map(rate -> new Pages.RateRow(rate.name(), rate.ratePerSecond(), rate.burst())).toList();
-        return Mono.just(Pages.limits(view, gates, rates));
+        return admin.limits().map(usage -> Pages.limits(view, gates, rates, usage));
     }
 
     private Mono<String> engines(View view) {

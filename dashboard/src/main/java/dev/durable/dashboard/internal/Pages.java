@@ -11,7 +11,10 @@ import dev.durable.admin.Attempt;
 import dev.durable.admin.BulkProgress;
 import dev.durable.admin.BulkResult;
 import dev.durable.admin.InboxSignal;
+import dev.durable.admin.GateUsage;
 import dev.durable.admin.InstanceDetail;
+import dev.durable.admin.LimitUsage;
+import dev.durable.admin.RateBucket;
 import dev.durable.admin.StatusCount;
 import java.time.Instant;
 import java.util.List;
@@ -676,29 +679,106 @@ public final class Pages {
     record RateRow(String name, double ratePerSecond, int burst) {
     }
 
-    static String limits(View view, List<GateRow> gates, List<RateRow> rates) {
+    /**
+     * Per gate, its keys with live claims (held of capacity, a meter and a percentage); per rate limit, its
+     * buckets (tokens of burst). Gates and limits come from this engine's options and from what the usage
+     * shows (another engine's gate or bucket is listed too, its capacity unknown here).
+     */
+    static String limits(View view, List<GateRow> gates, List<RateRow> rates, LimitUsage usage) {
+        Map<String, List<GateUsage>> keysByGate = new java.util.TreeMap<>();
+        gates.forEach(gate -> keysByGate.put(gate.name(), new java.util.ArrayList<>()));
+        usage.gates().forEach(key -> keysByGate.computeIfAbsent(key.gate(), g -> new java.util.ArrayList<>()).add(key));
+        Map<String, List<RateBucket>> bucketsByLimit = new java.util.TreeMap<>();
+        rates.forEach(rate -> bucketsByLimit.put(rate.name(), new java.util.ArrayList<>()));
+        usage.buckets().forEach(b -> bucketsByLimit.computeIfAbsent(b.limit(), l -> new java.util.ArrayList<>()).add(b));
         return layout(view, "limits", "Limits", h -> {
-            h.raw("<section><h2>Gates</h2><div class=\"scroll\"><table id=\"gates\"><thead><tr><th>Gate</th>")
-                    .raw("<th class=\"num\">Capacity per key</th><th class=\"num\">Shards</th></tr></thead><tbody>");
-            if (gates.isEmpty()) {
-                h.raw("<tr><td class=\"empty\" colspan=\"3\">No gate configured on this engine.</td></tr>");
+            h.raw("<section id=\"gates\"><h2>Gates</h2>");
+            if (keysByGate.isEmpty()) {
+                h.raw("<p class=\"empty\">No gate configured on this engine.</p>");
             }
-            for (GateRow gate : gates) {
-                h.raw("<tr").attr("data-gate", gate.name()).raw("><td>").text(gate.name()).raw("</td><td class=\"num\">")
-                        .text(gate.capacity()).raw("</td><td class=\"num\">").text(gate.shards()).raw("</td></tr>");
+            keysByGate.forEach((name, keys) -> {
+                GateRow gate = gates.stream().filter(g -> g.name().equals(name)).findFirst().orElse(null);
+                h.raw("<h3>").text(name).raw("</h3><p class=\"hint\">").text(gate == null
+                        ? "Not configured on this engine (its capacity is another engine's)."
+                        : "Capacity " + gate.capacity() + " per key, " + gate.shards()
+                                + (gate.shards() == 1 ? " shard." : " shards.")).raw("</p>");
+                h.raw("<div class=\"scroll\"><table class=\"usage\"").attr("data-gate", name).raw("><thead><tr>")
+                        .raw("<th>Key</th><th class=\"num\">Held</th><th class=\"num\">Capacity</th>")
+                        .raw("<th>Use</th></tr></thead><tbody>");
+                if (keys.isEmpty()) {
+                    h.raw("<tr><td class=\"empty\" colspan=\"4\">No key holds a claim now.</td></tr>");
+                }
+                for (GateUsage key : keys) {
+                    Integer capacity = key.capacity();
+                    h.raw("<tr").attr("data-key", key.key()).raw("><td class=\"key\">").text(key.key())
+                            .raw("</td><td class=\"num held\">").text(key.held()).raw("</td><td class=\"num\">")
+                            .text(capacity == null ? "?" : capacity).raw("</td><td class=\"use\">");
+                    if (capacity != null) {
+                        meter(h, key.held(), capacity, Math.round(key.fraction() * 100) + " %");
+                    }
+                    h.raw("</td></tr>");
+                }
+                h.raw("</tbody></table></div>");
+            });
+            if (usage.moreGates()) {
+                h.raw("<p class=\"hint\">").text("Only the " + usage.gates().size() + " busiest keys are shown.")
+                        .raw("</p>");
             }
-            h.raw("</tbody></table></div></section><section><h2>Rate limits</h2><div class=\"scroll\"><table id=\"rates\">")
-                    .raw("<thead><tr><th>Bucket</th><th class=\"num\">Rate per second</th><th class=\"num\">Burst</th>")
-                    .raw("</tr></thead><tbody>");
-            if (rates.isEmpty()) {
-                h.raw("<tr><td class=\"empty\" colspan=\"3\">No rate limit configured on this engine.</td></tr>");
+            h.raw("<p class=\"hint\">Held: executing instances with a live lease, counted from the instances"
+                    + " (whatever the limiter).</p></section><section id=\"rates\"><h2>Rate limits</h2>");
+            if (usage.bucketsInLimiter()) {
+                h.raw("<p class=\"notice\" id=\"buckets-elsewhere\">").text("The buckets live in the engine's limiter ("
+                        + usage.limiter() + "), not in PostgreSQL: they are not shown here.").raw("</p>");
             }
-            for (RateRow rate : rates) {
-                h.raw("<tr").attr("data-bucket", rate.name()).raw("><td>").text(rate.name()).raw("</td><td class=\"num\">")
-                        .text(rate.ratePerSecond()).raw("</td><td class=\"num\">").text(rate.burst()).raw("</td></tr>");
+            if (bucketsByLimit.isEmpty()) {
+                h.raw("<p class=\"empty\">No rate limit configured on this engine.</p>");
             }
-            h.raw("</tbody></table></div></section>");
+            bucketsByLimit.forEach((name, buckets) -> {
+                RateRow rate = rates.stream().filter(r -> r.name().equals(name)).findFirst().orElse(null);
+                h.raw("<h3>").text(name).raw("</h3><p class=\"hint\">").text(rate == null
+                        ? "Not configured on this engine: tokens as last stored."
+                        : rate.ratePerSecond() + " tokens a second, burst " + rate.burst() + ".").raw("</p>");
+                if (usage.bucketsInLimiter()) {
+                    return;
+                }
+                h.raw("<div class=\"scroll\"><table class=\"usage\"").attr("data-bucket", name).raw("><thead><tr>")
+                        .raw("<th>Partition</th><th class=\"num\">Tokens</th><th class=\"num\">Burst</th>")
+                        .raw("<th>Fill</th><th>Last taken</th></tr></thead><tbody>");
+                if (buckets.isEmpty()) {
+                    h.raw("<tr><td class=\"empty\" colspan=\"5\">").text(usage.moreBuckets()
+                            ? "None among the emptiest buckets shown." : "No bucket: every partition is full.")
+                            .raw("</td></tr>");
+                }
+                for (RateBucket bucket : buckets) {
+                    Integer burst = bucket.burst();
+                    h.raw("<tr").attr("data-partition", bucket.partition()).raw("><td class=\"key\">")
+                            .text(bucket.partition().isEmpty() ? "(none)" : bucket.partition())
+                            .raw("</td><td class=\"num tokens\">").text(String.format(java.util.Locale.ROOT, "%.1f",
+                                    bucket.tokens())).raw("</td><td class=\"num\">").text(burst == null ? "?" : burst)
+                            .raw("</td><td class=\"use\">");
+                    if (burst != null) {
+                        meter(h, bucket.tokens(), burst, Math.round(Math.max(0, bucket.tokens()) * 100 / burst) + " %");
+                    }
+                    h.raw("</td><td class=\"time\">").when(bucket.refilledAt()).raw("</td></tr>");
+                }
+                h.raw("</tbody></table></div>");
+            });
+            if (usage.moreBuckets()) {
+                h.raw("<p class=\"hint\">").text("Only the " + usage.buckets().size() + " emptiest buckets are shown.")
+                        .raw("</p>");
+            }
+            if (!usage.bucketsInLimiter()) {
+                h.raw("<p class=\"hint\">Tokens refilled to now at the limit's rate, as the next pick sees them; a"
+                        + " partition with no bucket is full.</p>");
+            }
+            h.raw("</section>");
         });
+    }
+
+    /** A meter of {@code value} out of {@code max} with its percentage beside it. */
+    private static void meter(Html h, double value, double max, String percent) {
+        h.raw("<meter min=\"0\"").attr("max", max).attr("value", Math.max(0, value)).raw(">").text(percent)
+                .raw("</meter> <span class=\"pct\">").text(percent).raw("</span>");
     }
 
     static String engines(View view, List<LiveEngine> engines, List<UnservedWork> unserved) {
