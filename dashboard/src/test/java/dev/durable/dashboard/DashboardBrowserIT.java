@@ -232,7 +232,7 @@ class DashboardBrowserIT {
 
             // At 420 px the page does not scroll sideways: wide tables scroll in their own box.
             browser.manage().window().setSize(new Dimension(420, 900));
-            for (String path : List.of("/", "/instances", "/instances/" + old, "/engines")) {
+            for (String path : List.of("/", "/instances", "/instances/" + old, "/limits", "/engines")) {
                 browser.get(url(path));
                 long overflow = (Long) ((JavascriptExecutor) browser).executeScript(
                         "return document.documentElement.scrollWidth - document.documentElement.clientWidth;");
