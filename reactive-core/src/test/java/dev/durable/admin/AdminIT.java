@@ -699,6 +699,18 @@ class AdminIT {
     }
 
     @Test
+    void anotherLimitersBucketsAreSaidToLiveInIt() {
+        // Any factory but PostgresLimiter.factory() itself (here one that wraps it) keeps its buckets to itself.
+        DurableEngine engine = engines.start(engines.options("l-other").rateLimit("lr", 1, 5)
+                .limiter(context -> dev.durable.limit.PostgresLimiter.factory().create(context)));
+        Sql.update(db, "INSERT INTO {schema}.durable_rate_buckets (name, partition_key, tokens) VALUES ('lr', 'p', 1)");
+        LimitUsage usage = engine.admin().limits().block(WAIT);
+        assertThat(usage.bucketsInLimiter()).isTrue();
+        assertThat(usage.buckets()).isEmpty();
+        assertThat(usage.limiter()).isNotEqualTo("postgres");
+    }
+
+    @Test
     void aRetriedRowRunsUnderTheGateAndRateLimitItRanUnder() {
         JobDefinition<String, String> fails = JobDefinition.of("g-fails", String.class,
                 (String s) -> Mono.<String>error(new IllegalStateException("no"))).queue("g-run").maxAttempts(1);
