@@ -32,7 +32,7 @@ import reactor.core.scheduler.Schedulers;
  * <p>Each run has three phases: {@code before} (first quarter), {@code during} (middle half, the hold
  * in the held run) and {@code after} (last quarter). Per phase it prints a PHASE line: jobs done and
  * their rate, the hot table's dead tuples (pg_stat_user_tables.n_dead_tup: the phase's highest
- * sample and its last), and the enqueue-to-start latency of probe jobs (p50, p99): one job every
+ * sample and its last), its size with its indexes at the phase's end, and the enqueue-to-start latency of probe jobs (p50, p99): one job every
  * 20 ms on a second queue of the same engine and table, timed from the insert call to its
  * handler's start, so the latency is the engine's reaction, not the backlog's wait. A HELDXMIN line
  * compares the held run with the baseline per phase. A warm-up run on a schema of its own comes first
@@ -62,6 +62,7 @@ public final class HeldXmin {
         double seconds;
         long deadMax;
         long deadLast;
+        long bytesLast;
 
         Phase(String name) {
             this.name = name;
@@ -85,8 +86,10 @@ public final class HeldXmin {
 
         String line(String run) {
             return String.format(Locale.ROOT, "PHASE run=%s phase=%s seconds=%.0f jobs=%d jobs_per_s=%.0f"
-                            + " hot_dead_tup_max=%d hot_dead_tup_end=%d probes=%d start_p50_ms=%.1f start_p99_ms=%.1f",
-                    run, name, seconds, doneAtEnd - doneAtStart, jobsPerSecond(), deadMax, deadLast, latencies.size(),
+                            + " hot_dead_tup_max=%d hot_dead_tup_end=%d hot_mb_end=%.1f probes=%d start_p50_ms=%.1f"
+                            + " start_p99_ms=%.1f",
+                    run, name, seconds, doneAtEnd - doneAtStart, jobsPerSecond(), deadMax, deadLast,
+                    bytesLast / 1048576.0, latencies.size(),
                     percentileMillis(0.50), percentileMillis(0.99));
         }
     }
@@ -169,9 +172,11 @@ public final class HeldXmin {
                 while (System.nanoTime() - started < ends[i]) {
                     Thread.sleep(Math.min(sampleSeconds * 1000L,
                             Math.max(1, (ends[i] - (System.nanoTime() - started)) / 1_000_000)));
-                    long dead = deadTuples(db);
+                    long[] table = hotTable(db);
+                    long dead = table[0];
                     phase.deadMax = Math.max(phase.deadMax, dead);
                     phase.deadLast = dead;
+                    phase.bytesLast = table[1];
                     System.err.printf(Locale.ROOT, "[held-xmin] %s %s t=%.0fs done=%d hot_dead_tup=%d%n", name,
                             phase.name, (System.nanoTime() - started) / 1e9, completed(engine), dead);
                 }
@@ -251,15 +256,17 @@ public final class HeldXmin {
         return engine.queueStats(QUEUE).map(QueueStats::completed).orElse(0L);
     }
 
-    private static long deadTuples(TestDatabase db) {
-        Long dead = Flux.usingWhen(db.connectionFactory().create(),
-                        (Connection c) -> Flux.from(c.createStatement("SELECT n_dead_tup FROM pg_stat_user_tables"
-                                        + " WHERE schemaname = '" + db.schema() + "' AND relname = 'durable_instances'").execute())
-                                .flatMap(r -> r.map(row -> row.get(0, Long.class))),
+    /** The hot table's dead tuples (pg_stat_user_tables) and its size with its indexes, in bytes. */
+    private static long[] hotTable(TestDatabase db) {
+        long[] table = Flux.usingWhen(db.connectionFactory().create(),
+                        (Connection c) -> Flux.from(c.createStatement("SELECT n_dead_tup, pg_total_relation_size(relid)"
+                                        + " FROM pg_stat_user_tables WHERE schemaname = '" + db.schema()
+                                        + "' AND relname = 'durable_instances'").execute())
+                                .flatMap(r -> r.map(row -> new long[] {row.get(0, Long.class), row.get(1, Long.class)})),
                         Connection::close)
                 .next()
                 .block(WAIT);
-        return dead == null ? 0 : dead;
+        return table == null ? new long[2] : table;
     }
 
     private static void sleep(long millis) {

@@ -130,7 +130,8 @@ public final class PickSql {
 
     /**
      * The pick of an engine that knows no limits, in one statement. Rows with a gate or rate limit
-     * are left to engines that know them. Index: the pick index for candidates, the executing-key
+     * are left to engines that know them. Index: the pick index for candidates (an index-only
+     * descent per distinct runnable priority, then each priority's due range), the executing-key
      * index for the key probe, the primary key for the claim. Locks: the claimed rows (skip locked).
      */
     private final String pick;
@@ -162,7 +163,8 @@ public final class PickSql {
      * gate_sample_type, rate_held, rate_sample_id, rate_sample_type} on every row, the claimed
      * columns null on a row that claims nothing.
      *
-     * <p>Index: as {@link #pick} (the head of the queue through the pick index too), plus the primary
+     * <p>Index: as {@link #pick} (the head of the queue through the pick index too, priority by
+     * priority over the same {@code priorities}), plus the primary
      * keys of the counters and buckets. Locks: the claimed rows (skip locked); the counter rows it
      * admits on, locked {@code FOR UPDATE SKIP LOCKED} in key order before their upsert; the bucket
      * rows it upserts, in key order, so two picks lock them in the same order and never deadlock on them.
