@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -19,8 +20,10 @@ import reactor.core.publisher.Mono;
  *       before the 10 others, so they sit in the pick index ahead of them too.</li>
  * </ul>
  * Each pick runs in a transaction that is rolled back, so every pick sees the same backlog. Prints
- * one line per shape (median and p90 of the timed picks, shared buffers the statement touched, rows
- * it claimed), the ratios to {@code empty} and, with {@code --explain}, the plans.
+ * one line per shape: median and p90 of the timed picks (up to {@code --picks}, within 30 s, after
+ * up to 10 s of warm-up) as the client sees them, the median server execution time of up to 21
+ * EXPLAIN ANALYZE runs, the shared buffers the statement touched, the rows it claimed, the ratios
+ * to {@code empty} and, with {@code --explain}, the plan.
  *
  * <pre>benchmarks/pick-shape [--rows 1000000] [--picks 200] [--explain]</pre>
  */
@@ -28,6 +31,8 @@ public final class PickShape {
 
     private static final int DUE = 10;
     private static final Duration WAIT = Duration.ofMinutes(10);
+    /** The time spent timing picks of one shape (at least 5 picks), and a third of it warming up. */
+    private static final long BUDGET_NANOS = 30_000_000_000L;
 
     private PickShape() {
     }
@@ -53,9 +58,12 @@ public final class PickShape {
         }
         Shape empty = results.get(0);
         for (Shape shape : results) {
-            System.out.printf("PICK shape=%s rows=%d median_us=%d p90_us=%d buffers=%d claimed=%d ratio=%.2f%n",
-                    shape.name, shape.name.equals("empty") ? DUE : rows + DUE, shape.medianMicros, shape.p90Micros,
-                    shape.buffers, shape.claimed, (double) shape.medianMicros / empty.medianMicros);
+            System.out.printf(Locale.ROOT, "PICK shape=%s rows=%d picks=%d median_us=%d p90_us=%d server_us=%d"
+                            + " buffers=%d claimed=%d ratio=%.2f server_ratio=%.2f buffers_ratio=%.2f%n",
+                    shape.name, shape.name.equals("empty") ? DUE : rows + DUE, shape.picks, shape.medianMicros,
+                    shape.p90Micros, shape.serverMicros, shape.buffers, shape.claimed,
+                    (double) shape.medianMicros / empty.medianMicros,
+                    (double) shape.serverMicros / empty.serverMicros, (double) shape.buffers / empty.buffers);
         }
         System.exit(0);
     }
@@ -83,25 +91,37 @@ public final class PickShape {
 
     static Shape measure(BenchDatabase db, String shape, int picks, boolean explain) {
         Connection connection = db.admin();
-        for (int i = 0; i < 20; i++) {
+        long warmEnd = System.nanoTime() + BUDGET_NANOS / 3;
+        for (int i = 0; i < picks && System.nanoTime() < warmEnd; i++) {
             pick(db, connection);
         }
         long[] micros = new long[picks];
         long claimed = 0;
-        for (int i = 0; i < picks; i++) {
+        int timed = 0;
+        long end = System.nanoTime() + BUDGET_NANOS;
+        while (timed < picks && (timed < 5 || System.nanoTime() < end)) {
             long start = System.nanoTime();
             claimed = pick(db, connection);
-            micros[i] = (System.nanoTime() - start) / 1000;
+            micros[timed++] = (System.nanoTime() - start) / 1000;
         }
+        micros = Arrays.copyOf(micros, timed);
         Arrays.sort(micros);
-        List<String> plan = explain(connection, explainable(db));
+        long[] server = new long[Math.min(timed, 21)];
+        List<String> plan = List.of();
+        for (int i = 0; i < server.length; i++) {
+            plan = explain(connection, explainable(db));
+            server[i] = plan.stream().filter(line -> line.startsWith("Execution Time:")).findFirst()
+                    .map(line -> (long) (1000 * Double.parseDouble(line.replaceAll("[^0-9.]", "")))).orElse(-1L);
+        }
+        Arrays.sort(server);
         long buffers = plan.stream().filter(line -> line.contains("Buffers: shared"))
                 .findFirst().map(PickShape::buffers).orElse(-1L);
         if (explain) {
             System.out.println("== pick over the " + shape + " backlog");
             plan.forEach(System.out::println);
         }
-        return new Shape(shape, micros[picks / 2], micros[picks * 9 / 10], buffers, claimed);
+        return new Shape(shape, timed, micros[timed / 2], micros[timed * 9 / 10], server[server.length / 2], buffers,
+                claimed);
     }
 
     /** The claimed rows of one pick of 100, rolled back. */
@@ -141,6 +161,7 @@ public final class PickShape {
                 .block(WAIT);
     }
 
-    record Shape(String name, long medianMicros, long p90Micros, long buffers, long claimed) {
+    record Shape(String name, int picks, long medianMicros, long p90Micros, long serverMicros, long buffers,
+            long claimed) {
     }
 }
