@@ -29,6 +29,21 @@ import reactor.core.publisher.Mono;
  * predates another's commit of the same key, and whose try comes after that commit; the unique
  * index refuses it and the caller retries after a short random pause. Claiming bumps the attempt,
  * so a run that dies counts against max attempts.
+ *
+ * <p>The candidates are read priority by priority, so rows scheduled ahead (retries with backoff,
+ * {@code runIn}) cost nothing however many there are: in the pick index (queue, priority,
+ * eligible_at, id) they sit ahead of the due rows of any less urgent priority, and a plain scan of
+ * {@code eligible_at <= now()} walks their index entries (1M future rows: 6,000 pages, 60 ms). A
+ * recursive CTE finds the queue's distinct runnable priorities in ascending order, one index-only
+ * descent each ({@code min(priority) > previous}); for each, a lateral scan of the index range
+ * (queue, priority, ..now()] reads only due rows and stops at the first future one. The outer LIMIT
+ * pulls the laterals lazily, most urgent first, so a priority is probed only while the pick is
+ * not full and no more than $2 rows are ever locked. Urgency order is unchanged: (priority,
+ * eligible_at, id). The cost is one descent per distinct priority of runnable rows, which is small.
+ *
+ * <p>Rows of an ungated key whose row is executing are still walked one by one (each a heap fetch
+ * and a probe): none of the hot table's indexes carries the key of a runnable row, so no scan can
+ * step over one key's rows. benchmarks/README.md measures that shape and what would flatten it.
  */
 public final class PickSql {
 
@@ -36,10 +51,21 @@ public final class PickSql {
      * The candidates and the one-per-key guard. The first two placeholders name the parameters of
      * the versions and the types this engine knows: a row of another type, or of a newer version, is
      * left for an engine that knows it (a rolling deploy never fails work an old node cannot run).
-     * The third takes the limit filters.
+     * The third takes the limit filters. {@code priorities} and the lateral scan are the skip over
+     * future rows the class describes (the statement starts WITH RECURSIVE for them); the key probe,
+     * the advisory lock and the row lock are taken inside the lateral, so only rows the outer LIMIT
+     * pulls are ever locked.
      */
     private static final String CANDIDATES = """
-            candidates AS (
+            priorities AS (
+                SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable') AS priority
+                UNION ALL
+                SELECT (SELECT min(f.priority) FROM {instances} f
+                         WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > s.priority)
+                  FROM priorities s
+                 WHERE s.priority IS NOT NULL
+            ), candidates AS (
+                SELECT c.* FROM priorities s CROSS JOIN LATERAL (
                 SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
@@ -52,10 +78,12 @@ public final class PickSql {
                                       WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
                                         AND e.gate_name IS NULL) THEN false
                         ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
+                   AND c.priority = s.priority
                    %s
                  ORDER BY c.priority, c.eligible_at, c.id
                  LIMIT $2
-                   FOR UPDATE OF c SKIP LOCKED
+                   FOR UPDATE OF c SKIP LOCKED) c
+                 LIMIT $2
             ), one_per_key AS (
                 SELECT * FROM (
                     SELECT candidates.*, row_number() OVER (
@@ -104,7 +132,8 @@ public final class PickSql {
 
     /**
      * The pick of an engine that knows no limits, in one statement. Rows with a gate or rate limit
-     * are left to engines that know them. Index: the pick index for candidates, the executing-key
+     * are left to engines that know them. Index: the pick index for candidates (an index-only
+     * descent per distinct runnable priority, then each priority's due range), the executing-key
      * index for the key probe, the primary key for the claim. Locks: the claimed rows (skip locked).
      */
     private final String pick;
@@ -136,7 +165,8 @@ public final class PickSql {
      * gate_sample_type, rate_held, rate_sample_id, rate_sample_type} on every row, the claimed
      * columns null on a row that claims nothing.
      *
-     * <p>Index: as {@link #pick} (the head of the queue through the pick index too), plus the primary
+     * <p>Index: as {@link #pick} (the head of the queue through the pick index too, priority by
+     * priority over the same {@code priorities}), plus the primary
      * keys of the counters and buckets. Locks: the claimed rows (skip locked); the counter rows it
      * admits on, locked {@code FOR UPDATE SKIP LOCKED} in key order before their upsert; the bucket
      * rows it upserts, in key order, so two picks lock them in the same order and never deadlock on them.
@@ -184,11 +214,11 @@ public final class PickSql {
         this.bursts = rateLimits.stream().map(Limits.RateLimit::burst).toArray(Integer[]::new);
         this.types = knownTypes.keySet().toArray(String[]::new);
         this.versions = knownTypes.values().toArray(Integer[]::new);
-        this.pick = tables.render("WITH " + CANDIDATES.formatted("$6", "$5",
+        this.pick = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$6", "$5",
                         "AND c.gate_name IS NULL AND c.rate_limit IS NULL")
                 + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
         this.pickWithLimits = tables.render("""
-                WITH gates AS (
+                WITH RECURSIVE gates AS (
                     SELECT * FROM unnest($5::text[], $6::int[], $7::int[]) AS g(name, capacity, shards)
                 ), rates AS (
                     SELECT * FROM unnest($8::text[], $9::float8[], $10::int[]) AS r(name, rate, burst)
@@ -261,9 +291,12 @@ public final class PickSql {
                     SELECT p.id, p.type,
                 """ + "p.gate_name IS NOT NULL AND " + GATE_FULL.formatted("p") + " AS gate_full,\n"
                 + "p.rate_limit IS NOT NULL AND " + BUCKET_SHORT.formatted("p") + " AS rate_short\n" + """
-                      FROM {instances} p
-                     WHERE p.queue = $1 AND p.status = 'runnable' AND p.eligible_at <= now()
-                     ORDER BY p.priority, p.eligible_at, p.id
+                      FROM priorities s CROSS JOIN LATERAL (
+                           SELECT * FROM {instances} p
+                            WHERE p.queue = $1 AND p.priority = s.priority AND p.status = 'runnable'
+                              AND p.eligible_at <= now()
+                            ORDER BY p.eligible_at, p.id
+                            LIMIT $2) p
                      LIMIT $2
                 ), held AS (
                     SELECT 'gate' AS reason, id, type FROM peek WHERE gate_full
@@ -290,7 +323,7 @@ public final class PickSql {
                 )
                 SELECT claimed.*, throttled.* FROM throttled LEFT JOIN claimed ON true""")
                 .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"));
-        this.lockCandidates = tables.render("WITH " + CANDIDATES.formatted("$8", "$7", """
+        this.lockCandidates = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$8", "$7", """
                        AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
                             (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
                        AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
