@@ -57,12 +57,14 @@ public final class AdminListing {
         int runs = 50;
         boolean explain = false;
         int live = 10_000;
+        boolean searchIndexes = false;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--rows" -> rows = Integer.parseInt(args[i + 1]);
                 case "--runs" -> runs = Integer.parseInt(args[i + 1]);
                 case "--explain" -> explain = Boolean.parseBoolean(args[i + 1]);
                 case "--live" -> live = Integer.parseInt(args[i + 1]);
+                case "--search-indexes" -> searchIndexes = Boolean.parseBoolean(args[i + 1]);
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -76,6 +78,12 @@ public final class AdminListing {
             System.err.printf(Locale.ROOT, "[admin] filled %d history rows and %d live rows in %.0f s%n", rows, live,
                     (System.nanoTime() - filling) / 1e9);
             DurableAdmin admin = engine.admin();
+            if (searchIndexes) {
+                long building = System.nanoTime();
+                admin.createSearchIndexes(java.util.EnumSet.allOf(dev.durable.admin.SearchIndex.class)).block(WAIT);
+                System.err.printf(Locale.ROOT, "[admin] built the opt-in search indexes in %.0f s%n",
+                        (System.nanoTime() - building) / 1e9);
+            }
             long half = rows / 2;
             Instant start = Instant.parse("2026-01-01T00:00:00Z");
             Map<String, Case> cases = new LinkedHashMap<>();

@@ -298,7 +298,9 @@ final class ChaosWorkload {
                                 .execute())
                         .flatMap(result -> result.map((row, meta) -> ((Number) row.get(0)).longValue())),
                         Connection::close)
-                .next()
+                // The whole exchange, not its first row: RETURNING sends the row before the insert
+                // commits, and a backend killed in between would leave a run the audit cannot see.
+                .last()
                 .map(before -> new Started(token, before));
     }
 
