@@ -30,8 +30,9 @@ import reactor.core.publisher.Mono;
  * <p>Who may do what is a {@link DashboardAuthorizer}: the application's own bean when it has one; else, with
  * Spring Security, one that reads the request's {@link Authentication} (pages for any authenticated user or
  * those with {@code read-authority}, actions for {@code action-authority}), and the dashboard's forms carry
- * Spring Security's CSRF token too, so its CSRF filter lets them through; else every request is let through,
- * and the application must guard the path itself.
+ * Spring Security's CSRF token too, so its CSRF filter lets them through; else the dashboard is read-only (pages
+ * for every request that reaches it, no action) until the application declares an authorizer. Two authorizer
+ * beans are an error, never a silent fallback.
  */
 @AutoConfiguration(after = DurableAutoConfiguration.class)
 @ConditionalOnClass({DurableDashboard.class, RouterFunction.class})
@@ -39,6 +40,10 @@ import reactor.core.publisher.Mono;
 @ConditionalOnProperty(prefix = "durable.dashboard", name = "enabled", havingValue = "true")
 @EnableConfigurationProperties(DurableDashboardProperties.class)
 public class DurableDashboardAutoConfiguration {
+
+    private static final reactor.util.Logger log = reactor.util.Loggers.getLogger(DurableDashboardAutoConfiguration.class);
+    /** Without an authorizer: pages for whoever reaches them, no action. */
+    private static final DashboardAuthorizer READS_ONLY = (request, action) -> Mono.just(!action.writes());
 
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
@@ -48,7 +53,12 @@ public class DurableDashboardAutoConfiguration {
                 .basePath(properties.path())
                 .readOnly(properties.readOnly())
                 .title(properties.title())
-                .authorizer(authorizer.getIfUnique(() -> DashboardAuthorizer.PERMIT_ALL));
+                // getIfAvailable, not getIfUnique: two authorizers fail the start instead of opening the dashboard.
+                .authorizer(authorizer.getIfAvailable(() -> {
+                    log.warn("durable.dashboard: no DashboardAuthorizer bean and no Spring Security: the dashboard at {}"
+                            + " is read-only; declare a DashboardAuthorizer to allow its actions", properties.path());
+                    return READS_ONLY;
+                }));
         if (properties.csrfSecret() != null) {
             options.csrfSecret(properties.csrfSecret().getBytes(StandardCharsets.UTF_8));
         }

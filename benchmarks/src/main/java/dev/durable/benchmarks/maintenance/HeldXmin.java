@@ -46,8 +46,6 @@ public final class HeldXmin {
     private static final String PROBE_QUEUE = "probe";
     private static final int CONCURRENCY = 64;
     private static final int PREFETCH = 64;
-    private static final int INSERT_BATCH = 1_000;
-    private static final int BACKLOG = 4_000;
     private static final long PROBE_EVERY_MILLIS = 20;
     private static final Duration WAIT = Duration.ofMinutes(1);
     private static final List<String> PHASES = List.of("before", "during", "after");
@@ -149,7 +147,8 @@ public final class HeldXmin {
 
         AtomicBoolean running = new AtomicBoolean(true);
         AtomicLong inserted = new AtomicLong();
-        Thread producer = new Thread(() -> produce(engine, running, inserted), "held-xmin-producer");
+        Thread producer = new Thread(() -> Backlog.keep(engine, QUEUE, running, inserted, "held-xmin"),
+                "held-xmin-producer");
         Thread prober = new Thread(() -> probe(engine, running), "held-xmin-prober");
         producer.setDaemon(true);
         prober.setDaemon(true);
@@ -209,28 +208,6 @@ public final class HeldXmin {
                         + "\".durable_instances").execute()).flatMap(r -> r.map(row -> row.get(0, Long.class))))
                 .then().block(WAIT);
         return connection;
-    }
-
-    /** Keeps about {@link #BACKLOG} jobs waiting in front of the engine, so it runs at its own pace. */
-    private static void produce(DurableEngine engine, AtomicBoolean running, AtomicLong inserted) {
-        long seq = 0;
-        while (running.get()) {
-            if (inserted.get() - completed(engine) >= BACKLOG) {
-                sleep(5);
-                continue;
-            }
-            List<JobRequest> requests = new ArrayList<>(INSERT_BATCH);
-            for (int i = 0; i < INSERT_BATCH; i++) {
-                requests.add(JobRequest.of("noop", seq++));
-            }
-            try {
-                engine.insertAll(requests).block(WAIT);
-                inserted.addAndGet(INSERT_BATCH);
-            } catch (RuntimeException e) {
-                System.err.println("[held-xmin] insert failed: " + e);
-                sleep(100);
-            }
-        }
     }
 
     /** One probe job every {@link #PROBE_EVERY_MILLIS}, carrying the JVM's clock at its insert. */

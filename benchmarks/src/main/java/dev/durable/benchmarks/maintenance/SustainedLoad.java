@@ -47,8 +47,6 @@ public final class SustainedLoad {
     private static final String QUEUE = "load";
     private static final int CONCURRENCY = 64;
     private static final int PREFETCH = 64;
-    private static final int INSERT_BATCH = 1_000;
-    private static final int BACKLOG = 4_000;
     private static final Duration WAIT = Duration.ofMinutes(1);
 
     private record Settings(double minutes, int retentionSeconds, int sampleSeconds, long gcIntervalMillis,
@@ -130,7 +128,8 @@ public final class SustainedLoad {
 
         AtomicBoolean running = new AtomicBoolean(true);
         AtomicLong inserted = new AtomicLong();
-        Thread producer = new Thread(() -> produce(engine, running, inserted), "sustained-producer");
+        Thread producer = new Thread(() -> Backlog.keep(engine, QUEUE, running, inserted, "maintenance"),
+                "sustained-producer");
         producer.setDaemon(true);
         producer.start();
 
@@ -160,7 +159,7 @@ public final class SustainedLoad {
         long done = samples.get(samples.size() - 1).done();
         double peak = samples.stream().mapToDouble(Sample::jobsPerSecond).max().orElse(0);
         double settleWindow = settings.retentionSeconds() + 2 * settings.gcIntervalMillis() / 1000.0;
-        long bound = (long) (BACKLOG + INSERT_BATCH + CONCURRENCY + PREFETCH + 1.5 * peak * settleWindow);
+        long bound = (long) (Backlog.DEPTH + Backlog.INSERT_BATCH + CONCURRENCY + PREFETCH + 1.5 * peak * settleWindow);
         List<Sample> held = samples.stream().filter(s -> s.seconds() > settleWindow).toList();
         long rowsMax = held.stream().mapToLong(Sample::rows).max().orElse(0);
         long deadMax = samples.stream().mapToLong(s -> s.hot().deadTuples()).max().orElse(0);
@@ -174,28 +173,6 @@ public final class SustainedLoad {
                 samples.get(samples.size() - 1).gcDeleted(), bound, bounded));
         db.close();
         System.exit(bounded ? 0 : 1);
-    }
-
-    /** Keeps about {@link #BACKLOG} jobs waiting in front of the engine, so it runs at its own pace. */
-    private static void produce(DurableEngine engine, AtomicBoolean running, AtomicLong inserted) {
-        long seq = 0;
-        while (running.get()) {
-            if (inserted.get() - completed(engine) >= BACKLOG) {
-                sleep(5);
-                continue;
-            }
-            List<JobRequest> requests = new ArrayList<>(INSERT_BATCH);
-            for (int i = 0; i < INSERT_BATCH; i++) {
-                requests.add(JobRequest.of("noop", seq++));
-            }
-            try {
-                engine.insertAll(requests).block(WAIT);
-                inserted.addAndGet(INSERT_BATCH);
-            } catch (RuntimeException e) {
-                System.err.println("[maintenance] insert failed: " + e);
-                sleep(100);
-            }
-        }
     }
 
     private static long completed(DurableEngine engine) {
@@ -229,14 +206,5 @@ public final class SustainedLoad {
                 .next()
                 .block(WAIT);
         return result == null ? List.of() : result;
-    }
-
-    private static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
     }
 }

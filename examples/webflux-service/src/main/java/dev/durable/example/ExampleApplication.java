@@ -1,5 +1,6 @@
 package dev.durable.example;
 
+import dev.durable.dashboard.DashboardAuthorizer;
 import java.net.URI;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -18,6 +19,12 @@ public class ExampleApplication {
 
     public static void main(String[] args) {
         SpringApplication.run(ExampleApplication.class, args);
+    }
+
+    /** Every action allowed: {@link LocalAccess} already keeps the dashboard to local clients. */
+    @Bean
+    DashboardAuthorizer dashboardAuthorizer() {
+        return DashboardAuthorizer.PERMIT_ALL;
     }
 
     @Bean

@@ -288,7 +288,10 @@ public final class AdminSql {
                 ), kept AS (
                     UPDATE {instances} i
                        SET status = 'runnable', attempt = 0, eligible_at = COALESCE($2::timestamptz, now()),
-                           result = NULL, cancel_requested = false, updated_at = now()
+                           result = NULL, cancel_requested = false, updated_at = now(),
+                           -- a follow-up its settle could not insert (the key stayed occupied) was dropped
+                           -- then: it must not come back when the retried row settles again
+                           follow_up = NULL, debounce_until = NULL
                      WHERE i.id = ANY ($1::bigint[]) AND i.status IN ('failed', 'cancelled') AND NOT %s
                     RETURNING i.id, i.queue
                 )
