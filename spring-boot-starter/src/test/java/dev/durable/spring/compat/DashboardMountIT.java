@@ -12,6 +12,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -71,5 +72,56 @@ class DashboardMountIT {
                     client.post().uri("/ops/instances/1/retry").contentType(MediaType.APPLICATION_FORM_URLENCODED)
                             .body(BodyInserters.fromFormData("x", "y")).exchange().expectStatus().isForbidden();
                 });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableWebFlux
+    static class WebWithoutAuthorizer {
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableWebFlux
+    static class TwoAuthorizers {
+
+        @Bean
+        DashboardAuthorizer one() {
+            return DashboardAuthorizer.PERMIT_ALL;
+        }
+
+        @Bean
+        DashboardAuthorizer other() {
+            return DashboardAuthorizer.PERMIT_ALL;
+        }
+    }
+
+    private static ReactiveWebApplicationContextRunner runner(Class<?> web) {
+        return new ReactiveWebApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(DurableAutoConfiguration.class,
+                        DurableDashboardAutoConfiguration.class))
+                .withUserConfiguration(web)
+                // No Spring Security: the starter's own hook is not there to decide.
+                .withClassLoader(new FilteredClassLoader("org.springframework.security"))
+                .withPropertyValues("durable.url=" + db.url(), "durable.schema=" + db.schema(),
+                        "durable.dashboard.enabled=true", "durable.dashboard.path=/ops");
+    }
+
+    /** With no authorizer and no Spring Security, pages render and a well-formed action is refused. */
+    @Test
+    void withoutAnAuthorizerTheDashboardOnlyReads() {
+        runner(WebWithoutAuthorizer.class).run(context -> {
+            assertThat(context).hasNotFailed();
+            WebTestClient client = WebTestClient.bindToApplicationContext(context).build();
+            var page = client.get().uri("/ops/").exchange().expectStatus().isOk().expectBody().returnResult();
+            String token = page.getResponseCookies().getFirst("durable_dashboard_csrf").getValue();
+            client.post().uri("/ops/instances/1/retry").cookie("durable_dashboard_csrf", token)
+                    .contentType(MediaType.APPLICATION_FORM_URLENCODED)
+                    .body(BodyInserters.fromFormData("_durable_csrf", token)).exchange().expectStatus().isForbidden();
+        });
+    }
+
+    /** Two authorizers are a mistake to report, never a reason to let everyone in. */
+    @Test
+    void twoAuthorizersFailTheStart() {
+        runner(TwoAuthorizers.class).run(context -> assertThat(context).hasFailed());
     }
 }
