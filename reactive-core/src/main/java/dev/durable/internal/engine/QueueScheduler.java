@@ -278,10 +278,12 @@ public final class QueueScheduler {
     }
 
     /**
-     * What a heartbeat found about the rows it held: a buffered row no longer this worker's is
-     * dropped unstarted, a buffered row whose cancel was requested is given back (it ends cancelled
-     * at once), and a running row that is either is stopped (its handler's subscription is
-     * disposed; its outcome would be dropped or turned into the cancel anyway).
+     * What a heartbeat found about the rows it held: a buffered row no longer this worker's (its
+     * lease lapsed, or another holds it) or whose cancel was requested is given back unstarted (the
+     * release's guard leaves another holder's row alone; a cancelled one ends cancelled at once); a
+     * running row that is either is stopped (its handler's subscription is disposed; a lost one
+     * commits nothing, a cancelled one ends cancelled); a renewed buffered row's lease deadline moves
+     * to the beat's send time plus the lease.
      */
     private void renewed(List<Long> held, Renewal renewal, long sentAt) {
         List<ClaimedRow> lost = new ArrayList<>();
