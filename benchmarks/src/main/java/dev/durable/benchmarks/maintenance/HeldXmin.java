@@ -5,7 +5,6 @@ import dev.durable.EngineOptions;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.QueueOptions;
-import dev.durable.QueueStats;
 import dev.durable.testing.TestDatabase;
 import dev.durable.testing.TestPostgres;
 import io.r2dbc.spi.Connection;
@@ -164,7 +163,7 @@ public final class HeldXmin {
                 Phase phase = phases.get(i);
                 current[0] = phase;
                 long phaseStart = System.nanoTime();
-                phase.doneAtStart = completed(engine);
+                phase.doneAtStart = Backlog.completed(engine, QUEUE);
                 if (hold && phase.name.equals("during")) {
                     holder = holdSnapshot(db);
                 }
@@ -177,13 +176,13 @@ public final class HeldXmin {
                     phase.deadLast = dead;
                     phase.bytesLast = table[1];
                     System.err.printf(Locale.ROOT, "[held-xmin] %s %s t=%.0fs done=%d hot_dead_tup=%d%n", name,
-                            phase.name, (System.nanoTime() - started) / 1e9, completed(engine), dead);
+                            phase.name, (System.nanoTime() - started) / 1e9, Backlog.completed(engine, QUEUE), dead);
                 }
                 if (holder != null) {
                     Mono.from(holder.rollbackTransaction()).then(Mono.from(holder.close())).block(WAIT);
                     holder = null;
                 }
-                phase.doneAtEnd = completed(engine);
+                phase.doneAtEnd = Backlog.completed(engine, QUEUE);
                 phase.seconds = (System.nanoTime() - phaseStart) / 1e9;
                 System.out.println(phase.line(name));
             }
@@ -222,15 +221,11 @@ public final class HeldXmin {
             next += PROBE_EVERY_MILLIS * 1_000_000;
             long pause = (next - System.nanoTime()) / 1_000_000;
             if (pause > 0) {
-                sleep(pause);
+                Backlog.sleep(pause);
             } else {
                 next = System.nanoTime();
             }
         }
-    }
-
-    private static long completed(DurableEngine engine) {
-        return engine.queueStats(QUEUE).map(QueueStats::completed).orElse(0L);
     }
 
     /** The hot table's dead tuples (pg_stat_user_tables) and its size with its indexes, in bytes. */
@@ -244,14 +239,5 @@ public final class HeldXmin {
                 .next()
                 .block(WAIT);
         return table == null ? new long[2] : table;
-    }
-
-    private static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
     }
 }

@@ -6,7 +6,6 @@ import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.Maintenance;
 import dev.durable.QueueOptions;
-import dev.durable.QueueStats;
 import dev.durable.testing.TestDatabase;
 import dev.durable.testing.TestPostgres;
 import io.r2dbc.spi.Connection;
@@ -142,7 +141,7 @@ public final class SustainedLoad {
             while (System.nanoTime() < end) {
                 Thread.sleep(settings.sampleSeconds() * 1000L);
                 double seconds = (System.nanoTime() - started) / 1e9;
-                long done = completed(engine);
+                long done = Backlog.completed(engine, QUEUE);
                 Sample sample = sample(db, engine, seconds, done, (done - lastDone) / (seconds - lastSeconds));
                 samples.add(sample);
                 System.out.println(sample.line());
@@ -173,10 +172,6 @@ public final class SustainedLoad {
                 samples.get(samples.size() - 1).gcDeleted(), bound, bounded));
         db.close();
         System.exit(bounded ? 0 : 1);
-    }
-
-    private static long completed(DurableEngine engine) {
-        return engine.queueStats(QUEUE).map(QueueStats::completed).orElse(0L);
     }
 
     private static Sample sample(TestDatabase db, DurableEngine engine, double seconds, long done, double rate) {

@@ -60,26 +60,34 @@ public final class OutcomeSql {
             + " AND i.attempt = o.claimed_attempt";
 
     /**
+     * An inline step (the outcome stays executing) on a claim whose lease ran out: it cannot keep a
+     * claim that lapsed, so it goes on through the queue.
+     */
+    private static final String INLINE_ON_LAPSED = "o.status = 'executing' AND i.lease_expires_at <= now()";
+    /** An inline step keeps its claim and renews the lease: not cancelled, lease still live. */
+    private static final String KEEPS_CLAIM = "o.status = 'executing' AND NOT i.cancel_requested"
+            + " AND i.lease_expires_at > now()";
+    /**
      * A general outcome's final status: a requested cancel wins; an inline step whose claim's lease
      * lapsed goes on through the queue; an await whose signal already came goes straight back to
      * runnable (the lost-wakeup check, through the inbox index).
      */
     private static final String FINAL = """
             CASE WHEN i.cancel_requested THEN 'cancelled'
-                 WHEN o.status = 'executing' AND i.lease_expires_at <= now() THEN 'runnable'
+                 WHEN %s THEN 'runnable'
                  WHEN o.status = 'awaiting_signal' AND EXISTS (
                       SELECT 1 FROM {signals} s
                        WHERE s.instance_id = i.id AND s.consumed_at IS NULL
                          AND s.name = ANY (string_to_array(o.awaited, ',')))
                  THEN 'runnable'
-                 ELSE o.status END""";
+                 ELSE o.status END""".formatted(INLINE_ON_LAPSED);
     private static final String STEP = "CASE WHEN i.cancel_requested THEN i.step ELSE COALESCE(o.step, i.step) END";
     private static final String STATE = "CASE WHEN i.cancel_requested OR o.state IS NULL THEN i.state ELSE o.state::jsonb END";
     private static final String RESULT = "CASE WHEN i.cancel_requested THEN i.result ELSE o.result::jsonb END";
     private static final String ERROR = "COALESCE(o.error, i.last_error)";
     /** A step that goes on through the queue instead of inline (its lease lapsed) starts afresh, as a queued next. */
     private static final String ATTEMPT = "CASE WHEN i.cancel_requested OR o.attempt IS NULL THEN i.attempt"
-            + " WHEN o.status = 'executing' AND i.lease_expires_at <= now() THEN 0 ELSE o.attempt END";
+            + " WHEN " + INLINE_ON_LAPSED + " THEN 0 ELSE o.attempt END";
     /** A settling outcome's final status on the fast path. */
     private static final String SETTLE_FINAL = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE o.status END";
 
@@ -174,11 +182,8 @@ public final class OutcomeSql {
                                               WHEN o.rate_change = 1 THEN o.rate_weight END,
                            rate_partition = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_partition
                                                  WHEN o.rate_change = 1 THEN o.rate_partition END,
-                           claimed_by = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
-                                                  AND i.lease_expires_at > now()
-                                             THEN i.claimed_by END,
-                           lease_expires_at = CASE WHEN o.status = 'executing' AND NOT i.cancel_requested
-                                                        AND i.lease_expires_at > now()
+                           claimed_by = CASE WHEN {keeps_claim} THEN i.claimed_by END,
+                           lease_expires_at = CASE WHEN {keeps_claim}
                                                    THEN now() + o.lease_ms * interval '1 millisecond' END,
                            updated_at = now()
                       FROM o
@@ -188,7 +193,7 @@ public final class OutcomeSql {
                 SELECT id, queue, status FROM moved
                  UNION ALL
                 SELECT id, queue, status FROM kept""".formatted(FINAL, STEP, STATE, RESULT, ERROR, ATTEMPT, GUARD,
-                Settled.settlesWhere(FINAL)));
+                Settled.settlesWhere(FINAL)).replace("{keeps_claim}", KEEPS_CLAIM));
         this.settle = tables.render("WITH o AS (SELECT * FROM " + SETTLE_COLUMNS.unnest(1, "o", false) + "), "
                 + Settled.move("o", GUARD, SETTLE_FINAL, "i.step", "i.state", RESULT, ERROR, "i.attempt") + """
                 , kept AS (
