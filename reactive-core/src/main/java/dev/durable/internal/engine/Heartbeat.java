@@ -41,18 +41,19 @@ final class Heartbeat implements QueueScheduler.Beat {
                 .collectList()
                 .map(rows -> {
                     Set<Long> renewed = new HashSet<>();
+                    Set<Long> leftLocked = new HashSet<>();
                     Set<Long> cancelRequested = new HashSet<>();
                     for (LeaseSql.Renewed row : rows) {
-                        renewed.add(row.id());
+                        (row.renewed() ? renewed : leftLocked).add(row.id());
                         if (row.cancelRequested()) {
                             cancelRequested.add(row.id());
                         }
                     }
-                    if (renewed.size() < held.size()) {
+                    if (rows.size() < held.size()) {
                         log.debug("queue {}: {} of {} held rows no longer owned", queue.queue(),
-                                held.size() - renewed.size(), held.size());
+                                held.size() - rows.size(), held.size());
                     }
-                    return new QueueScheduler.Renewal(renewed, cancelRequested);
+                    return new QueueScheduler.Renewal(renewed, leftLocked, cancelRequested);
                 })
                 .onErrorResume(error -> {
                     log.warn("queue {}: heartbeat failed: {}", queue.queue(), error.toString());

@@ -98,8 +98,20 @@ public final class QueueScheduler {
     record Picked(List<ClaimedRow> rows, int refused) {
     }
 
-    /** What a heartbeat renewed, and which of the renewed rows have a cancel requested. */
-    record Renewal(Set<Long> renewed, Set<Long> cancelRequested) {
+    /**
+     * What a heartbeat found: the rows whose lease it renewed, the rows still this worker's that it
+     * left unrenewed because another transaction held them locked (their lease deadline stays), and
+     * which of either have a cancel requested.
+     */
+    record Renewal(Set<Long> renewed, Set<Long> leftLocked, Set<Long> cancelRequested) {
+
+        Renewal(Set<Long> renewed, Set<Long> cancelRequested) {
+            this(renewed, Set.of(), cancelRequested);
+        }
+
+        boolean holds(long id) {
+            return renewed.contains(id) || leftLocked.contains(id);
+        }
     }
 
     /** A row handed to a run, and the switch that stops the run. */
@@ -283,7 +295,7 @@ public final class QueueScheduler {
      * release's guard leaves another holder's row alone; a cancelled one ends cancelled at once); a
      * running row that is either is stopped (its handler's subscription is disposed; a lost one
      * commits nothing, a cancelled one ends cancelled); a renewed buffered row's lease deadline moves
-     * to the beat's send time plus the lease.
+     * to the beat's send time plus the lease (a row left locked keeps its deadline).
      */
     private void renewed(List<Long> held, Renewal renewal, long sentAt) {
         List<ClaimedRow> lost = new ArrayList<>();
@@ -296,7 +308,7 @@ public final class QueueScheduler {
                 if (!wasHeld.contains(row.id())) {
                     continue; // claimed after the beat read what it held
                 }
-                if (!renewal.renewed().contains(row.id())) {
+                if (!renewal.holds(row.id())) {
                     rows.remove();
                     leaseDeadlines.remove(row.id());
                     lost.add(row);
@@ -304,13 +316,13 @@ public final class QueueScheduler {
                     rows.remove();
                     leaseDeadlines.remove(row.id());
                     cancelled.add(row);
-                } else {
+                } else if (renewal.renewed().contains(row.id())) {
                     leaseDeadlines.computeIfPresent(row.id(), (id, deadline) -> Math.max(deadline, sentAt + leaseNanos));
                 }
             }
             for (Running run : running.values()) {
                 if (wasHeld.contains(run.row.id()) && !run.stopped
-                        && (!renewal.renewed().contains(run.row.id())
+                        && (!renewal.holds(run.row.id())
                             || renewal.cancelRequested().contains(run.row.id()))) {
                     toStop.add(run);
                 }
@@ -320,7 +332,7 @@ public final class QueueScheduler {
             return;
         }
         counters.leasesLost.addAndGet(lost.size()
-                + toStop.stream().filter(run -> !renewal.renewed().contains(run.row.id())).count());
+                + toStop.stream().filter(run -> !renewal.holds(run.row.id())).count());
         counters.runsCancelled.addAndGet(cancelled.size()
                 + toStop.stream().filter(run -> renewal.cancelRequested().contains(run.row.id())).count());
         log.debug("queue {}: heartbeat found {} buffered rows lost, {} buffered rows cancelled, {} runs to stop",
@@ -333,7 +345,7 @@ public final class QueueScheduler {
         if (!giveBack.isEmpty()) {
             releaser.release(giveBack).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
         }
-        toStop.forEach(run -> run.stop(!renewal.renewed().contains(run.row.id())));
+        toStop.forEach(run -> run.stop(!renewal.holds(run.row.id())));
         // The buffer shrank: room for more.
         dispatch(Trigger.DEMAND);
     }

@@ -18,13 +18,16 @@ public final class LeaseSql {
 
     /**
      * Renews the leases of every row one worker holds, in one statement per tick, whatever the
-     * buffer's depth, and says for each row it renewed whether a cancel was requested. A held row
-     * it did not renew is no longer this worker's (reaped, released, settled), nor is one whose lease
+     * buffer's depth, and says for each row it still holds whether a cancel was requested. A held row
+     * it does not return is no longer this worker's (reaped, released, settled), nor is one whose lease
      * has run out: an expired lease is lost even before the reaper comes (a worker back from a pause
      * must not revive a claim a lease-native limiter already gave away). The lease is no
      * index key, so the renewal is a HOT update. Index: primary key (id = ANY). Locks: each renewed
-     * row, taken in id order, the order the commits take them in (their batches are sorted by id and
-     * fetched through the primary key), so a heartbeat and a commit of the same rows never deadlock.
+     * row, skipping rows another transaction holds: a commit of one of them may itself be waiting on
+     * this heartbeat's new tuple of another (the unique check of the executing-key index waits for
+     * the transaction that last wrote a conflicting row), so waiting would deadlock. A skipped row
+     * is returned unrenewed ({@code renewed} false): still this worker's as of the statement's
+     * snapshot, its lease left to the next beat (it is being settled, or the next beat renews it).
      */
     private final String heartbeat;
 
@@ -70,18 +73,27 @@ public final class LeaseSql {
     public LeaseSql(Db db, Tables tables) {
         this.db = db;
         this.heartbeat = tables.render("""
-                WITH held AS (
+                WITH owned AS (
+                    SELECT id, cancel_requested FROM {instances}
+                     WHERE id = ANY ($1::bigint[]) AND claimed_by = $2 AND status = 'executing'
+                       AND lease_expires_at > now()
+                ), held AS (
                     SELECT id FROM {instances}
                      WHERE id = ANY ($1::bigint[]) AND claimed_by = $2 AND status = 'executing'
                        AND lease_expires_at > now()
                      ORDER BY id
-                       FOR UPDATE
+                       FOR UPDATE SKIP LOCKED
+                ), renewed AS (
+                    UPDATE {instances} i
+                       SET lease_expires_at = now() + $3 * interval '1 millisecond'
+                      FROM held h
+                     WHERE i.id = h.id
+                    RETURNING i.id, i.cancel_requested
                 )
-                UPDATE {instances} i
-                   SET lease_expires_at = now() + $3 * interval '1 millisecond'
-                  FROM held h
-                 WHERE i.id = h.id
-                RETURNING i.id, i.cancel_requested""");
+                SELECT id, cancel_requested, true AS renewed FROM renewed
+                 UNION ALL
+                SELECT o.id, o.cancel_requested, false FROM owned o
+                 WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.id = o.id)""");
         String releaseStatus = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE 'runnable' END";
         String releaseGuard = "i.id = r.id AND i.id = ANY ($1::bigint[]) AND i.attempt = r.attempt AND i.claimed_by = $2";
         this.release = tables.render("WITH r AS (SELECT * FROM unnest($1::bigint[], $3::int[]) AS r(id, attempt)), "
@@ -135,16 +147,20 @@ public final class LeaseSql {
                  WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");
     }
 
-    /** A row the heartbeat renewed, and whether its cancel was requested. */
-    public record Renewed(long id, boolean cancelRequested) {
+    /**
+     * A row the worker still holds, whether its cancel was requested, and whether this beat renewed
+     * its lease (false: another transaction held it locked, so it was left to the next beat).
+     */
+    public record Renewed(long id, boolean cancelRequested, boolean renewed) {
     }
 
-    /** Renews the leases; emits each row the worker still holds. */
+    /** Renews the leases; emits each row the worker still holds, renewed or left locked by another transaction. */
     public Flux<Renewed> heartbeat(Collection<Long> ids, String worker, long leaseMillis) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(heartbeat)
                         .bind(0, ids.toArray(Long[]::new)).bind(1, worker).bind(2, leaseMillis).execute())
                 .concatMap(result -> result.map(row -> new Renewed(row.get("id", Long.class),
-                        Boolean.TRUE.equals(row.get("cancel_requested", Boolean.class))))));
+                        Boolean.TRUE.equals(row.get("cancel_requested", Boolean.class)),
+                        Boolean.TRUE.equals(row.get("renewed", Boolean.class))))));
     }
 
     /** Gives the worker's unstarted claims back; emits the rows it gave back. */

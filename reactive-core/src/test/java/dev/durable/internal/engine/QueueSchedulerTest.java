@@ -46,6 +46,8 @@ class QueueSchedulerTest {
     /** What the heartbeat answers: held rows not in {@code lost} are renewed; those in {@code cancel} flagged. */
     private final java.util.Set<Long> lost = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final java.util.Set<Long> cancel = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Held rows the heartbeat answers as still held but left unrenewed (another transaction locks them). */
+    private final java.util.Set<Long> locked = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final List<List<ClaimedRow>> released = new CopyOnWriteArrayList<>();
     private final Map<Long, dev.durable.Cancellation> cancellations = new ConcurrentHashMap<>();
     private final Map<Long, java.util.function.BooleanSupplier> claimsLost = new ConcurrentHashMap<>();
@@ -53,9 +55,13 @@ class QueueSchedulerTest {
     private QueueScheduler.Renewal renewal(List<Long> held) {
         java.util.Set<Long> renewed = new java.util.HashSet<>(held);
         renewed.removeAll(lost);
-        java.util.Set<Long> flagged = new java.util.HashSet<>(renewed);
+        java.util.Set<Long> leftLocked = new java.util.HashSet<>(renewed);
+        leftLocked.retainAll(locked);
+        renewed.removeAll(locked);
+        java.util.Set<Long> flagged = new java.util.HashSet<>(held);
+        flagged.removeAll(lost);
         flagged.retainAll(cancel);
-        return new QueueScheduler.Renewal(renewed, flagged);
+        return new QueueScheduler.Renewal(renewed, leftLocked, flagged);
     }
     private QueueScheduler scheduler;
 
@@ -300,5 +306,21 @@ class QueueSchedulerTest {
         assertThat(cancellations).containsOnlyKeys(1L, 2L);
         assertThat(released).isEmpty();
         assertThat(scheduler.stats().leasesLost()).isZero();
+    }
+
+    @Test
+    void aRowTheBeatFindsLockedStaysHeldButItsLeaseDeadlineDoesNotMove() {
+        start(queue(1, 3, 1));
+        backlog.add(rows(3)); // 1 runs; 2 and 3 wait
+        time.advanceTimeBy(POLL);
+        locked.add(2L); // every beat finds 2 locked by another transaction: still held, never renewed
+        time.advanceTimeBy(LEASE.multipliedBy(3));
+        assertThat(released).isEmpty(); // neither given back as lost while the beats say it is held
+        assertThat(scheduler.stats().leasesLost()).isZero();
+
+        finish(1); // a slot frees: 2's lease deadline has passed (no beat renewed it), 3's has not
+        assertThat(released).hasSize(1);
+        assertThat(released.get(0)).extracting(ClaimedRow::id).containsExactly(2L);
+        assertThat(cancellations).containsOnlyKeys(1L, 3L);
     }
 }
