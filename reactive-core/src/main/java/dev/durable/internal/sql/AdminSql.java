@@ -163,8 +163,9 @@ public final class AdminSql {
 
     /**
      * Deletes the given settled instances from either table, with the signals of hot rows (history rows
-     * have none) and their recorded attempts, sparing children whose parent is live. Index: both primary
-     * keys; the signals and the attempts by instance.
+     * have none), their recorded attempts and step inputs and their fork links, sparing children whose
+     * parent is live. Index: both primary keys; the signals and the attempts by instance; the step inputs'
+     * and the forks' primary keys.
      * Locks: the deleted rows.
      */
     private final String delete;
@@ -308,6 +309,10 @@ public final class AdminSql {
                     DELETE FROM {signals} s USING k WHERE s.instance_id = k.id AND k.has_signals
                 ), a AS (
                     DELETE FROM {attempts} a WHERE a.instance_id = ANY (ARRAY(SELECT id FROM h UNION ALL SELECT id FROM k))
+                ), r AS (
+                    DELETE FROM {step_inputs} r WHERE r.instance_id = ANY (ARRAY(SELECT id FROM h UNION ALL SELECT id FROM k))
+                ), f AS (
+                    DELETE FROM {forks} f WHERE f.id = ANY (ARRAY(SELECT id FROM h UNION ALL SELECT id FROM k))
                 )
                 SELECT id FROM h UNION ALL SELECT id FROM k""".formatted(parentLive.formatted("h"), TERMINAL,
                 parentLive.formatted("i")));
