@@ -55,3 +55,7 @@ CREATE TABLE durable_forks (
     forked_at    timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX durable_forks_from_idx ON durable_forks (forked_from);
+
+-- durable_attempts (V4) gains the rows of replays and forks, which are not runs: a replay records the
+-- attempt the instance had settled with (outcome 'done', 'failed' or 'cancelled': its row is about to
+-- be overwritten) and a 'replayed' row at the step it starts again from; a fork's first row is 'forked'.

@@ -534,9 +534,21 @@ public final class AdminSql {
     private static Attempt attempt(Readable row) {
         return new Attempt(row.get("attempt", Integer.class), row.get("step", String.class),
                 row.get("worker", String.class), row.get("started_at", Instant.class),
-                row.get("finished_at", Instant.class), "lease_lost".equals(row.get("outcome", String.class))
-                        ? Attempt.Outcome.LEASE_LOST : Attempt.Outcome.RETRIED,
+                row.get("finished_at", Instant.class), recordedOutcome(row.get("outcome", String.class)),
                 row.get("error", String.class));
+    }
+
+    /** durable_attempts.outcome: 'retried', 'lease_lost', or (V8) a replay's 'done'/'failed'/'cancelled', 'replayed', 'forked'. */
+    private static Attempt.Outcome recordedOutcome(@Nullable String outcome) {
+        return switch (String.valueOf(outcome)) {
+            case "lease_lost" -> Attempt.Outcome.LEASE_LOST;
+            case "done" -> Attempt.Outcome.DONE;
+            case "failed" -> Attempt.Outcome.FAILED;
+            case "cancelled" -> Attempt.Outcome.CANCELLED;
+            case "replayed" -> Attempt.Outcome.REPLAYED;
+            case "forked" -> Attempt.Outcome.FORKED;
+            default -> Attempt.Outcome.RETRIED;
+        };
     }
 
     private static List<String> consumedNames(Readable row) {
