@@ -161,7 +161,7 @@ public final class DurableEngine implements AutoCloseable {
                 options.rateLimits().values(), knownTypes, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), this::get, this.definitions,
-                options.codec(), this::poke);
+                options.codec(), (what, state) -> this.mapper.encode(what, state), this::poke);
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
                 whenOpen(), bulkJobs, replays);
         this.identity = WorkerIdentity.create(options.name());

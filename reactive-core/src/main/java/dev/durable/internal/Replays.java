@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
 import java.util.stream.Collectors;
@@ -35,14 +36,17 @@ public final class Replays {
     private final LongFunction<Mono<Instance>> get;
     private final Map<String, Definition> definitions;
     private final JsonCodec codec;
+    /** A given state to JSON with the insert's checks (encodable, storable, within the payload limit). */
+    private final BiFunction<String, Object, String> encode;
     private final Consumer<String> poke;
 
     public Replays(ReplaySql sql, LongFunction<Mono<Instance>> get, Map<String, Definition> definitions,
-            JsonCodec codec, Consumer<String> poke) {
+            JsonCodec codec, BiFunction<String, Object, String> encode, Consumer<String> poke) {
         this.sql = sql;
         this.get = get;
         this.definitions = definitions;
         this.codec = codec;
+        this.encode = encode;
         this.poke = poke;
     }
 
@@ -116,7 +120,7 @@ public final class Replays {
         }
         Class<?> expected = stateType;
         return Mono.fromCallable(() -> {
-            String json = codec.encode(state);
+            String json = encode.apply("the state of instance " + instance.id() + " at step '" + step + "'", state);
             if (expected != null) {
                 try {
                     codec.decode(json, expected);
