@@ -160,12 +160,12 @@ public final class DurableEngine implements AutoCloseable {
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
                 options.rateLimits().values(), knownTypes, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
+        this.mapper = new RequestMapper(this.definitions, options);
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), this::get, this.definitions,
-                options.codec(), (what, state) -> this.mapper.encode(what, state), this::poke);
+                options.codec(), mapper::encode, this::poke);
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
                 whenOpen(), bulkJobs, replays);
         this.identity = WorkerIdentity.create(options.name());
-        this.mapper = new RequestMapper(this.definitions, options);
         for (Definition definition : this.definitions.values()) {
             if (definition instanceof JobDefinition<?, ?> job) {
                 options.codec().prepare(job.argsType());
