@@ -66,6 +66,23 @@ class ReplayIT {
                             : Mono.just("echo " + s))
             .queue("replay").maxAttempts(1);
 
+    /** Args that fail while they are in here. */
+    private final java.util.Set<String> broken = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final JobDefinition<String, String> breakable = JobDefinition.of("replay-breakable", String.class,
+                    (String s) -> broken.contains(s) ? Mono.<String>error(new IllegalStateException("broken " + s))
+                            : Mono.just("fixed " + s))
+            .queue("replay").maxAttempts(1);
+
+    /** Spawns two children and joins them. */
+    private final WorkflowDefinition<String> parent = WorkflowDefinition.builder("replay-parent", String.class)
+            .queue("replay").maxAttempts(1)
+            .step("spawn", ctx -> Mono.just(Outcome.spawnChildren(List.of(
+                    JobRequest.of("replay-breakable", ctx.state() + "-a"),
+                    JobRequest.of("replay-breakable", ctx.state() + "-b").runIn(Duration.ofHours(1))), "join",
+                    ctx.state())))
+            .step("join", ctx -> Mono.just(Outcome.done(ctx.children().size())))
+            .build();
+
     @BeforeEach
     void setUp(TestDatabase database) {
         db = database;
@@ -222,6 +239,57 @@ class ReplayIT {
         threeFails.set(false);
         stranger.replay(failed, "two").block(WAIT);
         assertThat(engines.awaitSettled(engine, failed, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+    }
+
+    @Test
+    void aSettledRowThatKeepsItsKeyIsReplayedInPlaceAndAKeyHeldElsewhereRefuses() {
+        DurableEngine engine = engines.start(worker("replay-keys", "replay"), breakable);
+        broken.add("kept");
+        long kept = engine.insert(JobRequest.of("replay-breakable", "kept")
+                .correlationKey("replay:kept", java.util.EnumSet.allOf(InstanceStatus.class))).block(WAIT);
+        assertThat(engines.awaitSettled(engine, kept, WAIT).status()).isEqualTo(InstanceStatus.FAILED);
+        // Its key stays occupied once settled, so its row stays in the hot table.
+        assertThat(Sql.count(db, "id = " + kept)).isEqualTo(1L);
+        broken.remove("kept");
+        engine.replay(kept, "run").block(WAIT);
+        Instance done = engines.awaitStatus(engine, kept, InstanceStatus.DONE, WAIT);
+        assertThat(done.result(String.class)).isEqualTo("fixed kept");
+        assertThat(done.correlationKey()).isEqualTo("replay:kept");
+        assertThat(engine.admin().detail(kept).block(WAIT).attempts()).extracting(Attempt::outcome)
+                .containsExactly(Attempt.Outcome.FAILED, Attempt.Outcome.REPLAYED, Attempt.Outcome.DONE);
+
+        broken.add("taken");
+        long first = engine.insert(JobRequest.of("replay-breakable", "taken").correlationKey("replay:taken"))
+                .block(WAIT);
+        assertThat(engines.awaitSettled(engine, first, WAIT).status()).isEqualTo(InstanceStatus.FAILED);
+        long holder = engine.insert(JobRequest.of("replay-breakable", "holder").correlationKey("replay:taken")
+                .runIn(Duration.ofHours(1))).block(WAIT);
+        assertThatThrownBy(() -> engine.replay(first, "run").block(WAIT))
+                .isInstanceOfSatisfying(ReplayRefusedException.class,
+                        e -> assertThat(e.reason()).isEqualTo(ReplayRefusedException.Reason.KEY_OCCUPIED));
+        assertThat(engine.get(first).block(WAIT).status()).isEqualTo(InstanceStatus.FAILED);
+        assertThat(engine.get(holder).block(WAIT).status()).isEqualTo(InstanceStatus.RUNNABLE);
+    }
+
+    @Test
+    void aChildWhoseParentStillWaitsIsNotReplayedButCanBeForked() {
+        DurableEngine engine = engines.start(worker("replay-family", "replay"), breakable, parent);
+        broken.add("p-a");
+        long id = engine.insert(JobRequest.of("replay-parent", "p")).block(WAIT);
+        engines.awaitStatus(engine, id, InstanceStatus.AWAITING_CHILDREN, WAIT);
+        long child = dev.durable.support.Eventually.until("child a failed", WAIT,
+                        () -> Sql.query(db, "SELECT id FROM {schema}.durable_history WHERE parent_id = $1"
+                                + " AND status = 'failed'", row -> row.get(0, Long.class), id),
+                        ids -> !ids.isEmpty()).get(0);
+        broken.remove("p-a");
+        assertThatThrownBy(() -> engine.replay(child, "run").block(WAIT))
+                .isInstanceOfSatisfying(ReplayRefusedException.class,
+                        e -> assertThat(e.reason()).isEqualTo(ReplayRefusedException.Reason.PARENT_WAITS));
+        long fork = engine.fork(child, "run").block(WAIT);
+        Instance forked = engines.awaitSettled(engine, fork, WAIT);
+        assertThat(forked.result(String.class)).isEqualTo("fixed p-a");
+        assertThat(forked.parentId()).isNull();
+        assertThat(engine.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.AWAITING_CHILDREN);
     }
 
     @Test
