@@ -145,8 +145,8 @@ public final class EngineAdmin implements DurableAdmin {
             Instance instance = rows.instance().withCodec(engine.codec());
             List<Instance> children = rows.children().stream().map(child -> child.withCodec(engine.codec())).toList();
             boolean more = children.size() > DETAIL_CHILDREN;
-            // The step inputs and fork links are read after the rest (a step left meanwhile shows twice at
-            // most: recorded and as the row's own, which is the newer).
+            // The step inputs and fork links are read after the rest, in statements of their own: a step the
+            // instance left meanwhile shows as its own row read it (its recorded copy is the same state).
             return Mono.zip(replays.inputs(instance), replays.lineage(id, DETAIL_FORKS), (inputs, lineage) ->
                     // A settled instance has no inbox left; a live one has consumed nothing into the history yet.
                     new InstanceDetail(instance, more ? children.subList(0, DETAIL_CHILDREN) : children, more,
