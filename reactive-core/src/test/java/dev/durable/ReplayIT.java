@@ -292,6 +292,38 @@ class ReplayIT {
         assertThat(engine.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.AWAITING_CHILDREN);
     }
 
+    public record Cart(String customer, int cents) {
+    }
+
+    @Test
+    void theReadmeExample() {
+        AtomicBoolean bug = new AtomicBoolean(true);
+        WorkflowDefinition<Cart> orders = WorkflowDefinition.builder("replay-order", Cart.class).queue("replay")
+                .maxAttempts(1)
+                .step("reserve", ctx -> Mono.just(Outcome.next("charge", ctx.state())))
+                .step("charge", ctx -> Mono.just(bug.get() ? Outcome.fail("bug")
+                        : Outcome.done(ctx.state().customer() + " " + ctx.state().cents())))
+                .build();
+        DurableEngine engine = engines.start(worker("replay-readme", "replay"), orders);
+        long order = engine.insert(JobRequest.of("replay-order", new Cart("c-1", 1_000))).block(WAIT);
+        assertThat(engines.awaitSettled(engine, order, WAIT).status()).isEqualTo(InstanceStatus.FAILED);
+        bug.set(false);
+        // tag::replay[]
+        // The order failed at "charge" after "reserve" ran: fix the bug, deploy, then run it again from
+        // "reserve" with the state "reserve" last started with (same id, its history kept).
+        Instance again = engine.replay(order, "reserve").block();          // runnable at "reserve"
+
+        // Or try a step on the side: a new instance of the same type, version and queue, linked to the
+        // original, starting "charge" with a state of yours (without one: the state "charge" last had).
+        long trial = engine.fork(order, "charge", new Cart("c-1", 2_500)).block();
+        InstanceDetail detail = engine.admin().detail(trial).block();       // detail.forkedFrom() == order
+        // end::replay[]
+        assertThat(again.id()).isEqualTo(order);
+        assertThat(detail.forkedFrom()).isEqualTo(order);
+        assertThat(engines.awaitSettled(engine, order, WAIT).result(String.class)).isEqualTo("c-1 1000");
+        assertThat(engines.awaitSettled(engine, trial, WAIT).result(String.class)).isEqualTo("c-1 2500");
+    }
+
     @Test
     void ofRacingReplaysExactlyOneWins() {
         DurableEngine first = engines.start(worker("replay-race-runner", "replay"), three, flaky);
