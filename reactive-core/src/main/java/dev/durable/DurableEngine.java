@@ -1001,9 +1001,11 @@ public final class DurableEngine implements AutoCloseable {
 
     /**
      * Runs the settled (done, failed or cancelled) instance {@code id} again from {@code step}, with the
-     * state that step last started with: the instance keeps its id, args, links, limits, attempt history
-     * and consumed signals, and comes back runnable at that step with a fresh attempt budget and no
+     * state that step last started with: the instance keeps its id, args, parent, children, limits, keys
+     * and attempt history, and comes back runnable at that step with a fresh attempt budget and no
      * result or error; its attempt history gains the attempt it settled with and a {@code replayed} one.
+     * Signals it consumed are gone (as after a retry in place): a step that read a signal sees none when
+     * replayed, so replay from the step that awaits it, or give the data in the state.
      * A workflow records the input of each step it leaves (the latest run's), and its own row holds the
      * input of the step it settled at; a job's one step, {@code run}, starts from its args. Emits the
      * instance as it is then (runnable). Of two replays racing, one wins; the other is refused as live.
