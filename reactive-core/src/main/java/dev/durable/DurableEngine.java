@@ -4,6 +4,7 @@ import dev.durable.admin.DurableAdmin;
 import dev.durable.internal.Cleanup;
 import dev.durable.internal.Db;
 import dev.durable.internal.Errors;
+import dev.durable.internal.Replays;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.admin.BulkJobs;
 import dev.durable.internal.admin.EngineAdmin;
@@ -22,6 +23,7 @@ import dev.durable.internal.sql.InstanceSql.Inserted;
 import dev.durable.internal.sql.InstanceSql.Resolved;
 import dev.durable.internal.sql.InstanceSql.Placed;
 import dev.durable.internal.sql.Migrator;
+import dev.durable.internal.sql.ReplaySql;
 import dev.durable.internal.sql.Rows.CancelRow;
 import dev.durable.internal.sql.Rows.NewInstance;
 import dev.durable.internal.sql.Rows.Transition;
@@ -40,6 +42,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
@@ -111,6 +114,7 @@ public final class DurableEngine implements AutoCloseable {
     private final ClientWarnings clientWarnings;
     private final CallerTransactions callerTransactions;
     private final DurableAdmin admin;
+    private final Replays replays;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
     private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs,
@@ -156,10 +160,12 @@ public final class DurableEngine implements AutoCloseable {
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
                 options.rateLimits().values(), knownTypes, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
-        this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
-                whenOpen(), bulkJobs);
-        this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
+        this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), this::get, this.definitions,
+                options.codec(), mapper::encode, this::poke);
+        this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
+                whenOpen(), bulkJobs, replays);
+        this.identity = WorkerIdentity.create(options.name());
         for (Definition definition : this.definitions.values()) {
             if (definition instanceof JobDefinition<?, ?> job) {
                 options.codec().prepare(job.argsType());
@@ -991,6 +997,53 @@ public final class DurableEngine implements AutoCloseable {
                     })
                     .onErrorResume(error -> Mono.just(new EngineHealth(false, details, error)));
         });
+    }
+
+    /**
+     * Runs the settled (done, failed or cancelled) instance {@code id} again from {@code step}, with the
+     * state that step last started with: the instance keeps its id, args, parent, children, limits, keys
+     * and attempt history, and comes back runnable at that step with a fresh attempt budget and no
+     * result or error; its attempt history gains the attempt it settled with and a {@code replayed} one.
+     * Signals it consumed are gone (as after a retry in place): a step that read a signal sees none when
+     * replayed, so replay from the step that awaits it, or give the data in the state.
+     * A workflow records the input of each step it leaves (the latest run's), and its own row holds the
+     * input of the step it settled at; a job's one step, {@code run}, starts from its args. Emits the
+     * instance as it is then (runnable). Of two replays racing, one wins; the other is refused as live.
+     * Errors: {@link NoTargetException} for an unknown id; {@link ReplayRefusedException} when it is live
+     * ({@code INSTANCE_LIVE}: fork it instead), when its type has no such step ({@code UNKNOWN_STEP}),
+     * when it never ran that step ({@code NO_RECORDED_INPUT}: give a state), when it is a child whose
+     * parent still waits ({@code PARENT_WAITS}), or when a live instance now holds its correlation key
+     * ({@code KEY_OCCUPIED}).
+     */
+    public Mono<Instance> replay(long id, String step) {
+        return replay(id, step, null);
+    }
+
+    /**
+     * As {@link #replay(long, String)}, starting the step with {@code state} (its type's state, or a
+     * job's args) instead of the recorded one, when not null; a state that does not decode as the type's
+     * is an {@link InvalidArgumentsException}.
+     */
+    public Mono<Instance> replay(long id, String step, @Nullable Object state) {
+        Objects.requireNonNull(step, "step");
+        return whenOpen().then(replays.replay(id, step, state));
+    }
+
+    /**
+     * Starts a new instance from instance {@code id}'s {@code step}, with the state that step last
+     * started with: the same type, version, queue, priority, attempt budget, concurrency key and limits,
+     * no correlation key and no parent, linked to the original (shown in the admin's detail). The
+     * original may be live or settled and is left as it is. Emits the new id. Errors as
+     * {@link #replay(long, String)} (but a live original is fine).
+     */
+    public Mono<Long> fork(long id, String step) {
+        return fork(id, step, null);
+    }
+
+    /** As {@link #fork(long, String)}, starting the step with {@code state} instead, when not null. */
+    public Mono<Long> fork(long id, String step, @Nullable Object state) {
+        Objects.requireNonNull(step, "step");
+        return whenOpen().then(replays.fork(id, step, state));
     }
 
     /** The recurring jobs this engine schedules, in the order they were added (for operators' tools). */

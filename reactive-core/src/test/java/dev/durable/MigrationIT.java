@@ -29,15 +29,16 @@ class MigrationIT {
                     .block(Duration.ofSeconds(60));
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
-                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5, 6);
-            assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_gate_slots", "durable_history",
-                    "durable_instances", "durable_instances_all", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
-                    "durable_signals");
+                    row -> row.get(0, Integer.class))).containsExactlyElementsOf(VERSIONS);
+            assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_forks",
+                    "durable_gate_slots", "durable_history", "durable_instances", "durable_instances_all",
+                    "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version", "durable_signals",
+                    "durable_step_inputs");
 
             // Idempotent: nothing left to apply.
             assertThat(first.migrate().block()).isEqualTo(LATEST);
             assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_schema_version",
-                    row -> row.get(0, Long.class))).containsExactly((long) LATEST);
+                    row -> row.get(0, Long.class))).containsExactly((long) VERSIONS.size());
 
             // The down path removes every table but the version record, and up works again.
             assertThat(first.migrateDown(0).block()).isZero();
@@ -51,7 +52,9 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 6;
+    private static final int LATEST = 8;
+    /** The versions this build ships (7 is reserved for another branch). */
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 8);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -100,6 +103,11 @@ class MigrationIT {
             assertThat(upgraded.insertWithResult(JobRequest.of("echo", "second").correlationKey("v6")
                     .runIn(Duration.ofHours(1)).onConflict(ConflictPolicy.replace())).block())
                     .isEqualTo(new InsertResult(held, InsertResult.Disposition.REPLACED));
+            // Version 8 (replay) works on the upgraded schema: a settled job runs again from its args.
+            upgraded.replay(id, "run").block(Duration.ofSeconds(30));
+            assertThat(upgraded.awaitSettled(id, Duration.ofSeconds(30)).block().resultJson()).isEqualTo("\"kept\"");
+            assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_attempts WHERE instance_id = $1"
+                    + " AND outcome = 'replayed'", row -> row.get(0, Long.class), id)).containsExactly(1L);
         } finally {
             upgraded.closeLater().block();
         }
@@ -107,7 +115,7 @@ class MigrationIT {
         DurableEngine tool = DurableEngine.builder(db.engineOptions().name("tool").build()).build();
         try {
             assertThat(tool.migrateDown(2).block()).isEqualTo(2);
-            assertThat(tables(db)).doesNotContain("durable_history");
+            assertThat(tables(db)).doesNotContain("durable_history", "durable_step_inputs", "durable_forks");
             assertThat(Sql.query(db, "SELECT status, count(*)::int FROM {schema}.durable_instances GROUP BY status",
                     row -> row.get(0, String.class) + " " + row.get(1, Integer.class)))
                     .containsExactlyInAnyOrder("done 2", "runnable 1");
@@ -133,5 +141,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U5__queue_pauses.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V6__conflict_policies.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U6__conflict_policies.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V8__replay.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U8__replay.sql")).isNotNull();
     }
 }

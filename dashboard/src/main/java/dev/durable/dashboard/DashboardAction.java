@@ -19,6 +19,10 @@ public enum DashboardAction {
     SIGNAL,
     /** Delete a settled instance. */
     DELETE,
+    /** Run a settled instance again from one of its steps (with the state that step last started with). */
+    REPLAY,
+    /** Start a new instance from one of an instance's steps, linked to it. */
+    FORK,
     /** Pause or resume a queue on every engine. */
     PAUSE_QUEUE,
     /** Any action over every instance a filter matches. */

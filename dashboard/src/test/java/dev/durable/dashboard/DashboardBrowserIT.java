@@ -186,6 +186,15 @@ class DashboardBrowserIT {
             assertThat(browser.getCurrentUrl()).endsWith("/durable/instances/" + old + "?done=retried");
             assertThat(browser.findElement(By.id("result")).getText()).contains("charged 1999");
 
+            // Fork it from its one step: a dialog asks, and the new instance's page links back to it.
+            browser.findElement(By.cssSelector("#step-inputs tr[data-step='run'] button.fork")).click();
+            wait.until(ExpectedConditions.elementToBeClickable(By.id("confirm-ok"))).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("notice"), "Forked"));
+            long fork = Long.parseLong(browser.getCurrentUrl().replaceAll(".*/instances/(\\d+)\\?done=forked$", "$1"));
+            assertThat(fork).isNotEqualTo(old);
+            assertThat(browser.findElement(By.cssSelector("#forked-from a")).getText()).isEqualTo("#" + old);
+            assertThat(engine.awaitSettled(fork, WAIT).block(WAIT).result(String.class)).isEqualTo("charged 1999");
+
             // The overview: counts per queue, live over SSE, the chart of the last hour.
             browser.get(url("/"));
             wait.until(ExpectedConditions.textToBe(By.id("connection"), "live"));

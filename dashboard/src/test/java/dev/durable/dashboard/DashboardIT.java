@@ -7,6 +7,8 @@ import dev.durable.Instance;
 import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
+import dev.durable.Outcome;
+import dev.durable.WorkflowDefinition;
 import dev.durable.PermanentFailureException;
 import dev.durable.QueueOptions;
 import dev.durable.RecurringJob;
@@ -69,6 +71,11 @@ class DashboardIT {
                 .register(JobDefinition.of("flaky", String.class, (String arg) -> BROKEN.contains(arg)
                         ? Mono.<String>error(new PermanentFailureException("broken: " + arg))
                         : Mono.just("ok " + arg)))
+                .register(WorkflowDefinition.builder("two-steps", String.class).maxAttempts(1)
+                        .step("first", ctx -> Mono.just(Outcome.next("second", ctx.state() + ">first")))
+                        .step("second", ctx -> Mono.just(BROKEN.contains(ctx.state().split(">")[0])
+                                ? Outcome.fail("broken at second") : Outcome.done(ctx.state() + ">second")))
+                        .build())
                 .schedule(RecurringJob.of("nightly-<report>", "30 2 * * *", JobRequest.of("flaky", "nightly")))
                 .build();
         engine.start().block(WAIT);
@@ -192,6 +199,81 @@ class DashboardIT {
                 .expectStatus().isSeeOther();
         assertThat(engine.get(id).blockOptional(WAIT)).isEmpty();
         client.get().uri("/durable/instances/" + id).exchange().expectStatus().isNotFound();
+    }
+
+    @Test
+    void replayAndForkButtonsPerRecordedStepAskFirstAndLinkTheFork() {
+        BROKEN.add("wf");
+        long id = engine.insert(JobRequest.of("two-steps", "wf")).block(WAIT);
+        assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.FAILED);
+        WebTestClient client = client(DashboardOptions.defaults());
+        String path = "/durable/instances/" + id;
+        String token = token(client, path);
+        String detail = body(client.get().uri(path).exchange().expectStatus().isOk());
+        // Each step's recorded input, with a replay and a fork button (the instance settled).
+        assertThat(detail).contains("id=\"step-inputs\"").contains("data-step=\"first\"")
+                .contains("data-step=\"second\"").contains("&quot;wf&gt;first&quot;")
+                .contains("action=\"" + path + "/replay\"").contains("action=\"" + path + "/fork\"")
+                .contains("name=\"step\" value=\"first\"").contains("Replay from here").contains("Fork from here");
+
+        // Without JavaScript the server asks first, carrying the step.
+        String confirm = body(post(client, path + "/replay", token, form("_durable_csrf", token, "step", "first"))
+                .expectStatus().isOk());
+        assertThat(confirm).contains("Replay instance #" + id).contains("name=\"step\" value=\"first\"");
+        assertThat(engine.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.FAILED);
+        // Without the token: refused.
+        post(client, path + "/replay", null, form("step", "first", "confirm", "yes")).expectStatus().isForbidden();
+
+        BROKEN.remove("wf");
+        post(client, path + "/replay", token, form("_durable_csrf", token, "step", "first", "confirm", "yes"))
+                .expectStatus().isSeeOther().expectHeader().location(path + "?done=replayed");
+        Instance done = engine.awaitSettled(id, WAIT).block(WAIT);
+        assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(done.result(String.class)).isEqualTo("wf>first>second");
+        String replayed = body(client.get().uri(path + "?done=replayed").exchange());
+        assertThat(replayed).contains("Replayed:").contains("data-outcome=\"replayed\"");
+
+        // A fork from step two with a given state opens the new instance, linked both ways.
+        String location = post(client, path + "/fork", token,
+                form("_durable_csrf", token, "step", "second", "state", "\"given\"", "confirm", "yes"))
+                .expectStatus().isSeeOther().returnResult(Void.class).getResponseHeaders().getLocation().toString();
+        Matcher forked = Pattern.compile("/durable/instances/(\\d+)\\?done=forked").matcher(location);
+        assertThat(forked.matches()).as(location).isTrue();
+        long fork = Long.parseLong(forked.group(1));
+        assertThat(engine.awaitSettled(fork, WAIT).block(WAIT).result(String.class)).isEqualTo("given>second");
+        assertThat(body(client.get().uri("/durable/instances/" + fork).exchange()))
+                .contains("id=\"forked-from\"").contains("href=\"" + path + "\"");
+        assertThat(body(client.get().uri(path).exchange())).contains("id=\"forks\"")
+                .contains("href=\"/durable/instances/" + fork + "\"");
+
+        // Refusals come back as pages: a step the workflow lacks, a replay of a live instance.
+        assertThat(body(post(client, path + "/fork", token, form("_durable_csrf", token, "step", "third",
+                "confirm", "yes")).expectStatus().isEqualTo(HttpStatus.CONFLICT))).contains("no such step");
+        long live = engine.insert(JobRequest.of("two-steps", "later").runIn(Duration.ofHours(1))).block(WAIT);
+        String liveDetail = body(client.get().uri("/durable/instances/" + live).exchange());
+        assertThat(liveDetail).contains("Fork from here").doesNotContain("Replay from here");
+        post(client, "/durable/instances/" + live + "/replay", token,
+                form("_durable_csrf", token, "step", "first", "confirm", "yes")).expectStatus().isEqualTo(HttpStatus.CONFLICT);
+
+        // Read-only: no buttons, and the posts are refused; the authorizer is asked about REPLAY and FORK.
+        WebTestClient readOnly = client(DashboardOptions.builder().readOnly(true).basePath("/ro").build());
+        assertThat(body(readOnly.get().uri("/ro/instances/" + id).exchange())).contains("id=\"step-inputs\"")
+                .doesNotContain("method=\"post\"");
+        String roToken = token(readOnly, "/ro/");
+        post(readOnly, "/ro/instances/" + id + "/fork", roToken,
+                form("_durable_csrf", roToken, "step", "first", "confirm", "yes")).expectStatus().isForbidden();
+        List<DashboardAction> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
+        WebTestClient guarded = client(DashboardOptions.builder().basePath("/g").authorizer((request, action) -> {
+            asked.add(action);
+            return Mono.just(!action.writes());
+        }).build());
+        String gToken = token(guarded, "/g/");
+        post(guarded, "/g/instances/" + id + "/replay", gToken,
+                form("_durable_csrf", gToken, "step", "first", "confirm", "yes")).expectStatus().isForbidden();
+        post(guarded, "/g/instances/" + id + "/fork", gToken,
+                form("_durable_csrf", gToken, "step", "first", "confirm", "yes")).expectStatus().isForbidden();
+        assertThat(asked).contains(DashboardAction.REPLAY, DashboardAction.FORK);
+        assertThat(engine.get(id).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
     }
 
     @Test

@@ -25,6 +25,13 @@ public record Attempt(int attempt, String step, @Nullable String worker, @Nullab
         /** The instance failed with it (its last error). */
         FAILED,
         /** The instance was cancelled with it. */
-        CANCELLED
+        CANCELLED,
+        /**
+         * Not a run: the settled instance was replayed from {@code step} ({@code DurableEngine.replay});
+         * {@code error} says with which state. The attempt it had settled with is kept before it.
+         */
+        REPLAYED,
+        /** Not a run: the instance was forked from another one's {@code step} ({@code DurableEngine.fork}). */
+        FORKED
     }
 }

@@ -13,7 +13,7 @@ import reactor.core.publisher.Mono;
 /**
  * The operator's API over one engine's schema: listing and search over live and settled instances,
  * counts, detail with the attempt history, actions by id or by filter (retry in place, run now, priority,
- * cancel, signal, delete), bulk actions as durable jobs ({@link #startBulk}), pausing and resuming queues
+ * cancel, signal, delete), replay from a step and fork, bulk actions as durable jobs ({@link #startBulk}), pausing and resuming queues
  * across every engine, and the opt-in search indexes. Get it from {@link dev.durable.DurableEngine#admin()};
  * it needs no started queue. Every call is one statement or a bounded loop of them on the engine's pool;
  * errors are typed ({@link dev.durable.NoTargetException} for an unknown id, {@link InstanceStateException}
@@ -32,6 +32,9 @@ public interface DurableAdmin {
 
     /** The most attempts {@link #detail} returns (the newest). */
     int DETAIL_ATTEMPTS = 100;
+
+    /** The most forks {@link #detail} returns. */
+    int DETAIL_FORKS = 100;
 
     /** The rows a bulk action reads and acts on per batch. */
     int DEFAULT_BATCH_SIZE = 500;
@@ -75,6 +78,19 @@ public interface DurableAdmin {
     default Mono<Instance> retry(long id) {
         return retry(id, null);
     }
+
+    /**
+     * Replays a settled instance from {@code step}, with {@code state} or, when null, the state that step
+     * last started with: as {@link dev.durable.DurableEngine#replay(long, String, Object)}, whose errors it
+     * has ({@link dev.durable.NoTargetException}, {@link dev.durable.ReplayRefusedException}).
+     */
+    Mono<Instance> replay(long id, String step, @Nullable Object state);
+
+    /**
+     * Forks an instance (live or settled) from {@code step} into a new one linked to it: as
+     * {@link dev.durable.DurableEngine#fork(long, String, Object)}. Emits the new id.
+     */
+    Mono<Long> fork(long id, String step, @Nullable Object state);
 
     /**
      * Makes a runnable instance due now (one scheduled later by a run-at or a retry's backoff); one

@@ -12,12 +12,18 @@ import org.jspecify.annotations.Nullable;
  * attempts, oldest first ({@code attempts}, at most {@link DurableAdmin#DETAIL_ATTEMPTS} of the newest):
  * each attempt that ended unsuccessfully while the instance lived on (retried after an error, lease
  * lost), then, read from the instance's own row, the attempt that runs now or the one it settled with.
- * A step that succeeded and moved a workflow on leaves no attempt of its own.
+ * A step that succeeded and moved a workflow on leaves no attempt of its own, but its input: {@code stepInputs}
+ * holds the state each step last started with (oldest first, the step the instance is at last), from which
+ * it can be replayed or forked. {@code forkedFrom} is the instance it was forked from (which may be gone
+ * since), {@code forks} the instances forked from it (at most {@link DurableAdmin#DETAIL_FORKS}, oldest first).
  */
 public record InstanceDetail(Instance instance, List<Instance> children, boolean moreChildren,
-        List<InboxSignal> inbox, List<String> consumedSignals, @Nullable String lastError, List<Attempt> attempts) {
+        List<InboxSignal> inbox, List<String> consumedSignals, @Nullable String lastError, List<Attempt> attempts,
+        List<StepInput> stepInputs, @Nullable Long forkedFrom, List<Long> forks) {
 
     public InstanceDetail {
+        stepInputs = List.copyOf(stepInputs);
+        forks = List.copyOf(forks);
         children = List.copyOf(children);
         attempts = List.copyOf(attempts);
         inbox = List.copyOf(inbox);

@@ -9,6 +9,7 @@ import dev.durable.InvalidRequestException;
 import dev.durable.JobEvent;
 import dev.durable.LiveEngine;
 import dev.durable.NoTargetException;
+import dev.durable.ReplayRefusedException;
 import dev.durable.QueueStats;
 import dev.durable.RecurringJob;
 import dev.durable.admin.BulkRequest;
@@ -144,6 +145,8 @@ public final class Handlers {
         }
         return switch (done) {
             case "retried" -> "Retried in place: the instance is runnable again.";
+            case "replayed" -> "Replayed: the instance is runnable again at the chosen step.";
+            case "forked" -> "Forked: this is the new instance.";
             case "cancelled" -> "Cancelled.";
             case "cancel-requested" -> "Cancel requested: the run stops at its next heartbeat or commit.";
             case "already-settled" -> "Nothing to cancel: the instance had already settled.";
@@ -184,7 +187,7 @@ public final class Handlers {
         } else if (error instanceof InvalidRequestException) {
             status = HttpStatus.BAD_REQUEST;
             title = "Not understood";
-        } else if (error instanceof InstanceStateException) {
+        } else if (error instanceof InstanceStateException || error instanceof ReplayRefusedException) {
             status = HttpStatus.CONFLICT;
             title = "Not possible now";
         } else if (error instanceof EngineClosedException) {
@@ -464,10 +467,23 @@ public final class Handlers {
             case "priority" -> act(request, DashboardAction.CHANGE_PRIORITY, null,
                     form -> admin.setPriority(id, priority(form.getFirst("priority")))
                             .then(seeOther(back + "?done=priority")));
+            case "replay" -> act(request, DashboardAction.REPLAY, "Replay instance #" + id + " from the chosen step?",
+                    form -> admin.replay(id, step(form.getFirst("step")), payload(form.getFirst("state")))
+                            .then(seeOther(back + "?done=replayed")));
+            case "fork" -> act(request, DashboardAction.FORK, "Start a new instance from a step of #" + id + "?",
+                    form -> admin.fork(id, step(form.getFirst("step")), payload(form.getFirst("state")))
+                            .flatMap(fork -> seeOther(options.basePath() + "/instances/" + fork + "?done=forked")));
             case "delete" -> act(request, DashboardAction.DELETE, "Delete instance #" + id + " for good?",
                     form -> admin.delete(id).then(seeOther(options.basePath() + "/instances?done=deleted")));
             default -> ServerResponse.notFound().build();
         };
+    }
+
+    private static String step(@Nullable String value) {
+        if (value == null || value.isBlank()) {
+            throw new InvalidRequestException("a replay or fork needs a step");
+        }
+        return value.strip();
     }
 
     private static int priority(@Nullable String value) {

@@ -16,6 +16,7 @@ import dev.durable.admin.InstanceDetail;
 import dev.durable.admin.LimitUsage;
 import dev.durable.admin.RateBucket;
 import dev.durable.admin.StatusCount;
+import dev.durable.admin.StepInput;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -399,6 +400,17 @@ public final class Pages {
             if (i.parentId() != null) {
                 h.raw("<dt>Parent</dt><dd>").link(instancePath(view, i.parentId()), "#" + i.parentId()).raw("</dd>");
             }
+            if (detail.forkedFrom() != null) {
+                h.raw("<dt>Forked from</dt><dd id=\"forked-from\">").link(instancePath(view, detail.forkedFrom()),
+                        "#" + detail.forkedFrom()).raw("</dd>");
+            }
+            if (!detail.forks().isEmpty()) {
+                h.raw("<dt>Forks</dt><dd id=\"forks\">");
+                for (int k = 0; k < detail.forks().size(); k++) {
+                    h.raw(k == 0 ? "" : ", ").link(instancePath(view, detail.forks().get(k)), "#" + detail.forks().get(k));
+                }
+                h.raw("</dd>");
+            }
             if (i.childrenPending() > 0) {
                 dt(h, "Children pending", i.childrenPending());
             }
@@ -415,6 +427,7 @@ public final class Pages {
                         .raw("</pre></section>");
             }
             attempts(h, detail.attempts());
+            stepInputs(h, view, detail);
             h.raw("<section><h2>Args / state</h2><pre class=\"json\" id=\"state\">").text(i.stateJson() == null ? "null" : pretty(i.stateJson()))
                     .raw("</pre></section>");
             if (i.resultJson() != null) {
@@ -458,6 +471,77 @@ public final class Pages {
             h.raw("</li>");
         }
         h.raw("</ol></section>");
+    }
+
+    /**
+     * The state each step last started with, oldest first, with a replay button (settled instances) and a
+     * fork button per step, and a form to start a step with another state.
+     */
+    private static void stepInputs(Html h, View view, InstanceDetail detail) {
+        Instance i = detail.instance();
+        List<StepInput> inputs = detail.stepInputs();
+        if (inputs.isEmpty()) {
+            return;
+        }
+        String path = instancePath(view, i.id());
+        boolean settled = i.status().isTerminal();
+        h.raw("<section><h2>Step inputs</h2><div class=\"scroll\"><table id=\"step-inputs\"><thead><tr><th>Step</th>")
+                .raw("<th class=\"num\">Version</th><th>Ran</th><th>State it started with</th>");
+        if (view.actions()) {
+            h.raw("<th>Actions</th>");
+        }
+        h.raw("</tr></thead><tbody>");
+        for (StepInput input : inputs) {
+            h.raw("<tr").attr("data-step", input.step()).raw("><td><span class=\"step\">").text(input.step())
+                    .raw("</span>").raw(input.current() ? " <small>(" + (settled ? "settled here" : "now") + ")</small>" : "")
+                    .raw("</td><td class=\"num\">").text(input.typeVersion()).raw("</td><td class=\"time\">");
+            if (input.startedAt() != null) {
+                h.when(input.startedAt()).raw(" → ");
+            }
+            h.when(input.recordedAt()).raw("</td><td><pre class=\"json\">")
+                    .text(input.stateJson() == null ? "null" : pretty(input.stateJson())).raw("</pre></td>");
+            if (view.actions()) {
+                h.raw("<td>");
+                if (settled) {
+                    stepButton(h, view, path + "/replay", "replay", "Replay from here", input.step(),
+                            "Run instance #" + i.id() + " again from step '" + input.step() + "' with this state?");
+                }
+                stepButton(h, view, path + "/fork", "fork", "Fork from here", input.step(),
+                        "Start a new instance from step '" + input.step() + "' of #" + i.id() + " with this state?");
+                h.raw("</td>");
+            }
+            h.raw("</tr>");
+        }
+        h.raw("</tbody></table></div>");
+        if (view.actions()) {
+            if (settled) {
+                stateForm(h, view, path + "/replay", "replay-with-state", "Replay", inputs,
+                        "Run instance #" + i.id() + " again from this step with this state?");
+            }
+            stateForm(h, view, path + "/fork", "fork-with-state", "Fork", inputs,
+                    "Start a new instance from this step of #" + i.id() + " with this state?");
+        }
+        h.raw("</section>");
+    }
+
+    private static void stepButton(Html h, View view, String action, String cls, String label, String step,
+            String confirm) {
+        h.raw("<form method=\"post\" class=\"inline\"").attr("action", action).attr("data-confirm", confirm).raw(">");
+        csrf(h, view);
+        h.raw("<input type=\"hidden\" name=\"step\"").attr("value", step).raw("><button type=\"submit\"")
+                .attr("class", cls).raw(">").text(label).raw("</button></form>");
+    }
+
+    private static void stateForm(Html h, View view, String action, String id, String label, List<StepInput> inputs,
+            String confirm) {
+        h.raw("<form method=\"post\" class=\"inline\"").attr("id", id).attr("action", action)
+                .attr("data-confirm", confirm).raw(">");
+        csrf(h, view);
+        h.raw("<label>").text(label + " from").raw(" <select name=\"step\">");
+        new java.util.LinkedHashSet<>(inputs.stream().map(StepInput::step).toList())
+                .forEach(step -> h.raw("<option").attr("value", step).raw(">").text(step).raw("</option>"));
+        h.raw("</select></label> <label>with state <input type=\"text\" name=\"state\" required"
+                + " placeholder=\"JSON\"></label> <button type=\"submit\">").text(label).raw("</button></form>");
     }
 
     static String duration(java.time.Duration d) {

@@ -28,6 +28,7 @@ import dev.durable.admin.QueuePause;
 import dev.durable.admin.SearchIndex;
 import dev.durable.admin.StatusCount;
 import java.time.Duration;
+import dev.durable.internal.Replays;
 import dev.durable.internal.sql.AdminSql;
 import dev.durable.internal.sql.AdminSql.Count;
 import java.time.Instant;
@@ -56,12 +57,14 @@ public final class EngineAdmin implements DurableAdmin {
 
     private final DurableEngine engine;
     private final AdminSql sql;
+    private final Replays replays;
     /** Empty while the engine is open, an EngineClosedException once it is closing (deferred: read per call). */
     private final Mono<Void> whenOpen;
 
-    public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen, BulkJobs bulkJobs) {
+    public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen, BulkJobs bulkJobs, Replays replays) {
         this.engine = engine;
         this.sql = sql;
+        this.replays = replays;
         this.whenOpen = whenOpen;
         bulkJobs.bind(new BulkJobs.Actions() {
             @Override
@@ -138,14 +141,18 @@ public final class EngineAdmin implements DurableAdmin {
 
     @Override
     public Mono<InstanceDetail> detail(long id) {
-        return whenOpen.then(sql.detail(id, DETAIL_CHILDREN + 1, DETAIL_SIGNALS, DETAIL_ATTEMPTS)).map(rows -> {
+        return whenOpen.then(sql.detail(id, DETAIL_CHILDREN + 1, DETAIL_SIGNALS, DETAIL_ATTEMPTS)).flatMap(rows -> {
             Instance instance = rows.instance().withCodec(engine.codec());
             List<Instance> children = rows.children().stream().map(child -> child.withCodec(engine.codec())).toList();
             boolean more = children.size() > DETAIL_CHILDREN;
-            // A settled instance has no inbox left; a live one has consumed nothing into the history yet.
-            return new InstanceDetail(instance, more ? children.subList(0, DETAIL_CHILDREN) : children, more,
-                    rows.inbox(), instance.status().isTerminal() ? rows.consumedSignals() : List.of(),
-                    instance.lastError(), attempts(instance, rows.attempts()));
+            // The step inputs and fork links are read after the rest, in statements of their own: a step the
+            // instance left meanwhile shows as its own row read it (its recorded copy is the same state).
+            return Mono.zip(replays.inputs(instance), replays.lineage(id, DETAIL_FORKS), (inputs, lineage) ->
+                    // A settled instance has no inbox left; a live one has consumed nothing into the history yet.
+                    new InstanceDetail(instance, more ? children.subList(0, DETAIL_CHILDREN) : children, more,
+                            rows.inbox(), instance.status().isTerminal() ? rows.consumedSignals() : List.of(),
+                            instance.lastError(), attempts(instance, rows.attempts()), inputs, lineage.forkedFrom(),
+                            lineage.forks()));
         });
     }
 
@@ -194,6 +201,16 @@ public final class EngineAdmin implements DurableAdmin {
                                                     + " correlation key '" + instance.correlationKey() + "'"
                                             : "only a failed or cancelled instance can be retried")));
                 });
+    }
+
+    @Override
+    public Mono<Instance> replay(long id, String step, @Nullable Object state) {
+        return engine.replay(id, step, state);
+    }
+
+    @Override
+    public Mono<Long> fork(long id, String step, @Nullable Object state) {
+        return engine.fork(id, step, state);
     }
 
     @Override

@@ -163,8 +163,9 @@ public final class AdminSql {
 
     /**
      * Deletes the given settled instances from either table, with the signals of hot rows (history rows
-     * have none) and their recorded attempts, sparing children whose parent is live. Index: both primary
-     * keys; the signals and the attempts by instance.
+     * have none), their recorded attempts and step inputs and their fork links, sparing children whose
+     * parent is live. Index: both primary keys; the signals and the attempts by instance; the step inputs'
+     * and the forks' primary keys.
      * Locks: the deleted rows.
      */
     private final String delete;
@@ -308,6 +309,10 @@ public final class AdminSql {
                     DELETE FROM {signals} s USING k WHERE s.instance_id = k.id AND k.has_signals
                 ), a AS (
                     DELETE FROM {attempts} a WHERE a.instance_id = ANY (ARRAY(SELECT id FROM h UNION ALL SELECT id FROM k))
+                ), r AS (
+                    DELETE FROM {step_inputs} r WHERE r.instance_id = ANY (ARRAY(SELECT id FROM h UNION ALL SELECT id FROM k))
+                ), f AS (
+                    DELETE FROM {forks} f WHERE f.id = ANY (ARRAY(SELECT id FROM h UNION ALL SELECT id FROM k))
                 )
                 SELECT id FROM h UNION ALL SELECT id FROM k""".formatted(parentLive.formatted("h"), TERMINAL,
                 parentLive.formatted("i")));
@@ -529,9 +534,21 @@ public final class AdminSql {
     private static Attempt attempt(Readable row) {
         return new Attempt(row.get("attempt", Integer.class), row.get("step", String.class),
                 row.get("worker", String.class), row.get("started_at", Instant.class),
-                row.get("finished_at", Instant.class), "lease_lost".equals(row.get("outcome", String.class))
-                        ? Attempt.Outcome.LEASE_LOST : Attempt.Outcome.RETRIED,
+                row.get("finished_at", Instant.class), recordedOutcome(row.get("outcome", String.class)),
                 row.get("error", String.class));
+    }
+
+    /** durable_attempts.outcome: 'retried', 'lease_lost', or (V8) a replay's 'done'/'failed'/'cancelled', 'replayed', 'forked'. */
+    private static Attempt.Outcome recordedOutcome(@Nullable String outcome) {
+        return switch (String.valueOf(outcome)) {
+            case "lease_lost" -> Attempt.Outcome.LEASE_LOST;
+            case "done" -> Attempt.Outcome.DONE;
+            case "failed" -> Attempt.Outcome.FAILED;
+            case "cancelled" -> Attempt.Outcome.CANCELLED;
+            case "replayed" -> Attempt.Outcome.REPLAYED;
+            case "forked" -> Attempt.Outcome.FORKED;
+            default -> Attempt.Outcome.RETRIED;
+        };
     }
 
     private static List<String> consumedNames(Readable row) {

@@ -34,10 +34,11 @@ public final class MaintenanceSql {
     /**
      * Deletes up to $2 settled instances older than $1 ms from the history table, and up to $2
      * from the hot table (settled rows whose correlation key stays occupied, with their signals),
-     * sparing children whose parent is still live: its join reads them, and the recorded attempts of
-     * both. Index: the history's BRIN index on settlement time (no order: any old rows do), the hot
-     * table's GC index, oldest first; the parents' primary key; the inbox by instance; the attempts by
-     * instance (one probe per deleted row; most instances have none). Locks: the deleted rows, skipping rows
+     * sparing children whose parent is still live: its join reads them, and the recorded attempts, step
+     * inputs and fork links of both. Index: the history's BRIN index on settlement time (no order: any old
+     * rows do), the hot table's GC index, oldest first; the parents' primary key; the inbox by instance; the
+     * attempts by instance, the step inputs' and the forks' primary keys (one probe each per deleted row;
+     * most instances have none: jobs never have step inputs). Locks: the deleted rows, skipping rows
      * another transaction holds.
      */
     private final String collectGarbage;
@@ -97,8 +98,11 @@ public final class MaintenanceSql {
                 ), hot AS (
                     DELETE FROM {instances} i USING doomed d WHERE i.id = d.id RETURNING i.id
                 ), attempts AS (
-                    DELETE FROM {attempts} a
-                     WHERE a.instance_id = ANY (ARRAY(SELECT id FROM archive UNION ALL SELECT id FROM hot))
+                    DELETE FROM {attempts} a WHERE a.instance_id = ANY (ARRAY(SELECT id FROM archive UNION ALL SELECT id FROM hot))
+                ), inputs AS (
+                    DELETE FROM {step_inputs} r WHERE r.instance_id = ANY (ARRAY(SELECT id FROM archive UNION ALL SELECT id FROM hot))
+                ), forks AS (
+                    DELETE FROM {forks} f WHERE f.id = ANY (ARRAY(SELECT id FROM archive UNION ALL SELECT id FROM hot))
                 )
                 SELECT (SELECT count(*) FROM archive) + (SELECT count(*) FROM hot)""");
         this.sweepBuckets = tables.render("""

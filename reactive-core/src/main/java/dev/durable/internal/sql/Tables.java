@@ -29,6 +29,8 @@ public final class Tables {
                 .replace("{history}", table("durable_history"))
                 .replace("{instances_all}", table("durable_instances_all"))
                 .replace("{attempts}", table("durable_attempts"))
-                .replace("{queue_pauses}", table("durable_queue_pauses"));
+                .replace("{queue_pauses}", table("durable_queue_pauses"))
+                .replace("{step_inputs}", table("durable_step_inputs"))
+                .replace("{forks}", table("durable_forks"));
     }
 }
