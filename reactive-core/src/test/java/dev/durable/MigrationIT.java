@@ -29,7 +29,7 @@ class MigrationIT {
                     .block(Duration.ofSeconds(60));
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
-                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5, 6);
+                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5, 6, 9);
             assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_gate_slots", "durable_history",
                     "durable_instances", "durable_instances_all", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
                     "durable_signals");
@@ -37,7 +37,7 @@ class MigrationIT {
             // Idempotent: nothing left to apply.
             assertThat(first.migrate().block()).isEqualTo(LATEST);
             assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_schema_version",
-                    row -> row.get(0, Long.class))).containsExactly((long) LATEST);
+                    row -> row.get(0, Long.class))).containsExactly(7L);
 
             // The down path removes every table but the version record, and up works again.
             assertThat(first.migrateDown(0).block()).isZero();
@@ -51,7 +51,7 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 6;
+    private static final int LATEST = 9;
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -100,6 +100,10 @@ class MigrationIT {
             assertThat(upgraded.insertWithResult(JobRequest.of("echo", "second").correlationKey("v6")
                     .runIn(Duration.ofHours(1)).onConflict(ConflictPolicy.replace())).block())
                     .isEqualTo(new InsertResult(held, InsertResult.Disposition.REPLACED));
+            // Version 9 (trace context): the columns exist, null without tracing, in both tables and the view.
+            assertThat(Sql.query(db, "SELECT count(*)::int FROM {schema}.durable_instances_all"
+                    + " WHERE trace_context IS NOT NULL OR trace_last IS NOT NULL", row -> row.get(0, Integer.class)))
+                    .containsExactly(0);
         } finally {
             upgraded.closeLater().block();
         }
@@ -112,7 +116,7 @@ class MigrationIT {
                     row -> row.get(0, String.class) + " " + row.get(1, Integer.class)))
                     .containsExactlyInAnyOrder("done 2", "runnable 1");
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
-                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until')",
+                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until', 'trace_context', 'trace_last')",
                     row -> row.get(0, Integer.class))).containsExactly(0);
         } finally {
             tool.closeLater().block();
@@ -133,5 +137,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U5__queue_pauses.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V6__conflict_policies.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U6__conflict_policies.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V9__trace_context.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U9__trace_context.sql")).isNotNull();
     }
 }
