@@ -263,7 +263,8 @@ public final class InstanceSql {
                       FROM slotted u
                      ORDER BY u.slot NULLS LAST, u.ord
                     ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING
-                    RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due" + """
+                    RETURNING\s""".formatted(INSERT_COLUMNS.size() + 1) + ClaimColumns.SELECT
+                + ", i.eligible_at <= now() AS due" + """
 
                 ), taken AS (
                     SELECT s.slot, s.new_id FROM slotted s JOIN ins ON ins.id = s.new_id WHERE s.slot IS NOT NULL
@@ -280,7 +281,7 @@ public final class InstanceSql {
                   LEFT JOIN ins ON ins.id = s.new_id
                   LEFT JOIN taken ON ins.id IS NULL AND taken.slot = s.slot
                   LEFT JOIN held ON ins.id IS NULL AND held.correlation_slot = s.slot
-                 ORDER BY s.ord""".formatted(INSERT_COLUMNS.size() + 1));
+                 ORDER BY s.ord""");
         String into = """
                 INSERT INTO {instances} AS i (id, type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
