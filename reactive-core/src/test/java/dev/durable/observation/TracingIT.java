@@ -9,6 +9,7 @@ import brave.propagation.ThreadLocalCurrentTraceContext;
 import brave.sampler.Sampler;
 import dev.durable.Backoff;
 import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.Outcome;
@@ -20,7 +21,7 @@ import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import io.micrometer.observation.Observation;
-import io.micrometer.observation.ObservationHandler;
+import io.micrometer.observation.ObservationHandler.FirstMatchingCompositeObservationHandler;
 import io.micrometer.observation.ObservationRegistry;
 import io.micrometer.tracing.brave.bridge.BraveBaggageManager;
 import io.micrometer.tracing.brave.bridge.BraveCurrentTraceContext;
@@ -62,8 +63,10 @@ class TracingIT {
     private TestDatabase db;
     private Tracing tracing;
     private BraveTracer tracer;
-    private ObservationRegistry observations;
-    private TracePropagation propagation;
+    private BravePropagator propagator;
+    private ObservationRegistry observationRegistry;
+    /** The engine {@link #ship} inserts with. */
+    private DurableEngine engine;
 
     @BeforeEach
     void setUp(TestDatabase database) {
@@ -85,16 +88,17 @@ class TracingIT {
                 })
                 .build();
         tracer = new BraveTracer(tracing.tracer(), new BraveCurrentTraceContext(current), new BraveBaggageManager());
-        BravePropagator propagator = new BravePropagator(tracing);
-        observations = ObservationRegistry.create();
+        propagator = new BravePropagator(tracing);
+        observationRegistry = ObservationRegistry.create();
         // As Spring Boot groups tracing handlers: the first that supports a context handles it.
-        observations.observationConfig().observationHandler(
-                new ObservationHandler.FirstMatchingCompositeObservationHandler(
-                        new DurableTracingObservationHandler(tracer, propagator),
-                        new PropagatingSenderTracingObservationHandler<>(tracer, propagator),
-                        new PropagatingReceiverTracingObservationHandler<>(tracer, propagator),
-                        new DefaultTracingObservationHandler(tracer)));
-        propagation = new MicrometerTracePropagation(tracer, propagator);
+        // tag::handlers[]
+        // Durable's handler first: it only takes Durable's runs; the first matching handler handles a context.
+        observationRegistry.observationConfig().observationHandler(new FirstMatchingCompositeObservationHandler(
+                new DurableTracingObservationHandler(tracer, propagator),
+                new PropagatingSenderTracingObservationHandler<>(tracer, propagator),
+                new PropagatingReceiverTracingObservationHandler<>(tracer, propagator),
+                new DefaultTracingObservationHandler(tracer)));
+        // end::handlers[]
     }
 
     @AfterEach
@@ -103,17 +107,29 @@ class TracingIT {
     }
 
     private DurableEngine start(String queue, boolean traced, dev.durable.Definition... definitions) {
-        var options = engines.options(queue).observationRegistry(observations)
+        EngineOptions.Builder options = engines.options(queue)
                 .queue(QueueOptions.builder(queue).concurrency(4).pollInterval(Duration.ofMillis(100)).build());
-        if (traced) {
-            options.tracePropagation(propagation);
+        if (!traced) {
+            return engines.start(options.observationRegistry(observationRegistry), definitions);
         }
+        // tag::without-spring[]
+        options.observationRegistry(observationRegistry)
+                .tracePropagation(new MicrometerTracePropagation(tracer, propagator));
+        // end::without-spring[]
         return engines.start(options, definitions);
     }
 
+    // tag::webflux[]
+    // A WebFlux handler: the server's observation is in the Reactor context,
+    // so the job's runs join the request's trace.
+    Mono<Long> ship(String orderId) {
+        return engine.insert(JobRequest.of("ship-order", orderId));
+    }
+    // end::webflux[]
+
     /** An "HTTP request": an observation (a span) the caller's Reactor context carries, as WebFlux's does. */
     private Observation request(String name) {
-        return Observation.start(name, observations);
+        return Observation.start(name, observationRegistry);
     }
 
     private static <T> Mono<T> under(Observation request, Mono<T> call) {
@@ -151,10 +167,10 @@ class TracingIT {
 
     @Test
     void aJobInsertedByARequestRunsAsAChildOfTheRequestSpan() {
-        DurableEngine engine = start("traced-job", true,
-                JobDefinition.of("echo", String.class, (String s) -> Mono.just(s)).queue("traced-job"));
+        engine = start("traced-job", true,
+                JobDefinition.of("ship-order", String.class, (String s) -> Mono.just(s)).queue("traced-job"));
         Observation request = request("http.server.requests");
-        long id = under(request, engine.insert(JobRequest.of("echo", "x"))).block();
+        long id = under(request, ship("o-1")).block();
         request.stop();
         brave.propagation.TraceContext parent = spanOf(request);
 

@@ -94,6 +94,9 @@ final class DurableContender implements Contender {
                     .supportsJoin(false)
                     .propagationFactory(new W3CPropagation())
                     .sampler(brave.sampler.Sampler.ALWAYS_SAMPLE)
+                    // Recorded, then dropped (Brave logs each span when no handler is added).
+                    .addSpanHandler(new brave.handler.SpanHandler() {
+                    })
                     .build();
             BraveTracer tracer = new BraveTracer(tracing.tracer(),
                     new BraveCurrentTraceContext(tracing.currentTraceContext()), new BraveBaggageManager());

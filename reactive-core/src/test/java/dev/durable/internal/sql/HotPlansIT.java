@@ -45,8 +45,11 @@ class HotPlansIT {
         Tables tables = new Tables(db.schema());
         Db none = new Db(db.connectionFactory(), WAIT);
         OutcomeSql outcomes = new OutcomeSql(tables);
+        // With tracing the commits ship one more array (each run's span context): the same plans.
+        OutcomeSql traced = new OutcomeSql(tables, true);
         LeaseSql leases = new LeaseSql(none, tables);
         List<String> statements = List.of(text(outcomes, "commit"), text(outcomes, "settle"),
+                text(traced, "commit"), text(traced, "settle"),
                 text(leases, "release"), text(leases, "recoverLocked"));
 
         // A queue with a backlog: 20,000 runnable rows; statistics taken while 5 rows were executing.
