@@ -96,9 +96,9 @@ class DurableStarterIT {
                             .contextWrite(reactor -> reactor.put("micrometer.observation", request))
                             .block(Duration.ofSeconds(10));
                     request.stop();
-                    io.micrometer.tracing.TraceContext parent = request.getContext()
-                            .get(io.micrometer.tracing.handler.TracingObservationHandler.TracingContext.class)
-                            .getSpan().context();
+                    io.micrometer.tracing.handler.TracingObservationHandler.TracingContext tracing = request
+                            .getContext().get(io.micrometer.tracing.handler.TracingObservationHandler.TracingContext.class);
+                    io.micrometer.tracing.TraceContext parent = tracing.getSpan().context();
                     assertThat(engine.awaitSettled(id, Duration.ofSeconds(20)).block().status())
                             .isEqualTo(InstanceStatus.DONE);
                     // A run's span ends as its outcome commits, which may be just after the settle is seen.
