@@ -25,17 +25,39 @@ public final class TraceContexts {
         return "00-" + pad(traceId, 32) + "-" + pad(spanId, 16) + (sampled ? "-01" : "-00");
     }
 
-    /** One header of a stored context: {@link #TRACEPARENT} or {@link #TRACESTATE}; null for any other. */
+    /**
+     * One header of a stored context: {@link #TRACEPARENT} or {@link #TRACESTATE}; and, for an
+     * application whose propagator reads B3 only, the same ids as B3 headers ({@code b3},
+     * {@code X-B3-TraceId}, {@code X-B3-SpanId}, {@code X-B3-Sampled}); null for any other.
+     */
     public static @Nullable String header(@Nullable String stored, String name) {
         if (stored == null) {
             return null;
         }
         int space = stored.indexOf(' ');
-        if (TRACEPARENT.equals(name)) {
+        if (TRACEPARENT.equalsIgnoreCase(name)) {
             return space < 0 ? stored : stored.substring(0, space);
         }
-        if (TRACESTATE.equals(name)) {
+        if (TRACESTATE.equalsIgnoreCase(name)) {
             return space < 0 ? null : stored.substring(space + 1);
+        }
+        String traceId = traceId(stored);
+        String spanId = spanId(stored);
+        if (traceId == null || spanId == null) {
+            return null;
+        }
+        String sampled = sampled(stored) ? "1" : "0";
+        if ("b3".equalsIgnoreCase(name)) {
+            return traceId + "-" + spanId + "-" + sampled;
+        }
+        if ("X-B3-TraceId".equalsIgnoreCase(name)) {
+            return traceId;
+        }
+        if ("X-B3-SpanId".equalsIgnoreCase(name)) {
+            return spanId;
+        }
+        if ("X-B3-Sampled".equalsIgnoreCase(name)) {
+            return sampled;
         }
         return null;
     }

@@ -308,6 +308,44 @@ class TracingIT {
     }
 
     @Test
+    void aB3OnlyPropagatorStillFollowsTheInstance() {
+        ThreadLocalCurrentTraceContext current = ThreadLocalCurrentTraceContext.newBuilder().build();
+        try (Tracing b3 = Tracing.newBuilder().currentTraceContext(current).traceId128Bit(true).supportsJoin(false)
+                .sampler(Sampler.ALWAYS_SAMPLE)
+                .addSpanHandler(new SpanHandler() {
+                    @Override
+                    public boolean end(brave.propagation.TraceContext context, MutableSpan span, Cause cause) {
+                        spans.add(span);
+                        return true;
+                    }
+                })
+                .build()) {
+            BraveTracer b3Tracer = new BraveTracer(b3.tracer(), new BraveCurrentTraceContext(current));
+            BravePropagator b3Propagator = new BravePropagator(b3);
+            ObservationRegistry registry = ObservationRegistry.create();
+            registry.observationConfig().observationHandler(new FirstMatchingCompositeObservationHandler(
+                    new DurableTracingObservationHandler(b3Tracer, b3Propagator),
+                    new DefaultTracingObservationHandler(b3Tracer)));
+            DurableEngine b3Engine = engines.start(engines.options("b3").observationRegistry(registry)
+                            .tracePropagation(new MicrometerTracePropagation(b3Tracer, b3Propagator))
+                            .queue(QueueOptions.builder("b3").pollInterval(Duration.ofMillis(100)).build()),
+                    JobDefinition.of("b3-echo", String.class, (String s) -> Mono.just(s)).queue("b3"));
+            Observation request = Observation.start("http.server.requests", registry);
+            long id = under(request, b3Engine.insert(JobRequest.of("b3-echo", "x"))).block();
+            request.stop();
+            brave.propagation.TraceContext parent = spanOf(request);
+
+            // Stored as a traceparent made of the span's ids; read back through B3 headers.
+            assertThat(Sql.query(db, "SELECT trace_context FROM {schema}.durable_instances_all WHERE id = $1",
+                    row -> row.get(0, String.class), id))
+                    .containsExactly("00-" + parent.traceIdString() + "-" + parent.spanIdString() + "-01");
+            MutableSpan run = runs(ofInstance(id), 1).get(0);
+            assertThat(run.traceId()).isEqualTo(parent.traceIdString());
+            assertThat(run.parentId()).isEqualTo(parent.spanIdString());
+        }
+    }
+
+    @Test
     void withoutTracingNothingIsStored() {
         WorkflowDefinition<String> waiter = WorkflowDefinition.builder("untraced", String.class).queue("untraced")
                 .step("park", ctx -> Mono.just(Outcome.await(Set.of("go"), "woken", ctx.state())))
