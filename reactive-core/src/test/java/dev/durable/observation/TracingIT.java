@@ -308,6 +308,32 @@ class TracingIT {
     }
 
     @Test
+    void aFollowUpCarriesTheContextOfTheRequestThatMadeIt() {
+        reactor.core.publisher.Sinks.One<String> release = reactor.core.publisher.Sinks.one();
+        AtomicInteger calls = new AtomicInteger();
+        DurableEngine engine = start("traced-follow-up", true, JobDefinition.of("keyed", String.class,
+                (String s) -> calls.incrementAndGet() == 1 ? release.asMono() : Mono.just(s)).queue("traced-follow-up"));
+        Observation first = request("http.server.requests");
+        long holder = under(first, engine.insert(JobRequest.of("keyed", "first").correlationKey("k"))).block();
+        first.stop();
+        Eventually.until("the holder runs", WAIT, () -> calls.get() == 1);
+
+        Observation second = request("http.server.requests");
+        dev.durable.InsertResult followUp = under(second, engine.insertWithResult(JobRequest.of("keyed", "second")
+                .correlationKey("k").onConflict(dev.durable.ConflictPolicy.replace()))).block();
+        second.stop();
+        assertThat(followUp.disposition()).isEqualTo(dev.durable.InsertResult.Disposition.FOLLOW_UP);
+        release.tryEmitValue("done");
+        engine.awaitSettled(holder, WAIT).block();
+
+        // The settle trigger inserted it with the second request's context: its run is that request's child.
+        brave.propagation.TraceContext made = spanOf(second);
+        MutableSpan run = runs(ofInstance(followUp.id()), 1).get(0);
+        assertThat(run.traceId()).isEqualTo(made.traceIdString());
+        assertThat(run.parentId()).isEqualTo(made.spanIdString());
+    }
+
+    @Test
     void aB3OnlyPropagatorStillFollowsTheInstance() {
         ThreadLocalCurrentTraceContext current = ThreadLocalCurrentTraceContext.newBuilder().build();
         try (Tracing b3 = Tracing.newBuilder().currentTraceContext(current).traceId128Bit(true).supportsJoin(false)
