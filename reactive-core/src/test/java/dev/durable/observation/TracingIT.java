@@ -188,7 +188,8 @@ class TracingIT {
     void theStepsOfAWorkflowShareTheRequestsTraceAndEachLinksToTheRunBefore() {
         WorkflowDefinition<String> flow = WorkflowDefinition.builder("two-steps", String.class).queue("traced-flow")
                 .step("first", ctx -> Mono.just(Outcome.next("second", ctx.state())))
-                .step("second", ctx -> Mono.just(Outcome.done("ok")))
+                .step("second", ctx -> Mono.just(Outcome.next("third", ctx.state()).inline()))
+                .step("third", ctx -> Mono.just(Outcome.done("ok")))
                 .build();
         DurableEngine engine = start("traced-flow", true, flow);
         Observation request = request("http.server.requests");
@@ -205,6 +206,11 @@ class TracingIT {
         assertThat(second.parentId()).isEqualTo(parent.spanIdString());
         assertThat(linksTo(second, first.traceId(), first.id(), "previous_run")).as("second links to first: %s",
                 second.tags()).isTrue();
+        // An inline step (same claim, no pick) links to the step before it too.
+        MutableSpan third = runs(ofInstance(id).and(s -> "third".equals(s.tag("durable.step"))), 1).get(0);
+        assertThat(third.traceId()).isEqualTo(parent.traceIdString());
+        assertThat(third.parentId()).isEqualTo(parent.spanIdString());
+        assertThat(linksTo(third, second.traceId(), second.id(), "previous_run")).isTrue();
     }
 
     @Test

@@ -272,7 +272,7 @@ final class Executor {
     private Decision decide(Outcome<?> outcome, ClaimedRow row, List<Signal> signals, Telemetry.Run run) {
         List<Long> consumed = signals.stream().map(Signal::id).toList();
         return switch (outcome.kind()) {
-            case NEXT -> next(outcome, row, consumed);
+            case NEXT -> next(outcome, row, consumed, run);
             case RETRY -> Decision.of(OutcomeRow.retryStep(row, outcome.delay().toMillis()));
             case AWAIT -> Decision.of(OutcomeRow.await(row, outcome.step(), encodeState(outcome.state()),
                     String.join(",", outcome.signals()),
@@ -287,7 +287,7 @@ final class Executor {
         };
     }
 
-    private Decision next(Outcome<?> outcome, ClaimedRow row, List<Long> consumed) {
+    private Decision next(Outcome<?> outcome, ClaimedRow row, List<Long> consumed, Telemetry.Run run) {
         String state = encodeState(outcome.state());
         int gateShards = outcome.gate() == null ? 0 : mapper.gate(outcome.gate()).shards();
         if (outcome.rateChange() == Outcome.RateChange.SET) {
@@ -309,7 +309,7 @@ final class Executor {
         Set<Long> gone = new HashSet<>(consumed);
         ClaimedRow continued = row.continuedAs(outcome.step(), state, key, outcome.keyChange() == KeyChange.KEEP,
                 outcome.rateChange() == Outcome.RateChange.KEEP,
-                row.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList());
+                row.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList(), run.traceContext());
         return new Decision(OutcomeRow.inlineNext(row, outcome.step(), state, leaseMillis, change, consumed),
                 continued, false);
     }

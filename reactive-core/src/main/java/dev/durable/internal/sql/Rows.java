@@ -116,15 +116,16 @@ public final class Rows {
         /**
          * The same claim going on inline with {@code step}: what the commit of an inline {@code next}
          * left on the row (attempt 1 of the new step, the key it now holds, its gate and rate limit
-         * kept or left), and the inbox less the signals that commit consumed.
+         * kept or left), the inbox less the signals that commit consumed, and the span context of the
+         * run that went on ({@code traceLast}: the next run links to it).
          */
         public ClaimedRow continuedAs(String step, @Nullable String stateJson, @Nullable String concurrencyKey,
-                boolean keepsGate, boolean keepsRateLimit, List<Signal> inbox) {
+                boolean keepsGate, boolean keepsRateLimit, List<Signal> inbox, @Nullable String traceLast) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
                     1, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(),
                     keepsGate ? gateName : null, keepsGate ? gateShard : 0,
                     keepsRateLimit ? rateLimit : null, keepsRateLimit ? rateWeight : 0,
-                    keepsRateLimit ? ratePartition : null, traceContext, null, signalTraces);
+                    keepsRateLimit ? ratePartition : null, traceContext, traceLast, signalTraces);
         }
     }
 
