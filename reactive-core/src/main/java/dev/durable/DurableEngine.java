@@ -29,6 +29,7 @@ import dev.durable.internal.sql.Rows.NewInstance;
 import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.Statements;
 import dev.durable.internal.sql.Tables;
+import dev.durable.observation.TracePropagation;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.Connection;
@@ -111,6 +112,8 @@ public final class DurableEngine implements AutoCloseable {
     private final SettleWaiters waiters;
     private final InsertBatcher batcher;
     private final Telemetry telemetry;
+    /** How callers' trace contexts are captured; NONE: never read. */
+    private final TracePropagation tracing;
     private final ClientWarnings clientWarnings;
     private final CallerTransactions callerTransactions;
     private final DurableAdmin admin;
@@ -157,8 +160,9 @@ public final class DurableEngine implements AutoCloseable {
         this.recurringJobs = recurringJobs;
         Map<String, Integer> knownTypes = new LinkedHashMap<>();
         this.definitions.values().forEach(definition -> knownTypes.put(definition.type(), definition.version()));
+        this.tracing = options.tracePropagation();
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
-                options.rateLimits().values(), knownTypes, options.maxInboxSignals());
+                options.rateLimits().values(), knownTypes, options.maxInboxSignals(), tracing != TracePropagation.NONE);
         this.migrator = new Migrator(db, options.schema());
         this.mapper = new RequestMapper(this.definitions, options);
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), this::get, this.definitions,
@@ -174,7 +178,7 @@ public final class DurableEngine implements AutoCloseable {
             }
         }
         this.telemetry = new Telemetry(options.meterRegistry(), options.observationRegistry(),
-                options.runObservationConvention(), options.eventBufferSize());
+                options.runObservationConvention(), options.eventBufferSize(), tracing);
         this.waiters = new SettleWaiters(watches -> whenOpen().thenMany(statements.instances().watch(watches)),
                 options.settlePollInterval(), options.callTimeout(), Schedulers.parallel());
         this.clientWarnings = new ClientWarnings(Flux.defer(() -> statements.registry().live()));
@@ -274,7 +278,7 @@ public final class DurableEngine implements AutoCloseable {
      * {@link #insertAll(List, InsertMode)} also say which.
      */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
-        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
+        return whenOpen().then(rows(requests))
                 .flatMap(rows -> rows.stream().anyMatch(NewInstance::hasPolicy)
                         ? insertWithPolicies(rows).map(DurableEngine::ids)
                         : joined().flatMap(transaction -> insertJoined(transaction, rows))
@@ -293,6 +297,28 @@ public final class DurableEngine implements AutoCloseable {
         }
         return insertAll(List.of(request), InsertMode.REJECT_DUPLICATES).map(results -> results.get(0));
     }
+
+    /**
+     * The checked rows of the requests, carrying the trace context of the subscriber (its
+     * observation, or the span in scope) when tracing is configured; without, nothing is read.
+     */
+    private Mono<List<NewInstance>> rows(List<JobRequest> requests) {
+        if (tracing == TracePropagation.NONE) {
+            return Mono.fromCallable(() -> mapper.toRows(requests, null));
+        }
+        return Mono.deferContextual(context -> {
+            String trace = tracing.capture(context);
+            return Mono.fromCallable(() -> mapper.toRows(requests, null, trace));
+        });
+    }
+
+    /** The subscriber's trace context, when tracing is configured (empty without, or when it has none). */
+    private Mono<Optional<String>> callerTrace() {
+        return tracing == TracePropagation.NONE ? NO_TRACE
+                : Mono.deferContextual(context -> Mono.just(Optional.ofNullable(tracing.capture(context))));
+    }
+
+    private static final Mono<Optional<String>> NO_TRACE = Mono.just(Optional.empty());
 
     private static List<Long> ids(List<InsertResult> results) {
         return results.stream().map(InsertResult::id).toList();
@@ -336,7 +362,7 @@ public final class DurableEngine implements AutoCloseable {
             return Mono.error(new InvalidRequestException("mode must not be null"));
         }
         if (mode == InsertMode.REJECT_DUPLICATES) {
-            return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
+            return whenOpen().then(rows(requests))
                     .flatMap(rows -> rows.stream().anyMatch(NewInstance::hasPolicy) ? insertWithPolicies(rows)
                             : joined().flatMap(transaction -> insertJoined(transaction, rows))
                                     .switchIfEmpty(Mono.defer(() -> insertRows(rows)))
@@ -344,7 +370,7 @@ public final class DurableEngine implements AutoCloseable {
         }
         // It may run its statement again (a deadlock, a holder it could not name): not inside a
         // caller's transaction, which one failed statement aborts. Saying so beats not joining.
-        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
+        return whenOpen().then(rows(requests))
                 .flatMap(rows -> rows.stream().anyMatch(NewInstance::changesHolder)
                         // The mode makes each request without a policy of its own skip a live key.
                         ? insertWithPolicies(rows.stream().map(row -> row.hasPolicy() ? row
@@ -368,7 +394,7 @@ public final class DurableEngine implements AutoCloseable {
             return Mono.error(new InvalidRequestException("request must not be null"));
         }
         return whenOpen()
-                .then(Mono.fromCallable(() -> mapper.toRows(Collections.singletonList(request), null).get(0)))
+                .then(rows(Collections.singletonList(request)).map(rows -> rows.get(0)))
                 // Inside a caller's transaction there is nothing to share: it goes in with that.
                 // A request under a conflict policy goes in its own statement, not with the buffer's.
                 .flatMap(row -> row.hasPolicy() ? insertWithPolicies(List.of(row)).map(results -> results.get(0).id())
@@ -592,7 +618,7 @@ public final class DurableEngine implements AutoCloseable {
         if (connection == null) {
             return Mono.error(new InvalidRequestException("connection must not be null"));
         }
-        return whenOpen().then(Mono.fromCallable(() -> mapper.toRows(requests, null)))
+        return whenOpen().then(rows(requests))
                 .flatMap(rows -> rows.stream().anyMatch(NewInstance::hasPolicy) ? insertWithPolicies(connection, rows)
                         : statements.instances().insert(connection, ClaimOnInsert.none(rows).insertions(), 0)
                         .collectList()
@@ -716,14 +742,15 @@ public final class DurableEngine implements AutoCloseable {
                     }
                     return Optional.ofNullable(payload == null ? null : mapper.encode("signal payload", payload));
                 }))
-                .flatMap(json -> ordered(statements.signals().deliver(id, correlationKey, name, json.orElse(null),
-                        dedupKey).map(delivery -> {
+                .flatMap(json -> callerTrace()
+                        .flatMap(trace -> ordered(statements.signals().deliver(id, correlationKey, name,
+                                json.orElse(null), dedupKey, trace.orElse(null)).map(delivery -> {
                             // Said inside the ticket, so a pick of the woken instance comes after.
                             if (delivery.stored() && !delivery.inboxFull()) {
                                 telemetry.signalled(delivery.id(), delivery.type(), delivery.queue(), delivery.woken());
                             }
                             return delivery;
-                        })))
+                        }))))
                 .switchIfEmpty(Mono.error(() -> new NoTargetException(target)))
                 .flatMap(delivery -> delivery.inboxFull()
                         ? Mono.error(new InboxFullException(delivery.id(), options.maxInboxSignals()))

@@ -5,6 +5,7 @@ import dev.durable.limit.PostgresLimiter;
 import dev.durable.poke.PokeTransportFactory;
 import dev.durable.poke.PokeTransports;
 import dev.durable.observation.RunObservationConvention;
+import dev.durable.observation.TracePropagation;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
@@ -148,6 +149,8 @@ public final class EngineOptions {
             ObservationRegistry.NOOP, EngineOptions::any);
     private static final Option<RunObservationConvention> RUN_OBSERVATION_CONVENTION = option(
             "runObservationConvention", null, EngineOptions::any);
+    private static final Option<TracePropagation> TRACE_PROPAGATION = option("tracePropagation",
+            TracePropagation.NONE, EngineOptions::any);
     private static final Option<Integer> EVENT_BUFFER_SIZE = option("eventBufferSize", DEFAULT_EVENT_BUFFER_SIZE,
             (name, value) -> Options.requireAtLeast(name, value, 1));
     private static final Option<Map<String, Limits.Gate>> GATES = new Option<>("gates", Map.of(), EngineOptions::any,
@@ -339,6 +342,11 @@ public final class EngineOptions {
 
     public @Nullable RunObservationConvention runObservationConvention() {
         return get(RUN_OBSERVATION_CONVENTION);
+    }
+
+    /** How the trace context of inserts and signals is stored and followed; none by default. */
+    public TracePropagation tracePropagation() {
+        return get(TRACE_PROPAGATION);
     }
 
     public int eventBufferSize() {
@@ -652,6 +660,15 @@ public final class EngineOptions {
         /** Replaces the default naming and tags of run observations. */
         public Builder runObservationConvention(RunObservationConvention convention) {
             return set(RUN_OBSERVATION_CONVENTION, convention);
+        }
+
+        /**
+         * Stores the W3C trace context of each insert's and signal's caller with its row, and makes
+         * each run's span a child of it ({@code MicrometerTracePropagation} over a Micrometer Tracing
+         * bridge); {@code TracePropagation.NONE} (the default) stores nothing.
+         */
+        public Builder tracePropagation(TracePropagation tracePropagation) {
+            return set(TRACE_PROPAGATION, tracePropagation);
         }
 
         /** Events each subscriber of {@code events()} may fall behind by before its oldest drop. */

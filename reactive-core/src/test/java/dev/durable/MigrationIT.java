@@ -52,9 +52,9 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 8;
+    private static final int LATEST = 9;
     /** The versions this build ships (7 is reserved for another branch). */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 8);
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 8, 9);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -108,6 +108,10 @@ class MigrationIT {
             assertThat(upgraded.awaitSettled(id, Duration.ofSeconds(30)).block().resultJson()).isEqualTo("\"kept\"");
             assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_attempts WHERE instance_id = $1"
                     + " AND outcome = 'replayed'", row -> row.get(0, Long.class), id)).containsExactly(1L);
+            // Version 9 (trace context): the columns exist, null without tracing, in both tables and the view.
+            assertThat(Sql.query(db, "SELECT count(*)::int FROM {schema}.durable_instances_all"
+                    + " WHERE trace_context IS NOT NULL OR trace_last IS NOT NULL", row -> row.get(0, Integer.class)))
+                    .containsExactly(0);
         } finally {
             upgraded.closeLater().block();
         }
@@ -120,7 +124,7 @@ class MigrationIT {
                     row -> row.get(0, String.class) + " " + row.get(1, Integer.class)))
                     .containsExactlyInAnyOrder("done 2", "runnable 1");
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
-                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until')",
+                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until', 'trace_context', 'trace_last')",
                     row -> row.get(0, Integer.class))).containsExactly(0);
         } finally {
             tool.closeLater().block();
@@ -143,5 +147,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U6__conflict_policies.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V8__replay.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U8__replay.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V9__trace_context.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U9__trace_context.sql")).isNotNull();
     }
 }

@@ -42,6 +42,15 @@ public final class RequestMapper {
 
     /** Rows for the requests, children of {@code parentId} when it is not null. */
     public List<NewInstance> toRows(List<JobRequest> requests, @Nullable Long parentId) {
+        return toRows(requests, parentId, null);
+    }
+
+    /**
+     * As above, each row carrying {@code traceContext}: the trace context of the caller that inserts
+     * them (null without tracing).
+     */
+    public List<NewInstance> toRows(List<JobRequest> requests, @Nullable Long parentId,
+            @Nullable String traceContext) {
         if (requests == null || requests.isEmpty()) {
             throw new InvalidRequestException("requests must not be empty");
         }
@@ -51,7 +60,7 @@ public final class RequestMapper {
             if (request == null) {
                 throw new InvalidRequestException("requests must not contain null");
             }
-            NewInstance row = toRow(request, parentId);
+            NewInstance row = toRow(request, parentId, traceContext);
             // Counted as the rows are built, so a batch far past the limit stops at the limit.
             bytes += rowBytes(row);
             // One request alone is bounded by maxPayloadBytes and the key limits.
@@ -89,7 +98,7 @@ public final class RequestMapper {
                 + utf8Length(row.rateLimit()) + utf8Length(row.ratePartition());
     }
 
-    private NewInstance toRow(JobRequest request, @Nullable Long parentId) {
+    private NewInstance toRow(JobRequest request, @Nullable Long parentId, @Nullable String traceContext) {
         String type = request.type();
         if (type == null || type.isBlank()) {
             throw new InvalidRequestException("type must not be blank");
@@ -178,7 +187,7 @@ public final class RequestMapper {
         return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,
                 request.runAt() == null ? null : request.runAt().toString(), delayMillis, parentId,
                 request.concurrencyKey(), request.correlationKey(), occupied, request.gate(), gateShards,
-                request.rateLimit(), request.rateWeight(), request.ratePartition(), onConflict);
+                request.rateLimit(), request.rateWeight(), request.ratePartition(), onConflict, traceContext);
     }
 
     /** The configured gate of that name, or an {@link InvalidRequestException} naming it. */

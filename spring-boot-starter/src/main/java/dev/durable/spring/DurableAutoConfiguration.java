@@ -5,6 +5,7 @@ import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
 import dev.durable.QueueOptions;
 import dev.durable.RecurringJob;
+import dev.durable.observation.TracePropagation;
 import dev.durable.poke.PokeTransports;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
@@ -34,7 +35,8 @@ import org.springframework.core.env.Environment;
  * {@link RecurringJob} bean, hands it the application's {@link MeterRegistry} and
  * {@link ObservationRegistry} when there are, starts it with the context and drains it on shutdown
  * ({@link DurableLifecycle}), and adds a {@code durable} health indicator when Boot's health support
- * is present.
+ * is present. With a Micrometer Tracing {@code Tracer} and {@code Propagator} (a tracing bridge), the
+ * engine stores the trace context of inserts and signals and follows it through runs ({@link DurableTracing}).
  *
  * <p>The database, in order: {@code durable.url} (an own pool, or the
  * {@code durableConnectionFactory} bean made from it when Boot's R2DBC auto-configuration is
@@ -79,6 +81,7 @@ public class DurableAutoConfiguration {
             ObjectProvider<Definition> definitions,
             ObjectProvider<RecurringJob> recurringJobs, ObjectProvider<MeterRegistry> meterRegistry,
             ObjectProvider<ObservationRegistry> observationRegistry,
+            ObjectProvider<TracePropagation> tracePropagation,
             ObjectProvider<DurableEngineCustomizer> customizers) {
         List<Definition> types = definitions.orderedStream().toList();
         List<RecurringJob> schedules = recurringJobs.orderedStream().toList();
@@ -86,6 +89,7 @@ public class DurableAutoConfiguration {
                 ownConnectionFactory.getIfAvailable(), queuesOf(types, schedules));
         meterRegistry.ifUnique(options::meterRegistry);
         observationRegistry.ifUnique(options::observationRegistry);
+        tracePropagation.ifUnique(options::tracePropagation);
         customizers.orderedStream().forEach(customizer -> customizer.customize(options));
         EngineOptions built = options.build();
         DurableEngine.Builder engine = DurableEngine.builder(built);

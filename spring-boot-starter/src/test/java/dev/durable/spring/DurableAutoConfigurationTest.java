@@ -12,7 +12,15 @@ import dev.durable.WorkflowDefinition;
 import dev.durable.Outcome;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import dev.durable.observation.DurableTracingObservationHandler;
+import dev.durable.observation.MicrometerTracePropagation;
+import dev.durable.observation.TracePropagation;
 import io.micrometer.observation.ObservationRegistry;
+import io.micrometer.tracing.Tracer;
+import io.micrometer.tracing.brave.bridge.BraveCurrentTraceContext;
+import io.micrometer.tracing.brave.bridge.BravePropagator;
+import io.micrometer.tracing.brave.bridge.BraveTracer;
+import io.micrometer.tracing.propagation.Propagator;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import java.time.Duration;
@@ -33,7 +41,7 @@ class DurableAutoConfigurationTest {
     private static final String NOWHERE = "r2dbc:postgresql://app:secret@localhost:1/app";
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(DurableAutoConfiguration.class))
+            .withConfiguration(AutoConfigurations.of(DurableTracing.class, DurableAutoConfiguration.class))
             .withPropertyValues("durable.auto-startup=false");
 
     @Test
@@ -186,6 +194,44 @@ class DurableAutoConfigurationTest {
                     assertThat(options.meterRegistry()).isSameAs(meters);
                     assertThat(options.observationRegistry()).isSameAs(observations);
                 });
+    }
+
+    /** A tracing bridge as Boot makes one (Brave here): a Tracer and a Propagator bean. */
+    private static ApplicationContextRunner withTracer(ApplicationContextRunner runner, brave.Tracing tracing) {
+        return runner.withBean(Tracer.class, () -> new BraveTracer(tracing.tracer(),
+                        new BraveCurrentTraceContext(tracing.currentTraceContext())))
+                .withBean(Propagator.class, () -> new BravePropagator(tracing));
+    }
+
+    @Test
+    void withATracingBridgeTheEngineFollowsTraceContext() {
+        try (brave.Tracing tracing = brave.Tracing.newBuilder().build()) {
+            withTracer(runner.withPropertyValues("durable.url=" + NOWHERE), tracing).run(context -> {
+                assertThat(context).hasNotFailed().hasSingleBean(DurableTracingObservationHandler.class);
+                assertThat(context.getBean(DurableEngine.class).options().tracePropagation())
+                        .isInstanceOf(MicrometerTracePropagation.class)
+                        .isSameAs(context.getBean(TracePropagation.class));
+            });
+            withTracer(runner.withPropertyValues("durable.url=" + NOWHERE, "durable.tracing.enabled=false"), tracing)
+                    .run(context -> {
+                        assertThat(context).doesNotHaveBean(DurableTracingObservationHandler.class);
+                        assertThat(context.getBean(DurableEngine.class).options().tracePropagation())
+                                .isSameAs(TracePropagation.NONE);
+                    });
+        }
+    }
+
+    @Test
+    void withoutATracingBridgeNothingIsTraced() {
+        runner.withPropertyValues("durable.url=" + NOWHERE).run(context -> {
+            assertThat(context).hasNotFailed().doesNotHaveBean(DurableTracingObservationHandler.class);
+            assertThat(context.getBean(DurableEngine.class).options().tracePropagation())
+                    .isSameAs(TracePropagation.NONE);
+        });
+        runner.withPropertyValues("durable.url=" + NOWHERE)
+                .withClassLoader(new FilteredClassLoader("io.micrometer.tracing"))
+                .run(context -> assertThat(context.getBean(DurableEngine.class).options().tracePropagation())
+                        .isSameAs(TracePropagation.NONE));
     }
 
     @Test

@@ -13,7 +13,17 @@ import dev.durable.testing.TestPostgres;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.r2dbc.spi.Connection;
+import brave.handler.MutableSpan;
+import brave.handler.SpanHandler;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration;
+import org.springframework.boot.micrometer.tracing.autoconfigure.MicrometerTracingAutoConfiguration;
+import org.springframework.boot.micrometer.tracing.brave.autoconfigure.BraveAutoConfiguration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -49,6 +59,65 @@ class DurableStarterIT {
                         (String name) -> Mono.just("hello " + name)))
                 .withBean("slow", JobDefinition.class, () -> JobDefinition.of("slow", String.class,
                         (String name) -> Mono.delay(Duration.ofMillis(1500)).thenReturn("slept")));
+    }
+
+    /**
+     * Boot's own Brave tracing (W3C propagation by default) with the starter: the engine follows trace
+     * context without any Durable-specific configuration, and Boot's grouping of tracing handlers puts
+     * Durable's handler first, so a retry's span carries its link.
+     */
+    @Test
+    void withBootsTracingARunIsAChildOfTheSpanThatInsertedIt() {
+        List<MutableSpan> spans = new CopyOnWriteArrayList<>();
+        AtomicInteger calls = new AtomicInteger();
+        new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(ObservationAutoConfiguration.class,
+                        MicrometerTracingAutoConfiguration.class, BraveAutoConfiguration.class, DurableTracing.class,
+                        DurableAutoConfiguration.class))
+                .withPropertyValues("durable.url=" + db.url(), "durable.schema=" + db.schema(),
+                        "durable.queues.traced.poll-interval=100ms", "management.tracing.sampling.probability=1.0")
+                .withBean(SpanHandler.class, () -> new SpanHandler() {
+                    @Override
+                    public boolean end(brave.propagation.TraceContext context, MutableSpan span, Cause cause) {
+                        spans.add(span);
+                        return true;
+                    }
+                })
+                .withBean("tracedGreet", JobDefinition.class, () -> JobDefinition.of("traced-greet", String.class,
+                        (String name) -> calls.incrementAndGet() == 1 ? Mono.error(new IllegalStateException("once"))
+                                : Mono.just("hello " + name))
+                        .queue("traced").backoff(dev.durable.Backoff.fixed(Duration.ofMillis(10))))
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    DurableEngine engine = context.getBean(DurableEngine.class);
+                    Observation request = Observation.start("http.server.requests",
+                            context.getBean(ObservationRegistry.class));
+                    long id = engine.insert(JobRequest.of("traced-greet", "ada"))
+                            .contextWrite(reactor -> reactor.put("micrometer.observation", request))
+                            .block(Duration.ofSeconds(10));
+                    request.stop();
+                    io.micrometer.tracing.handler.TracingObservationHandler.TracingContext tracing = request
+                            .getContext().get(io.micrometer.tracing.handler.TracingObservationHandler.TracingContext.class);
+                    io.micrometer.tracing.TraceContext parent = tracing.getSpan().context();
+                    assertThat(engine.awaitSettled(id, Duration.ofSeconds(20)).block().status())
+                            .isEqualTo(InstanceStatus.DONE);
+                    // A run's span ends as its outcome commits, which may be just after the settle is seen.
+                    long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+                    List<MutableSpan> runs = List.of();
+                    while (runs.size() < 2 && System.nanoTime() < deadline) {
+                        Thread.sleep(20);
+                        runs = spans.stream().filter(span -> Long.toString(id).equals(span.tag("durable.instance.id")))
+                                .toList();
+                    }
+                    assertThat(runs).hasSize(2);
+                    assertThat(runs).allSatisfy(run -> {
+                        assertThat(run.traceId()).isEqualTo(parent.traceId());
+                        assertThat(run.parentId()).isEqualTo(parent.spanId());
+                    });
+                    MutableSpan retry = runs.stream().filter(run -> "2".equals(run.tag("durable.attempt")))
+                            .findFirst().orElseThrow();
+                    assertThat(retry.tags()).containsEntry("links[0].tags[durable.link]", "previous_run");
+                });
     }
 
     @Test

@@ -8,6 +8,17 @@ import dev.durable.QueueOptions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import dev.durable.observation.DurableTracingObservationHandler;
+import dev.durable.observation.MicrometerTracePropagation;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
+import io.micrometer.tracing.brave.bridge.BraveBaggageManager;
+import io.micrometer.tracing.brave.bridge.BraveCurrentTraceContext;
+import io.micrometer.tracing.brave.bridge.BravePropagator;
+import io.micrometer.tracing.brave.bridge.BraveTracer;
+import io.micrometer.tracing.brave.bridge.W3CPropagation;
+import io.micrometer.tracing.handler.DefaultTracingObservationHandler;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -32,42 +43,72 @@ final class DurableContender implements Contender {
 
     private final Target target;
     private final int connections;
+    /** durable_traced: trace context stored and followed (Brave, W3C, every trace sampled, spans dropped). */
+    private final boolean traced;
     private DurableEngine engine;
+    private brave.Tracing tracing;
+    private ObservationRegistry observations;
 
     DurableContender(Target target, int connections) {
+        this(target, connections, false);
+    }
+
+    DurableContender(Target target, int connections, boolean traced) {
         this.target = target;
         this.connections = connections;
+        this.traced = traced;
     }
 
     @Override
     public String name() {
-        return "durable";
+        return traced ? "durable_traced" : "durable";
     }
 
     @Override
     public String schema() {
-        return SCHEMA;
+        return traced ? SCHEMA + "_traced" : SCHEMA;
     }
 
     @Override
     public String settings() {
         return "poolMaxSize " + connections + ", concurrency " + CONCURRENCY + ", prefetch " + PREFETCH
                 + ", minDemand " + MIN_DEMAND + ", commitBatchSize " + COMMIT_BATCH + ", commitParallelism "
-                + COMMIT_PARALLELISM + ", handlerScheduler parallel, local pokes, insertAll of " + BATCH;
+                + COMMIT_PARALLELISM + ", handlerScheduler parallel, local pokes, insertAll of " + BATCH
+                + (traced ? ", tracePropagation (Brave, W3C, all sampled, each insert under a request span)" : "");
     }
 
     @Override
     public void start() {
-        EngineOptions options = EngineOptions.builder()
+        EngineOptions.Builder builder = EngineOptions.builder()
                 .url(target.r2dbcUrl)
-                .schema(SCHEMA)
+                .schema(schema())
                 .poolMaxSize(connections)
                 .handlerScheduler(Schedulers.parallel())
                 .commitBatchSize(COMMIT_BATCH)
                 .commitParallelism(COMMIT_PARALLELISM)
                 .queue(QueueOptions.builder(QUEUE).concurrency(CONCURRENCY).prefetch(PREFETCH)
-                        .minDemand(MIN_DEMAND).build())
-                .build();
+                        .minDemand(MIN_DEMAND).build());
+        if (traced) {
+            tracing = brave.Tracing.newBuilder()
+                    .traceId128Bit(true)
+                    .supportsJoin(false)
+                    .propagationFactory(new W3CPropagation())
+                    .sampler(brave.sampler.Sampler.ALWAYS_SAMPLE)
+                    // Recorded, then dropped (Brave logs each span when no handler is added).
+                    .addSpanHandler(new brave.handler.SpanHandler() {
+                    })
+                    .build();
+            BraveTracer tracer = new BraveTracer(tracing.tracer(),
+                    new BraveCurrentTraceContext(tracing.currentTraceContext()), new BraveBaggageManager());
+            BravePropagator propagator = new BravePropagator(tracing);
+            observations = ObservationRegistry.create();
+            observations.observationConfig().observationHandler(
+                    new ObservationHandler.FirstMatchingCompositeObservationHandler(
+                            new DurableTracingObservationHandler(tracer, propagator),
+                            new DefaultTracingObservationHandler(tracer)));
+            builder.observationRegistry(observations).tracePropagation(new MicrometerTracePropagation(tracer, propagator));
+        }
+        EngineOptions options = builder.build();
         engine = DurableEngine.builder(options)
                 .register(JobDefinition.of("noop", Long.class, (Long seq) -> {
                     Probe.started(seq);
@@ -88,18 +129,28 @@ final class DurableContender implements Contender {
         for (Long seq : seqs) {
             requests.add(JobRequest.of("noop", seq));
         }
-        engine.insertAll(requests).block(Duration.ofMinutes(1));
+        traced(engine.insertAll(requests)).block(Duration.ofMinutes(1));
     }
 
     @Override
     public void insertOne(long seq) {
-        engine.insert(JobRequest.of("noop", seq)).block(Duration.ofMinutes(1));
+        traced(engine.insert(JobRequest.of("noop", seq))).block(Duration.ofMinutes(1));
+    }
+
+    /** Traced: the insert runs under a request's observation (a span), as a WebFlux request's would. */
+    private <T> Mono<T> traced(Mono<T> insert) {
+        if (!traced) {
+            return insert;
+        }
+        return Mono.using(() -> Observation.start("request", observations),
+                request -> insert.contextWrite(context -> context.put("micrometer.observation", request)),
+                Observation::stop);
     }
 
     @Override
     public long committed(Target target, long insertedSoFar) {
         // A done row moves to the history table in the statement that settles it.
-        return target.queryLong("SELECT count(*) FROM \"" + SCHEMA + "\".durable_history WHERE status = 'done'");
+        return target.queryLong("SELECT count(*) FROM \"" + schema() + "\".durable_history WHERE status = 'done'");
     }
 
     @Override
@@ -112,6 +163,9 @@ final class DurableContender implements Contender {
                     stats.picked() / (double) Math.max(1, stats.picks()), stats.pokesHandled(), stats.pokesDropped(),
                     stats.heartbeats(), stats.pickRetries(), stats.pickFailures(), stats.stale()));
             engine.closeLater().block(Duration.ofMinutes(1));
+        }
+        if (tracing != null) {
+            tracing.close();
         }
     }
 }

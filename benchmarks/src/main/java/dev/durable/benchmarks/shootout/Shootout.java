@@ -32,6 +32,8 @@ public final class Shootout {
     static final int DEFAULT_LATENCY_JOBS = 300;
     static final int DEFAULT_CONNECTIONS = 20;
     static final List<String> ALL = List.of("raw_sql", "durable", "db_scheduler", "jobrunr");
+    /** Systems run only when named: durable with trace context followed (README "Tracing"). */
+    static final List<String> OPTIONAL = List.of("durable_traced");
     static final List<String> PEERS = List.of("raw_sql", "db_scheduler", "jobrunr");
     static final String USAGE = "usage: shootout [--jobs N] [--warmup-jobs W (default N)] [--rounds R]"
             + " [--latency-jobs M] [--connections B] [--systems " + String.join(",", ALL) + "]";
@@ -106,6 +108,8 @@ public final class Shootout {
         return switch (system) {
             case "raw_sql" -> new RawSqlContender(target, config.connections());
             case "durable" -> new DurableContender(target, config.connections());
+            // Not among the defaults: what following trace context costs per job (README "Tracing").
+            case "durable_traced" -> new DurableContender(target, config.connections(), true);
             case "db_scheduler" -> new DbSchedulerContender(target, config.connections());
             case "jobrunr" -> new JobRunrContender(target, config.connections());
             default -> throw new IllegalArgumentException("unknown system " + system + "; known: " + ALL);
@@ -138,7 +142,7 @@ public final class Shootout {
             i++;
         }
         for (String system : systems) {
-            if (!ALL.contains(system)) {
+            if (!ALL.contains(system) && !OPTIONAL.contains(system)) {
                 throw new IllegalArgumentException("unknown system " + system + "; known: " + ALL);
             }
         }

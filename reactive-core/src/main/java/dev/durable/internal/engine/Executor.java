@@ -138,7 +138,7 @@ final class Executor {
                     if (definition instanceof JobDefinition<?, ?> job) {
                         return decideJob(job, row, cancellation);
                     }
-                    return decideWorkflow((WorkflowDefinition<?>) definition, row, cancellation);
+                    return decideWorkflow((WorkflowDefinition<?>) definition, row, cancellation, run);
                 })
                 .subscribeOn(handlerScheduler);
         // Stopped for a cancel, the run ends cancelled; stopped for a lost claim, it commits nothing:
@@ -182,7 +182,8 @@ final class Executor {
 
     private Mono<RunResult> commitDrawn(Decision decision, Telemetry.Run run, Cancellation cancellation,
             BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
-        OutcomeRow outcome = decision.outcome();
+        // The run's span context goes with its outcome: the instance's next run links to it.
+        OutcomeRow outcome = decision.outcome().tracedBy(run.traceContext());
         if (decision.lost()) {
             run.ended(outcome, null);
             log.info("run of instance {} stopped: worker {} lost its lease", outcome.id(), outcome.worker());
@@ -242,7 +243,7 @@ final class Executor {
     // ---- Workflows -----------------------------------------------------------------------
 
     private <S> Mono<Decision> decideWorkflow(WorkflowDefinition<S> definition, ClaimedRow row,
-            Cancellation cancellation) {
+            Cancellation cancellation, Telemetry.Run run) {
         StepHandler<S> handler = definition.step(row.step());
         if (handler == null) {
             return Mono.just(Decision.of(deferred(row, "step '" + row.step() + "' of workflow " + row.type()
@@ -264,27 +265,29 @@ final class Executor {
                 .timeout(definition.timeout())
                 .switchIfEmpty(Mono.error(() -> new IllegalStateException("step '" + row.step()
                         + "' completed without an outcome")))
-                .map(outcome -> decide(outcome, row, signals))
+                .map(outcome -> decide(outcome, row, signals, run))
                 .onErrorResume(error -> Mono.just(Decision.of(afterError(definition, row, error))));
     }
 
-    private Decision decide(Outcome<?> outcome, ClaimedRow row, List<Signal> signals) {
+    private Decision decide(Outcome<?> outcome, ClaimedRow row, List<Signal> signals, Telemetry.Run run) {
         List<Long> consumed = signals.stream().map(Signal::id).toList();
         return switch (outcome.kind()) {
-            case NEXT -> next(outcome, row, consumed);
+            case NEXT -> next(outcome, row, consumed, run);
             case RETRY -> Decision.of(OutcomeRow.retryStep(row, outcome.delay().toMillis()));
             case AWAIT -> Decision.of(OutcomeRow.await(row, outcome.step(), encodeState(outcome.state()),
                     String.join(",", outcome.signals()),
                     outcome.timeout() == null ? null : outcome.timeout().toMillis(), consumed));
             case SPAWN -> Decision.of(OutcomeRow.spawn(row, outcome.step(), encodeState(outcome.state()),
-                    outcome.children().isEmpty() ? List.of() : mapper.toRows(outcome.children(), row.id()), consumed));
+                    // Children carry the spawning step's span context: their runs are its children.
+                    outcome.children().isEmpty() ? List.of()
+                            : mapper.toRows(outcome.children(), row.id(), run.traceContext()), consumed));
             case DONE -> Decision.of(done(row, outcome.result(), consumed));
             case FAIL -> Decision.of(OutcomeRow.failed(row, truncate(outcome.error()), consumed));
             case CANCEL -> Decision.of(OutcomeRow.cancelled(row, consumed));
         };
     }
 
-    private Decision next(Outcome<?> outcome, ClaimedRow row, List<Long> consumed) {
+    private Decision next(Outcome<?> outcome, ClaimedRow row, List<Long> consumed, Telemetry.Run run) {
         String state = encodeState(outcome.state());
         int gateShards = outcome.gate() == null ? 0 : mapper.gate(outcome.gate()).shards();
         if (outcome.rateChange() == Outcome.RateChange.SET) {
@@ -306,7 +309,7 @@ final class Executor {
         Set<Long> gone = new HashSet<>(consumed);
         ClaimedRow continued = row.continuedAs(outcome.step(), state, key, outcome.keyChange() == KeyChange.KEEP,
                 outcome.rateChange() == Outcome.RateChange.KEEP,
-                row.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList());
+                row.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList(), run.traceContext());
         return new Decision(OutcomeRow.inlineNext(row, outcome.step(), state, leaseMillis, change, consumed),
                 continued, false);
     }

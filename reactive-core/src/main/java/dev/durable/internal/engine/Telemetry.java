@@ -14,6 +14,9 @@ import dev.durable.observation.DefaultRunObservationConvention;
 import dev.durable.observation.DurableObservation;
 import dev.durable.observation.RunContext;
 import dev.durable.observation.RunObservationConvention;
+import dev.durable.observation.TraceLink;
+import dev.durable.Signal;
+import dev.durable.observation.TracePropagation;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -73,12 +76,20 @@ public final class Telemetry {
     private final MeterRegistry meters;
     private final ObservationRegistry observations;
     private final RunObservationConvention convention;
+    /** Reads each run's span context (for its children and the next run's link); NONE: never. */
+    private final TracePropagation tracing;
     /** Meters by name and tags: looked up on every run, so kept rather than registered again. */
     private final java.util.Map<String, io.micrometer.core.instrument.Meter> meterCache =
             new java.util.concurrent.ConcurrentHashMap<>();
 
     public Telemetry(MeterRegistry meters, ObservationRegistry observations,
             @Nullable RunObservationConvention convention, int eventBuffer) {
+        this(meters, observations, convention, eventBuffer, TracePropagation.NONE);
+    }
+
+    public Telemetry(MeterRegistry meters, ObservationRegistry observations,
+            @Nullable RunObservationConvention convention, int eventBuffer, TracePropagation tracing) {
+        this.tracing = tracing;
         this.meters = meters;
         this.observations = observations;
         this.convention = convention;
@@ -258,7 +269,9 @@ public final class Telemetry {
 
     /** A run about to invoke its handler: emits STARTED and opens its observation. */
     public Run runStarted(ClaimedRow row) {
-        RunContext context = new RunContext(row.id(), row.type(), row.queue(), row.step(), row.attempt());
+        // The stored context is restored whatever this engine's own setting: the span's parent and links.
+        RunContext context = new RunContext(row.id(), row.type(), row.queue(), row.step(), row.attempt(),
+                row.traceContext(), traceLinks(row));
         Observation observation = DurableObservation.RUN
                 .observation(convention, DefaultRunObservationConvention.INSTANCE, () -> context, observations)
                 .start();
@@ -274,6 +287,27 @@ public final class Telemetry {
         return run;
     }
 
+    /**
+     * The spans a run links to: the instance's previous run, and the senders of the awaited signals
+     * in its inbox (those the step consumes). Nothing to build for a row that carries no trace.
+     */
+    private static List<TraceLink> traceLinks(ClaimedRow row) {
+        if (row.traceLast() == null && row.signalTraces().isEmpty()) {
+            return List.of();
+        }
+        List<TraceLink> links = new ArrayList<>();
+        if (row.traceLast() != null) {
+            links.add(new TraceLink(row.traceLast(), TraceLink.Reason.PREVIOUS_RUN));
+        }
+        for (Signal signal : row.inbox()) {
+            String sender = row.signalTraces().get(signal.id());
+            if (sender != null && row.awaitedSignals().contains(signal.name())) {
+                links.add(new TraceLink(sender, TraceLink.Reason.SIGNAL));
+            }
+        }
+        return links;
+    }
+
     /** One run in progress. */
     public final class Run {
         private final ClaimedRow row;
@@ -282,6 +316,9 @@ public final class Telemetry {
         private final long startedNanos;
         /** Counted in {@code activeRuns}; guarded by {@code order}. */
         private boolean tracked;
+        /** The run's span context, read once (the run's steps follow one another, never at once). */
+        private @Nullable String traceContext;
+        private boolean traceRead;
 
         private Run(ClaimedRow row, RunContext context, Observation observation, long startedNanos) {
             this.row = row;
@@ -292,6 +329,18 @@ public final class Telemetry {
 
         public Observation observation() {
             return observation;
+        }
+
+        /**
+         * The trace context of this run's span, for the children it spawns and the row's trace_last
+         * (the next run links to it); null without tracing.
+         */
+        public @Nullable String traceContext() {
+            if (!traceRead) {
+                traceContext = tracing == TracePropagation.NONE ? null : tracing.capture(observation);
+                traceRead = true;
+            }
+            return traceContext;
         }
 
         /** The outcome committed as {@code committed} (null: stale, dropped). */

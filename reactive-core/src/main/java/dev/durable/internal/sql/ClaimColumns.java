@@ -8,7 +8,9 @@ import io.r2dbc.spi.Readable;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -32,9 +34,11 @@ final class ClaimColumns {
             (extract(epoch FROM i.eligible_at) * 1000000)::bigint AS eligible_micros, i.step,
             i.state::text AS state, i.attempt, i.max_attempts, i.concurrency_key, i.parent_id,
             i.awaited_signals, i.gate_name, i.gate_shard, i.rate_limit, i.rate_weight, i.rate_partition,
+            i.trace_context, i.trace_last,
             CASE WHEN i.has_signals THEN
                 (SELECT array_agg(ARRAY[s.id::text, s.name, s.payload::text,
-                                        ((extract(epoch FROM s.inserted_at) * 1000000)::bigint)::text] ORDER BY s.id)
+                                        ((extract(epoch FROM s.inserted_at) * 1000000)::bigint)::text,
+                                        s.trace_context] ORDER BY s.id)
                    FROM {signals} s WHERE s.instance_id = i.id AND s.consumed_at IS NULL) END AS inbox,
             CASE WHEN i.has_children THEN
                 (SELECT array_agg(ARRAY[c.id::text, c.type, c.status, c.result::text, c.last_error] ORDER BY c.id)
@@ -50,6 +54,7 @@ final class ClaimColumns {
 
     static ClaimedRow read(Readable row) {
         String[] awaited = row.get("awaited_signals", String[].class);
+        String[][] inbox = row.get("inbox", String[][].class);
         return new ClaimedRow(
                 row.get("id", Long.class),
                 row.get("claimed_by", String.class),
@@ -65,16 +70,36 @@ final class ClaimColumns {
                 row.get("concurrency_key", String.class),
                 row.get("parent_id", Long.class),
                 Arrays.asList(awaited == null ? NO_STRINGS : awaited),
-                inbox(row.get("inbox", String[][].class)),
+                inbox(inbox),
                 children(row.get("children", String[][].class)),
                 row.get("gate_name", String.class),
                 orZero(row.get("gate_shard", Integer.class)),
                 row.get("rate_limit", String.class),
                 orZero(row.get("rate_weight", Integer.class)),
-                row.get("rate_partition", String.class));
+                row.get("rate_partition", String.class),
+                row.get("trace_context", String.class),
+                row.get("trace_last", String.class),
+                signalTraces(inbox));
     }
 
-    /** Rows of (id, name, payload, delivered at in epoch microseconds). */
+    /** The trace contexts of the inbox's signals that have one, by signal id (empty without tracing). */
+    private static Map<Long, String> signalTraces(String @Nullable [][] rows) {
+        if (rows == null) {
+            return Map.of();
+        }
+        Map<Long, String> traces = null;
+        for (String[] signal : rows) {
+            if (signal.length > 4 && signal[4] != null) {
+                if (traces == null) {
+                    traces = new HashMap<>();
+                }
+                traces.put(Long.parseLong(signal[0]), signal[4]);
+            }
+        }
+        return traces == null ? Map.of() : traces;
+    }
+
+    /** Rows of (id, name, payload, delivered at in epoch microseconds, trace context). */
     private static List<Signal> inbox(String @Nullable [][] rows) {
         if (rows == null) {
             return List.of();

@@ -94,6 +94,7 @@ public final class InstanceSql {
             .text("rate_limit", i -> i.row().rateLimit())
             .integer("rate_weight", i -> i.row().rateWeight())
             .text("rate_partition", i -> i.row().ratePartition())
+            .text("trace_context", i -> i.row().traceContext())
             .text("claimer", Insertion::claimer);
     }
 
@@ -108,7 +109,7 @@ public final class InstanceSql {
      * Inserts many instances in one round trip from parallel arrays. WITH ORDINALITY and ORDER BY
      * keep identity values, and so the returned rows, in the order of the request. A row's eligible
      * time is its absolute run-at when given, else now() plus its delay. A row with a claimer is
-     * inserted already claimed by that idle local worker with a lease of $20 ms (claim-on-insert,
+     * inserted already claimed by that idle local worker with a lease of the last parameter's ms (claim-on-insert,
      * which saves an idle queue the pick's round trip).
      * Index: writes the primary key, then the pick index (runnable) or the lease index (claimed),
      * and the correlation index for a keyed row. Locks: none but the new rows; a live correlation
@@ -221,16 +222,16 @@ public final class InstanceSql {
                 INSERT INTO {instances} AS i (type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
                                          correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
-                                         rate_partition, status, claimed_by, lease_expires_at, attempt)
+                                         rate_partition, status, claimed_by, lease_expires_at, attempt, trace_context)
                 SELECT u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
                        COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
                        u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                        u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
                        u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
                        CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END, u.claimer,
-                       CASE WHEN u.claimer IS NOT NULL THEN now() + $20 * interval '1 millisecond' END,
-                       CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END
-                  FROM\s""" + INSERT_COLUMNS.unnest(1, "u", true) + """
+                       CASE WHEN u.claimer IS NOT NULL THEN now() + $%d * interval '1 millisecond' END,
+                       CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.trace_context
+                  FROM\s""".formatted(INSERT_COLUMNS.size() + 1) + INSERT_COLUMNS.unnest(1, "u", true) + """
 
                  ORDER BY u.ord
                 RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due");
@@ -248,7 +249,8 @@ public final class InstanceSql {
                     INSERT INTO {instances} AS i (id, type, type_version, queue, priority, step, state, max_attempts,
                                              eligible_at, parent_id, concurrency_key, correlation_key,
                                              correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
-                                             rate_partition, status, claimed_by, lease_expires_at, attempt)
+                                             rate_partition, status, claimed_by, lease_expires_at, attempt,
+                                             trace_context)
                     SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb,
                            u.max_attempts,
                            COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
@@ -256,12 +258,13 @@ public final class InstanceSql {
                            u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
                            u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
                            u.first_status, u.claimer,
-                           CASE WHEN u.claimer IS NOT NULL THEN now() + $20 * interval '1 millisecond' END,
-                           CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END
+                           CASE WHEN u.claimer IS NOT NULL THEN now() + $%d * interval '1 millisecond' END,
+                           CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.trace_context
                       FROM slotted u
                      ORDER BY u.slot NULLS LAST, u.ord
                     ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING
-                    RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due" + """
+                    RETURNING\s""".formatted(INSERT_COLUMNS.size() + 1) + ClaimColumns.SELECT
+                + ", i.eligible_at <= now() AS due" + """
 
                 ), taken AS (
                     SELECT s.slot, s.new_id FROM slotted s JOIN ins ON ins.id = s.new_id WHERE s.slot IS NOT NULL
@@ -284,14 +287,14 @@ public final class InstanceSql {
                                          eligible_at, parent_id, concurrency_key, correlation_key,
                                          correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
                                          rate_partition, status, claimed_by, lease_expires_at, attempt,
-                                         debounce_until)
+                                         debounce_until, trace_context)
                 SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
                        u.run_time, u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                        u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
                        u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
                        u.first_status, u.claimer,
                        CASE WHEN u.claimer IS NOT NULL THEN now() + $%d * interval '1 millisecond' END,
-                       CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.bound
+                       CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.bound, u.trace_context
                   FROM slotted u""".formatted(POLICY_COLUMNS.size() + 1);
         String conflict = "ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO UPDATE SET ";
         String returning = "RETURNING " + ClaimColumns.SELECT + ", i.status, i.correlation_slot,"
@@ -355,7 +358,7 @@ public final class InstanceSql {
                         'correlation_statuses', to_jsonb(EXCLUDED.correlation_statuses),
                         'gate_name', EXCLUDED.gate_name, 'gate_shard', EXCLUDED.gate_shard,
                         'rate_limit', EXCLUDED.rate_limit, 'rate_weight', EXCLUDED.rate_weight,
-                        'rate_partition', EXCLUDED.rate_partition) END,
+                        'rate_partition', EXCLUDED.rate_partition, 'trace_context', EXCLUDED.trace_context) END,
                     updated_at = CASE WHEN %2$s THEN i.updated_at ELSE now() END
                 """.formatted(fresh, settled, debounced.formatted("i.debounce_until"), debounced.formatted(followBound),
                         followBound) + returning + """

@@ -43,6 +43,8 @@ public final class OutcomeRow {
     private final LimitChange limitChange;
     private final List<Long> consumedSignals;
     private final List<NewInstance> children;
+    /** The span context of the run that decided this (stored as the row's trace_last); null without tracing. */
+    private final @Nullable String traceLast;
 
     private OutcomeRow(ClaimedRow claim, InstanceStatus status, @Nullable String step, @Nullable String stateJson,
             @Nullable String resultJson, @Nullable String error, @Nullable Long delayMillis, @Nullable Integer attempt,
@@ -62,6 +64,30 @@ public final class OutcomeRow {
         this.limitChange = limitChange;
         this.consumedSignals = List.copyOf(consumedSignals);
         this.children = List.copyOf(children);
+        this.traceLast = null;
+    }
+
+    private OutcomeRow(OutcomeRow outcome, @Nullable String traceLast) {
+        this.claim = outcome.claim;
+        this.status = outcome.status;
+        this.step = outcome.step;
+        this.stateJson = outcome.stateJson;
+        this.resultJson = outcome.resultJson;
+        this.error = outcome.error;
+        this.delayMillis = outcome.delayMillis;
+        this.attempt = outcome.attempt;
+        this.leaseMillis = outcome.leaseMillis;
+        this.awaitedSignals = outcome.awaitedSignals;
+        this.awaitMillis = outcome.awaitMillis;
+        this.limitChange = outcome.limitChange;
+        this.consumedSignals = outcome.consumedSignals;
+        this.children = outcome.children;
+        this.traceLast = traceLast;
+    }
+
+    /** This outcome, decided by a run whose span context is {@code traceLast} (the next attempt links to it). */
+    public OutcomeRow tracedBy(@Nullable String traceLast) {
+        return traceLast == null && this.traceLast == null ? this : new OutcomeRow(this, traceLast);
     }
 
     private static OutcomeRow settled(ClaimedRow claim, InstanceStatus status, @Nullable String resultJson,
@@ -140,7 +166,7 @@ public final class OutcomeRow {
 
     /** This outcome's claim failed instead, because the database refused this outcome for {@code reason}. */
     public OutcomeRow refusedBecause(String reason) {
-        return failed(claim, reason, List.of());
+        return failed(claim, reason, List.of()).tracedBy(traceLast);
     }
 
     /**
@@ -149,7 +175,7 @@ public final class OutcomeRow {
      */
     public OutcomeRow throughQueue() {
         return new OutcomeRow(claim, InstanceStatus.RUNNABLE, step, stateJson, null, null, 0L, 0, 0, null, null,
-                limitChange, consumedSignals, List.of());
+                limitChange, consumedSignals, List.of()).tracedBy(traceLast);
     }
 
     /** True when committing this needs more than the one UPDATE (a transaction with riders). */
@@ -229,6 +255,10 @@ public final class OutcomeRow {
 
     public List<NewInstance> children() {
         return children;
+    }
+
+    public @Nullable String traceLast() {
+        return traceLast;
     }
 
     @Override

@@ -16,7 +16,8 @@ import reactor.core.publisher.Mono;
  */
 public final class OutcomeSql {
 
-    private static final Columns<OutcomeRow> COLUMNS = Columns.<OutcomeRow>builder()
+    private static Columns.Builder<OutcomeRow> columns() {
+        return Columns.<OutcomeRow>builder()
             .bigint("id", OutcomeRow::id)
             .text("worker", OutcomeRow::worker)
             .text("status", o -> o.status().sqlName())
@@ -38,18 +39,26 @@ public final class OutcomeSql {
             .text("rate_limit", o -> o.limitChange().rateLimit())
             .integer("rate_weight", o -> o.limitChange().rateWeight())
             .text("rate_partition", o -> o.limitChange().ratePartition())
-            .integer("claimed_attempt", OutcomeRow::claimedAttempt)
-            .build();
+            .integer("claimed_attempt", OutcomeRow::claimedAttempt);
+    }
 
     /** The plain settling outcomes' columns: the fast path ships six arrays, not twenty-two. */
-    private static final Columns<OutcomeRow> SETTLE_COLUMNS = Columns.<OutcomeRow>builder()
+    private static Columns.Builder<OutcomeRow> settleColumns() {
+        return Columns.<OutcomeRow>builder()
             .bigint("id", OutcomeRow::id)
             .text("worker", OutcomeRow::worker)
             .integer("claimed_attempt", OutcomeRow::claimedAttempt)
             .text("status", o -> o.status().sqlName())
             .text("result", OutcomeRow::resultJson)
-            .text("error", OutcomeRow::error)
-            .build();
+            .text("error", OutcomeRow::error);
+    }
+
+    /**
+     * With tracing, each outcome also ships its run's span context ({@code trace}) as the row's
+     * trace_last; without, the statements have no such array and leave the column alone.
+     */
+    private final Columns<OutcomeRow> columns;
+    private final Columns<OutcomeRow> settleColumns;
 
     /**
      * The ownership guard of every commit: the claim's worker and attempt, looked up by primary key.
@@ -148,8 +157,18 @@ public final class OutcomeSql {
     private final String wokenParents;
 
     public OutcomeSql(Tables tables) {
-        this.commit = tables.render("WITH o AS (SELECT * FROM " + COLUMNS.unnest(1, "o", false) + "), "
-                + Settled.move("o", GUARD, FINAL, STEP, STATE, RESULT, ERROR, ATTEMPT) + """
+        this(tables, false);
+    }
+
+    /** With {@code traced}, the commits store each run's span context ({@code EngineOptions.tracePropagation}). */
+    public OutcomeSql(Tables tables, boolean traced) {
+        this.columns = traced ? columns().text("trace", OutcomeRow::traceLast).build() : columns().build();
+        this.settleColumns = traced ? settleColumns().text("trace", OutcomeRow::traceLast).build()
+                : settleColumns().build();
+        String traceLast = traced ? "COALESCE(o.trace, i.trace_last)" : "i.trace_last";
+        String traceSet = traced ? "trace_last = " + traceLast + ", " : "";
+        this.commit = tables.render("WITH o AS (SELECT * FROM " + columns.unnest(1, "o", false) + "), "
+                + Settled.move("o", GUARD, FINAL, STEP, STATE, RESULT, ERROR, ATTEMPT, traceLast) + """
                 , kept AS (
                     UPDATE {instances} i
                        SET status = %s,
@@ -185,7 +204,7 @@ public final class OutcomeSql {
                            claimed_by = CASE WHEN {keeps_claim} THEN i.claimed_by END,
                            lease_expires_at = CASE WHEN {keeps_claim}
                                                    THEN now() + o.lease_ms * interval '1 millisecond' END,
-                           updated_at = now()
+                           {trace_set}updated_at = now()
                       FROM o
                      WHERE %s AND NOT (%s)
                     RETURNING i.id, i.queue, i.status
@@ -193,13 +212,14 @@ public final class OutcomeSql {
                 SELECT id, queue, status FROM moved
                  UNION ALL
                 SELECT id, queue, status FROM kept""".formatted(FINAL, STEP, STATE, RESULT, ERROR, ATTEMPT, GUARD,
-                Settled.settlesWhere(FINAL)).replace("{keeps_claim}", KEEPS_CLAIM));
-        this.settle = tables.render("WITH o AS (SELECT * FROM " + SETTLE_COLUMNS.unnest(1, "o", false) + "), "
-                + Settled.move("o", GUARD, SETTLE_FINAL, "i.step", "i.state", RESULT, ERROR, "i.attempt") + """
+                Settled.settlesWhere(FINAL)).replace("{keeps_claim}", KEEPS_CLAIM).replace("{trace_set}", traceSet));
+        this.settle = tables.render("WITH o AS (SELECT * FROM " + settleColumns.unnest(1, "o", false) + "), "
+                + Settled.move("o", GUARD, SETTLE_FINAL, "i.step", "i.state", RESULT, ERROR, "i.attempt", traceLast)
+                + """
                 , kept AS (
                     UPDATE {instances} i
                        SET status = %s, result = %s, last_error = %s, awaited_signals = NULL, await_deadline = NULL,
-                           claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
+                           claimed_by = NULL, lease_expires_at = NULL, {trace_set}updated_at = now()
                       FROM o
                      WHERE %s AND NOT (%s)
                     RETURNING i.id, i.queue, i.status
@@ -207,7 +227,7 @@ public final class OutcomeSql {
                 SELECT id, queue, status FROM moved
                  UNION ALL
                 SELECT id, queue, status FROM kept""".formatted(SETTLE_FINAL, RESULT, ERROR, GUARD,
-                Settled.settlesWhere(SETTLE_FINAL)));
+                Settled.settlesWhere(SETTLE_FINAL)).replace("{trace_set}", traceSet));
         this.lockForCommit = tables.render("SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE");
         this.consumeSignals = tables.render("""
                 UPDATE {signals} s SET consumed_at = now()
@@ -221,7 +241,7 @@ public final class OutcomeSql {
 
     /** Commits the outcomes; emits the transition of each one that was not stale. */
     public Flux<Transition> commit(Connection connection, List<OutcomeRow> outcomes) {
-        return Flux.from(COLUMNS.bind(connection.createStatement(commit), 0, outcomes).execute())
+        return Flux.from(columns.bind(connection.createStatement(commit), 0, outcomes).execute())
                 .concatMap(result -> result.map(Transition::read))
                 .onErrorMap(Errors::translate);
     }
@@ -233,7 +253,7 @@ public final class OutcomeSql {
 
     /** Commits settling outcomes on the fast path ({@link #settlesPlainly}); emits each one's transition. */
     public Flux<Transition> settle(Connection connection, List<OutcomeRow> outcomes) {
-        return Flux.from(SETTLE_COLUMNS.bind(connection.createStatement(settle), 0, outcomes).execute())
+        return Flux.from(settleColumns.bind(connection.createStatement(settle), 0, outcomes).execute())
                 .concatMap(result -> result.map(Transition::read))
                 .onErrorMap(Errors::translate);
     }

@@ -8,6 +8,7 @@ import dev.durable.Signal;
 import io.r2dbc.spi.Readable;
 import io.r2dbc.spi.Row;
 import java.util.List;
+import java.util.Map;
 import org.jspecify.annotations.Nullable;
 
 /** The shapes of rows that go into and come out of Durable's statements. */
@@ -36,13 +37,14 @@ public final class Rows {
             @Nullable String rateLimit,
             int rateWeight,
             @Nullable String ratePartition,
-            ConflictPolicy onConflict) {
+            ConflictPolicy onConflict,
+            @Nullable String traceContext) {
 
         /** The same row under another conflict policy. */
         public NewInstance withOnConflict(ConflictPolicy policy) {
             return new NewInstance(type, typeVersion, queue, priority, step, stateJson, maxAttempts, runAt, delayMillis,
                     parentId, concurrencyKey, correlationKey, occupiedStatuses, gate, gateShards, rateLimit, rateWeight,
-                    ratePartition, policy);
+                    ratePartition, policy, traceContext);
         }
 
         /** Whether the row goes in under a policy other than reject (skip, replace, debounce). */
@@ -88,26 +90,42 @@ public final class Rows {
             int gateShard,
             @Nullable String rateLimit,
             int rateWeight,
-            @Nullable String ratePartition) {
+            @Nullable String ratePartition,
+            @Nullable String traceContext,
+            @Nullable String traceLast,
+            Map<Long, String> signalTraces) {
 
         public ClaimedRow {
             awaitedSignals = List.copyOf(awaitedSignals);
             inbox = List.copyOf(inbox);
             children = List.copyOf(children);
+            signalTraces = Map.copyOf(signalTraces);
+        }
+
+        /** A claim with no stored trace context (tests and benchmarks build these). */
+        public ClaimedRow(long id, String worker, String type, int typeVersion, String queue, int priority,
+                long eligibleMicros, String step, @Nullable String stateJson, int attempt, int maxAttempts,
+                @Nullable String concurrencyKey, @Nullable Long parentId, List<String> awaitedSignals,
+                List<Signal> inbox, List<Child> children, @Nullable String gateName, int gateShard,
+                @Nullable String rateLimit, int rateWeight, @Nullable String ratePartition) {
+            this(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson, attempt, maxAttempts,
+                    concurrencyKey, parentId, awaitedSignals, inbox, children, gateName, gateShard, rateLimit,
+                    rateWeight, ratePartition, null, null, Map.of());
         }
 
         /**
          * The same claim going on inline with {@code step}: what the commit of an inline {@code next}
          * left on the row (attempt 1 of the new step, the key it now holds, its gate and rate limit
-         * kept or left), and the inbox less the signals that commit consumed.
+         * kept or left), the inbox less the signals that commit consumed, and the span context of the
+         * run that went on ({@code traceLast}: the next run links to it).
          */
         public ClaimedRow continuedAs(String step, @Nullable String stateJson, @Nullable String concurrencyKey,
-                boolean keepsGate, boolean keepsRateLimit, List<Signal> inbox) {
+                boolean keepsGate, boolean keepsRateLimit, List<Signal> inbox, @Nullable String traceLast) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
                     1, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(),
                     keepsGate ? gateName : null, keepsGate ? gateShard : 0,
                     keepsRateLimit ? rateLimit : null, keepsRateLimit ? rateWeight : 0,
-                    keepsRateLimit ? ratePartition : null);
+                    keepsRateLimit ? ratePartition : null, traceContext, traceLast, signalTraces);
         }
     }
 

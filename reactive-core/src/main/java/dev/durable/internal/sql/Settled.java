@@ -16,7 +16,8 @@ final class Settled {
     /** The history table's columns, in the order {@link #move} inserts them. */
     private static final String COLUMNS = "id, type, type_version, queue, priority, status, step, state, result,"
             + " last_error, attempt, max_attempts, eligible_at, parent_id, concurrency_key, correlation_key,"
-            + " inserted_at, signals, gate_name, gate_shard, rate_limit, rate_weight, rate_partition";
+            + " inserted_at, signals, gate_name, gate_shard, rate_limit, rate_weight, rate_partition, trace_context,"
+            + " trace_last";
 
     private Settled() {
     }
@@ -40,6 +41,12 @@ final class Settled {
      */
     static String move(String using, String where, String status, String step, String state, String result,
             String error, String attempt) {
+        return move(using, where, status, step, state, result, error, attempt, "i.trace_last");
+    }
+
+    /** As above, with the span context of the instance's last run as {@code traceLast} (a settling run's own). */
+    static String move(String using, String where, String status, String step, String state, String result,
+            String error, String attempt, String traceLast) {
         return """
                 moved AS (
                     DELETE FROM {instances} i USING %s
@@ -52,12 +59,12 @@ final class Settled {
                                    WHERE s.instance_id = i.id AND s.consumed_at IS NOT NULL ORDER BY s.id)
                               END AS signals,
                               i.gate_name, i.gate_shard, i.rate_limit, i.rate_weight, i.rate_partition,
-                              i.has_signals
+                              i.trace_context, %s AS trace_last, i.has_signals
                 ), archived AS (
                     INSERT INTO {history} (%s) SELECT %s FROM moved
                 ), forgotten AS (
                     DELETE FROM {signals} s USING moved m WHERE s.instance_id = m.id AND m.has_signals
                 )""".formatted(using, where, settlesWhere(status), status, step, state, result, error, attempt,
-                COLUMNS, COLUMNS);
+                traceLast, COLUMNS, COLUMNS);
     }
 }

@@ -29,8 +29,8 @@ public final class SignalSql {
                                                       LIMIT $5) unconsumed) >= $5 AS inbox_full
                   FROM target t
             ), stored AS (
-                INSERT INTO {signals} (instance_id, name, payload, dedup_key)
-                SELECT id, $2, $3::jsonb, $4 FROM room WHERE NOT inbox_full
+                INSERT INTO {signals} (instance_id, name, payload, dedup_key, trace_context)
+                SELECT id, $2, $3::jsonb, $4, $6 FROM room WHERE NOT inbox_full
                 ON CONFLICT (instance_id, dedup_key) DO NOTHING
                 RETURNING instance_id
             ), flagged AS (
@@ -68,9 +68,12 @@ public final class SignalSql {
         this.deliverByKey = tables.render(DELIVER.formatted("correlation_slot = $1"));
     }
 
-    /** Delivers a signal by instance id or by live correlation key; empty when no live target. */
+    /**
+     * Delivers a signal by instance id or by live correlation key, with its sender's trace context
+     * (null without tracing); empty when no live target.
+     */
     public Mono<Delivery> deliver(@Nullable Long id, @Nullable String correlationKey, String name,
-            @Nullable String payloadJson, @Nullable String dedupKey) {
+            @Nullable String payloadJson, @Nullable String dedupKey, @Nullable String traceContext) {
         return db.withConnection(connection -> {
             Statement statement = connection.createStatement(id != null ? deliverById : deliverByKey);
             if (id != null) {
@@ -82,6 +85,7 @@ public final class SignalSql {
             Db.bind(statement, 2, payloadJson, String.class);
             Db.bind(statement, 3, dedupKey, String.class);
             statement.bind(4, maxInbox);
+            Db.bind(statement, 5, traceContext, String.class);
             return Flux.from(statement.execute()).concatMap(result -> result.map(row -> new Delivery(
                     row.get("id", Long.class), row.get("queue", String.class), row.get("type", String.class),
                     row.get("stored", Long.class) > 0, row.get("woken", Long.class) > 0,

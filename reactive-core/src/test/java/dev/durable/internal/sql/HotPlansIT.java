@@ -45,8 +45,11 @@ class HotPlansIT {
         Tables tables = new Tables(db.schema());
         Db none = new Db(db.connectionFactory(), WAIT);
         OutcomeSql outcomes = new OutcomeSql(tables);
+        // With tracing the commits ship one more array (each run's span context): the same plans.
+        OutcomeSql traced = new OutcomeSql(tables, true);
         LeaseSql leases = new LeaseSql(none, tables);
         List<String> statements = List.of(text(outcomes, "commit"), text(outcomes, "settle"),
+                text(traced, "commit"), text(traced, "settle"),
                 text(leases, "release"), text(leases, "recoverLocked"));
 
         // A queue with a backlog: 20,000 runnable rows; statistics taken while 5 rows were executing.
@@ -93,7 +96,7 @@ class HotPlansIT {
             String key = i <= 48 ? "key-" + (i * 7) : "free-" + i;
             ConflictPolicy policy = i > 48 && i % 4 == 0 ? ConflictPolicy.reject() : policies.get(i % 3);
             rows.add(new InstanceSql.Insertion(new Rows.NewInstance("t", 1, "q", 0, "run", "\"x\"", 5, null, 0, null,
-                    null, key, "awaiting_children,awaiting_signal,executing,runnable", null, 0, null, 1, null, policy),
+                    null, key, "awaiting_children,awaiting_signal,executing,runnable", null, 0, null, 1, null, policy, null),
                     null));
         }
         Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
