@@ -152,9 +152,13 @@ public final class DurableEngine implements AutoCloseable {
         Db db = new Db(connectionFactory, options.callTimeout());
         this.recurringJobs = recurringJobs;
         Map<String, Integer> knownTypes = new LinkedHashMap<>();
-        this.definitions.values().forEach(definition -> knownTypes.put(definition.type(), definition.version()));
+        Map<String, Integer> lowestVersions = new LinkedHashMap<>();
+        this.definitions.values().forEach(definition -> {
+            knownTypes.put(definition.type(), definition.version());
+            lowestVersions.put(definition.type(), definition.lowestVersion());
+        });
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
-                options.rateLimits().values(), knownTypes, options.maxInboxSignals());
+                options.rateLimits().values(), knownTypes, lowestVersions, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
                 whenOpen(), bulkJobs);

@@ -50,7 +50,9 @@ public final class PickSql {
     /**
      * The candidates and the one-per-key guard. The first two placeholders name the parameters of
      * the versions and the types this engine knows: a row of another type, or of a newer version, is
-     * left for an engine that knows it (a rolling deploy never fails work an old node cannot run).
+     * left for an engine that knows it (a rolling deploy never fails work an old node cannot run);
+     * so is a row older than the oldest version the engine can migrate from (no migration path: it
+     * waits, visible as unserved work). The versions are ranges {@code [lowest,current]} bound as text.
      * The third takes the limit filters. {@code priorities} and the lateral scan are the skip over
      * future rows the class describes (the statement starts WITH RECURSIVE for them); the key probe,
      * the advisory lock and the row lock are taken inside the lateral, so only rows the outer LIMIT
@@ -72,7 +74,7 @@ public final class PickSql {
                   FROM {instances} c
                  WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
-                   AND c.type_version <= (%s::int[])[array_position(%s::text[], c.type)]
+                   AND c.type_version <@ (%s::text[]::int4range[])[array_position(%s::text[], c.type)]
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
                         WHEN EXISTS (SELECT 1 FROM {instances} e
                                       WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
@@ -199,11 +201,21 @@ public final class PickSql {
     private final Double[] rates;
     private final Integer[] bursts;
     private final String[] types;
-    private final Integer[] versions;
+    /** Per known type, the versions it runs: {@code [lowest,current]} as int4range text. */
+    private final String[] versions;
 
-    /** The statements of an engine that knows these limits, and these types at these versions. */
+    /** The statements of an engine that knows these limits, and these types at these versions (and every older one). */
     public PickSql(Db db, Tables tables, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits,
             Map<String, Integer> knownTypes) {
+        this(db, tables, gates, rateLimits, knownTypes, Map.of());
+    }
+
+    /**
+     * The statements of an engine that knows these limits, and these types at these versions, each
+     * down to its lowest version in {@code lowestVersions} (1 when absent).
+     */
+    public PickSql(Db db, Tables tables, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits,
+            Map<String, Integer> knownTypes, Map<String, Integer> lowestVersions) {
         this.db = db;
         this.limits = !gates.isEmpty() || !rateLimits.isEmpty();
         this.gateNames = gates.stream().map(Limits.Gate::name).toArray(String[]::new);
@@ -213,7 +225,9 @@ public final class PickSql {
         this.rates = rateLimits.stream().map(Limits.RateLimit::ratePerSecond).toArray(Double[]::new);
         this.bursts = rateLimits.stream().map(Limits.RateLimit::burst).toArray(Integer[]::new);
         this.types = knownTypes.keySet().toArray(String[]::new);
-        this.versions = knownTypes.values().toArray(Integer[]::new);
+        this.versions = knownTypes.entrySet().stream()
+                .map(known -> "[" + lowestVersions.getOrDefault(known.getKey(), 1) + "," + known.getValue() + "]")
+                .toArray(String[]::new);
         this.pick = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$6", "$5",
                         "AND c.gate_name IS NULL AND c.rate_limit IS NULL")
                 + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);

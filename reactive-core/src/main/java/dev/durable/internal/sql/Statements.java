@@ -12,8 +12,16 @@ public record Statements(Db db, InstanceSql instances, PickSql picks, OutcomeSql
     /** The statements of an engine that knows these limits, and these types at these versions. */
     public static Statements create(Db db, String schema, Collection<Limits.Gate> gates,
             Collection<Limits.RateLimit> rateLimits, Map<String, Integer> knownTypes, int maxInboxSignals) {
+        return create(db, schema, gates, rateLimits, knownTypes, Map.of(), maxInboxSignals);
+    }
+
+    /** As above, each known type run down to its lowest version in {@code lowestVersions} (1 when absent). */
+    public static Statements create(Db db, String schema, Collection<Limits.Gate> gates,
+            Collection<Limits.RateLimit> rateLimits, Map<String, Integer> knownTypes,
+            Map<String, Integer> lowestVersions, int maxInboxSignals) {
         Tables tables = new Tables(schema);
-        return new Statements(db, new InstanceSql(db, tables), new PickSql(db, tables, gates, rateLimits, knownTypes),
+        return new Statements(db, new InstanceSql(db, tables),
+                new PickSql(db, tables, gates, rateLimits, knownTypes, lowestVersions),
                 new OutcomeSql(tables), new LeaseSql(db, tables), new SignalSql(db, tables, maxInboxSignals),
                 new MaintenanceSql(db, tables), new RegistrySql(db, tables));
     }
