@@ -27,6 +27,7 @@ import dev.durable.internal.sql.Rows.NewInstance;
 import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.Statements;
 import dev.durable.internal.sql.Tables;
+import dev.durable.internal.sql.VersionSql;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.Connection;
@@ -161,7 +162,7 @@ public final class DurableEngine implements AutoCloseable {
                 options.rateLimits().values(), knownTypes, lowestVersions, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
-                whenOpen(), bulkJobs);
+                whenOpen(), bulkJobs, new VersionSql(db, new Tables(options.schema())), this.definitions);
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
         for (Definition definition : this.definitions.values()) {

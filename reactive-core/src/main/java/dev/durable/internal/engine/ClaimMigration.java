@@ -23,10 +23,10 @@ import reactor.core.scheduler.Scheduler;
  * consistent row: before the UPDATE it is as it was (old version, old state); after it, it is a
  * claimed row of the new version whose lease expires like any other, and the reaper returns it.
  */
-final class ClaimMigration {
+public final class ClaimMigration {
 
     /** A migration function (or the codec around it) failed; the run ends as a step error would. */
-    static final class MigrationFailedException extends DurableException {
+    public static final class MigrationFailedException extends DurableException {
 
         MigrationFailedException(String message, @Nullable Throwable cause) {
             super(message);
@@ -78,11 +78,11 @@ final class ClaimMigration {
     }
 
     /** A step and state after the chain. */
-    record Migrated(String step, @Nullable String stateJson) {
+    public record Migrated(String step, @Nullable String stateJson) {
     }
 
     /** The chain from {@code version} applied to a step and state; {@link MigrationFailedException} when it cannot. */
-    static Migrated apply(WorkflowDefinition<?> definition, String type, int version, String step,
+    public static Migrated apply(WorkflowDefinition<?> definition, String type, int version, String step,
             @Nullable String stateJson, JsonCodec codec) {
         if (version < definition.lowestVersion()) {
             throw new MigrationFailedException("workflow " + type + " has no migration path from version " + version

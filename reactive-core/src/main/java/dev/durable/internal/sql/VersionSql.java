@@ -21,14 +21,6 @@ public final class VersionSql {
     private final String migrateClaimed;
 
     /**
-     * A batch of instances of type $1 of versions [$2, $3) that no engine runs now (runnable or
-     * parked), ids after $4 in id order, at most $5, read without locks: the bulk migration
-     * migrates them in the application and writes them back with {@link #migrateSeen}. Index: the
-     * primary key (keyset by id, filtered; a rare operator call). Locks: none.
-     */
-    private final String unmigrated;
-
-    /**
      * Writes migrated rows back, each only while it is exactly as read (same version, attempt, step
      * and state) and not executing: a row claimed, run or signalled meanwhile is skipped, never
      * overwritten with a migration of a state it no longer has. $1 the type, $2 the new version;
@@ -45,6 +37,12 @@ public final class VersionSql {
      */
     private final String failVersion;
 
+    /**
+     * The instances $1 as they are now, those runnable or parked: what a bulk migration chunk migrates.
+     * Index: primary key. Locks: none (the write back is guarded by what was read).
+     */
+    private final String byIds;
+
     private final Db db;
 
     public VersionSql(Db db, Tables tables) {
@@ -53,12 +51,10 @@ public final class VersionSql {
                 UPDATE {instances}
                    SET type_version = $5, step = $6, state = $7::jsonb, updated_at = now()
                  WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND status = 'executing' AND type_version = $4""");
-        this.unmigrated = tables.render("""
-                SELECT id, type_version, attempt, step, state::text AS state FROM {instances}
-                 WHERE type = $1 AND type_version >= $2 AND type_version < $3
-                   AND status IN ('runnable', 'awaiting_signal', 'awaiting_children') AND id > $4
-                 ORDER BY id
-                 LIMIT $5""");
+        this.byIds = tables.render("""
+                SELECT id, type, type_version, attempt, step, state::text AS state FROM {instances}
+                 WHERE id = ANY ($1::bigint[]) AND status IN ('runnable', 'awaiting_signal', 'awaiting_children')
+                 ORDER BY id""");
         this.migrateSeen = tables.render("""
                 UPDATE {instances} i
                    SET type_version = $2, step = u.new_step, state = u.new_state::jsonb, updated_at = now()
@@ -99,19 +95,24 @@ public final class VersionSql {
     }
 
     /** An instance as the bulk migration read it. */
-    public record Unmigrated(long id, int typeVersion, int attempt, String step, @Nullable String stateJson) {
+    public record Unmigrated(long id, String type, int typeVersion, int attempt, String step, @Nullable String stateJson) {
+    }
+
+    /** The instances {@code ids} that are runnable or parked, as they are now. */
+    public Flux<Unmigrated> byIds(List<Long> ids) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(byIds)
+                        .bind(0, ids.toArray(Long[]::new)).execute())
+                .concatMap(result -> result.map(VersionSql::unmigrated)));
+    }
+
+    private static Unmigrated unmigrated(io.r2dbc.spi.Readable row) {
+        return new Unmigrated(row.get("id", Long.class), row.get("type", String.class),
+                row.get("type_version", Integer.class), row.get("attempt", Integer.class), row.get("step", String.class),
+                row.get("state", String.class));
     }
 
     /** The same instance migrated: {@code step} and {@code stateJson} of the new version. */
     public record Migrated(Unmigrated seen, String step, @Nullable String stateJson) {
-    }
-
-    public Flux<Unmigrated> unmigrated(String type, int lowest, int below, long afterId, int limit) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(unmigrated)
-                        .bind(0, type).bind(1, lowest).bind(2, below).bind(3, afterId).bind(4, limit).execute())
-                .concatMap(result -> result.map(row -> new Unmigrated(row.get("id", Long.class),
-                        row.get("type_version", Integer.class), row.get("attempt", Integer.class),
-                        row.get("step", String.class), row.get("state", String.class)))));
     }
 
     /** Writes back the rows still as read; emits how many. */
