@@ -51,7 +51,7 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 6;
+    private static final int LATEST = 7;
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -94,6 +94,9 @@ class MigrationIT {
             assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
             assertThat(done.resultJson()).isEqualTo("\"kept\"");
             assertThat(upgraded.liveEngines().collectList().block()).extracting(LiveEngine::name).contains("new");
+            // Version 7 (workflow versions): engines register the lowest version of each type they run.
+            assertThat(Sql.query(db, "SELECT lowest_versions[1] FROM {schema}.durable_engines WHERE name = 'new'",
+                    row -> row.get(0, Integer.class))).containsExactly(1);
             // Version 6 (conflict policies) works on the upgraded schema: a replace of a live key.
             long held = upgraded.insert(JobRequest.of("echo", "first").correlationKey("v6").runIn(Duration.ofHours(1)))
                     .block();
@@ -112,7 +115,7 @@ class MigrationIT {
                     row -> row.get(0, String.class) + " " + row.get(1, Integer.class)))
                     .containsExactlyInAnyOrder("done 2", "runnable 1");
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
-                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until')",
+                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until', 'lowest_versions')",
                     row -> row.get(0, Integer.class))).containsExactly(0);
         } finally {
             tool.closeLater().block();
