@@ -283,6 +283,39 @@ class WorkflowVersionsIT {
         assertThat(done.resultJson()).isEqualTo("\"EUR\"");
     }
 
+    @Test
+    void theReadmeExample() {
+        // tag::versioned-workflow[]
+        record CheckoutV1(String orderId, long cents) {}                 // the state as version 1 stored it
+        record Checkout(String orderId, long cents, String currency) {}
+
+        WorkflowDefinition<Checkout> checkout = WorkflowDefinition.builder("checkout", Checkout.class)
+                .queue("checkout")
+                .version(2)                                             // new instances are stored as version 2
+                .step("start", ctx -> Mono.just(Outcome.await(Set.of("paid"), "capture", ctx.state())))
+                .step("capture", ctx -> Mono.just(Outcome.done(ctx.state().cents() + " " + ctx.state().currency())))
+                .migration(StateMigration.from(1)                       // how a version 1 instance becomes version 2
+                        .state(CheckoutV1.class, old -> new Checkout(old.orderId(), old.cents(), "EUR"))
+                        .mapStep("charge", "capture"))                  // version 1's "charge" is now "capture"
+                .build();
+        // end::versioned-workflow[]
+
+        WorkflowDefinition<CheckoutV1> before = WorkflowDefinition.builder("checkout", CheckoutV1.class)
+                .queue("checkout")
+                .step("start", ctx -> Mono.just(Outcome.await(Set.of("paid"), "charge", ctx.state())))
+                .step("charge", ctx -> Mono.just(Outcome.done("v1")))
+                .build();
+        DurableEngine oldRelease = engines.start(serving("readme-v1", "checkout"), before);
+        long id = oldRelease.insert(JobRequest.of("checkout", new CheckoutV1("o-42", 4200))).block(WAIT);
+        engines.awaitStatus(oldRelease, id, InstanceStatus.AWAITING_SIGNAL, WAIT);
+        oldRelease.closeLater().block(WAIT);
+
+        DurableEngine newRelease = engines.start(serving("readme-v2", "checkout"), checkout);
+        newRelease.signal(id, "paid", null, null).block(WAIT);
+        assertThat(engines.awaitStatus(newRelease, id, InstanceStatus.DONE, WAIT).resultJson())
+                .isEqualTo("\"4200 EUR\"");
+    }
+
     private static WorkflowDefinition<Order> v2ish(String type, String queue) {
         return WorkflowDefinition.builder(type, Order.class).queue(queue).version(2).backoff(FAST)
                 .step("start", ctx -> Mono.just(Outcome.done(ctx.state().currency())))
