@@ -34,6 +34,8 @@ public final class WorkflowDefinition<S> implements Definition {
     private final Map<String, StepHandler<S>> steps;
     /** From-version -> its migration, an unbroken chain up to {@link #version} (empty without migrations). */
     private final java.util.NavigableMap<Integer, StateMigration> migrations;
+    /** The same, as a list from the lowest up (read on every claim of a workflow: made once). */
+    private final java.util.List<StateMigration> chain;
 
     private WorkflowDefinition(Builder<S> builder) {
         this.type = builder.type;
@@ -46,6 +48,7 @@ public final class WorkflowDefinition<S> implements Definition {
         this.initialStep = builder.steps.keySet().iterator().next();
         this.steps = Map.copyOf(builder.steps);
         this.migrations = java.util.Collections.unmodifiableNavigableMap(new java.util.TreeMap<>(builder.migrations));
+        this.chain = java.util.List.copyOf(migrations.values());
     }
 
     public static <S> Builder<S> builder(String type, Class<S> stateType) {
@@ -102,7 +105,7 @@ public final class WorkflowDefinition<S> implements Definition {
 
     /** Its state migrations, from the lowest version up (empty when it has none). */
     public java.util.List<StateMigration> migrations() {
-        return java.util.List.copyOf(migrations.values());
+        return chain;
     }
 
     /** The migrations an instance of {@code fromVersion} goes through to reach {@link #version()}. */

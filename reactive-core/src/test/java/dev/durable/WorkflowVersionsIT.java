@@ -89,9 +89,12 @@ class WorkflowVersionsIT {
         assertThat(parked.step()).isEqualTo("charge");
         oldNode.closeLater().block(WAIT);
 
-        DurableEngine newNode = engines.start(serving("v2-node", "ver-park"), v2("order", "ver-park"));
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        DurableEngine newNode = engines.start(serving("v2-node", "ver-park").meterRegistry(meters), v2("order", "ver-park"));
         assertThat(newNode.signal(id, "paid", null, null).block(WAIT)).isNotNull();
         Instance done = engines.awaitStatus(newNode, id, InstanceStatus.DONE, WAIT);
+        assertThat(meters.counter("durable.workflow.migrations", "type", "order", "from", "1", "outcome", "migrated")
+                .count()).isEqualTo(1.0);
         assertThat(done.resultJson()).isEqualTo("\"v2:1200 EUR signals=1\"");
         assertThat(done.typeVersion()).isEqualTo(2);
         assertThat(done.step()).isEqualTo("pay");
@@ -235,9 +238,12 @@ class WorkflowVersionsIT {
                     throw new IllegalStateException("cannot price " + old.id());
                 }))
                 .build();
-        DurableEngine node = engines.start(serving("throw-node", "ver-throw"), broken);
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        DurableEngine node = engines.start(serving("throw-node", "ver-throw").meterRegistry(meters), broken);
         Instance failed = engines.awaitStatus(node, id, InstanceStatus.FAILED, WAIT);
         assertThat(tries.get()).isEqualTo(2);
+        assertThat(meters.counter("durable.workflow.migrations", "type", "fragile", "from", "1", "outcome", "failed")
+                .count()).isEqualTo(2.0);
         assertThat(failed.attempt()).isEqualTo(2);
         assertThat(failed.lastError()).startsWith("migration of workflow fragile from version 1 to 2 failed:")
                 .contains("cannot price f");
@@ -245,6 +251,33 @@ class WorkflowVersionsIT {
         assertThat(failed.typeVersion()).isEqualTo(1);
         assertThat(failed.step()).isEqualTo("start");
         assertThat(node.codec().decode(failed.stateJson(), OrderV1.class)).isEqualTo(new OrderV1("f", 3));
+    }
+
+    @Test
+    void aMigrationThatHangsIsBoundedByTheTypesTimeout() {
+        DurableEngine producer = engines.start(engines.options("hang-producer"), v1("hanging", "ver-hang"));
+        long id = producer.insert(JobRequest.of("hanging", new OrderV1("h", 1)).maxAttempts(2)).block(WAIT);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        WorkflowDefinition<Order> hanging = WorkflowDefinition.builder("hanging", Order.class).queue("ver-hang")
+                .version(2).backoff(FAST).timeout(Duration.ofMillis(300))
+                .step("start", ctx -> Mono.just(Outcome.done("ran")))
+                .migration(StateMigration.from(1).state(OrderV1.class, old -> {
+                    try {
+                        release.await();
+                    } catch (InterruptedException interrupted) {
+                        Thread.currentThread().interrupt();
+                    }
+                    return new Order(old.id(), old.cents(), "EUR");
+                }))
+                .build();
+        try {
+            DurableEngine node = engines.start(serving("hang-node", "ver-hang"), hanging);
+            Instance failed = engines.awaitStatus(node, id, InstanceStatus.FAILED, WAIT);
+            assertThat(failed.lastError()).isEqualTo("migration of workflow hanging from version 1 to 2 timed out after PT0.3S");
+            assertThat(failed.typeVersion()).isEqualTo(1);
+        } finally {
+            release.countDown();
+        }
     }
 
     @Test

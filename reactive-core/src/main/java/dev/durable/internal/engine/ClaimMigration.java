@@ -6,6 +6,7 @@ import dev.durable.StateMigration;
 import dev.durable.WorkflowDefinition;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.VersionSql;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
@@ -36,11 +37,16 @@ public final class ClaimMigration {
         }
     }
 
+    /** Claim-time migrations by type, from-version and outcome (migrated, failed, claim_lost). */
+    static final String METER = "durable.workflow.migrations";
+
     private final VersionSql sql;
     private final JsonCodec codec;
     private final Scheduler handlerScheduler;
+    private final MeterRegistry meters;
 
-    ClaimMigration(VersionSql sql, JsonCodec codec, Scheduler handlerScheduler) {
+    ClaimMigration(VersionSql sql, JsonCodec codec, Scheduler handlerScheduler, MeterRegistry meters) {
+        this.meters = meters;
         this.sql = sql;
         this.codec = codec;
         this.handlerScheduler = handlerScheduler;
@@ -57,18 +63,26 @@ public final class ClaimMigration {
      * fails, nothing written. Call on the handler scheduler; emits there too.
      */
     Mono<ClaimedRow> migrate(WorkflowDefinition<?> definition, ClaimedRow row) {
-        ClaimedRow migrated;
-        try {
-            migrated = apply(definition, row, codec);
-        } catch (MigrationFailedException failed) {
-            return Mono.error(failed);
-        }
-        return sql.migrateClaimed(row.id(), row.worker(), row.attempt(), row.typeVersion(), migrated.typeVersion(),
-                        migrated.step(), migrated.stateJson())
-                .filter(Boolean::booleanValue)
-                .map(written -> migrated)
+        // User code, bounded like a step: past the type's timeout the attempt fails and nothing is written.
+        // It runs on a worker of its own, so the timeout can fire while a function blocks (and interrupts it).
+        return Mono.fromCallable(() -> apply(definition, row, codec))
+                .subscribeOn(handlerScheduler)
+                .timeout(definition.timeout(), Mono.error(() -> new MigrationFailedException("migration of workflow "
+                        + row.type() + " from version " + row.typeVersion() + " to " + definition.version()
+                        + " timed out after " + definition.timeout(), null)))
+                .doOnError(MigrationFailedException.class, failed -> count(row, "failed"))
+                .flatMap(migrated -> sql.migrateClaimed(row.id(), row.worker(), row.attempt(), row.typeVersion(),
+                                migrated.typeVersion(), migrated.step(), migrated.stateJson())
+                        .doOnNext(written -> count(row, written ? "migrated" : "claim_lost"))
+                        .filter(Boolean::booleanValue)
+                        .map(written -> migrated))
                 // The answer arrives on a database event loop; the step's decoding and handler must not run there.
                 .publishOn(handlerScheduler);
+    }
+
+    private void count(ClaimedRow row, String outcome) {
+        meters.counter(METER, "type", row.type(), "from", Integer.toString(row.typeVersion()), "outcome", outcome)
+                .increment();
     }
 
     /** The chain applied in memory: state and step of {@code definition}'s version, or why not. */

@@ -79,7 +79,7 @@ public final class EngineRuntime {
         Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
                 options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry, limiter,
                 new ClaimMigration(new VersionSql(sql.db(), new Tables(options.schema())), options.codec(),
-                        options.handlerScheduler()));
+                        options.handlerScheduler(), options.meterRegistry()));
         long leaseMillis = options.leaseTtl().toMillis();
         RetryDelays delays = new RetryDelays(wiring.definitions());
         List<QueueScheduler> made = new ArrayList<>();
