@@ -194,6 +194,33 @@ class WorkflowVersionsIT {
         assertThat(admin.failUnmigratable("legacy", 1).block(WAIT)).isZero();
     }
 
+    /** The pick of an engine that knows limits (another statement) keeps to the same range. */
+    @Test
+    void theLimitedPickKeepsToTheVersionsItCanRunToo() {
+        DurableEngine oldProducer = engines.start(engines.options("limited-v1-producer"),
+                WorkflowDefinition.builder("limited", OrderV1.class).queue("ver-limited")
+                        .step("start", ctx -> Mono.just(Outcome.done("v1"))).build());
+        DurableEngine v2Producer = engines.start(engines.options("limited-v2-producer"),
+                WorkflowDefinition.builder("limited", Order.class).queue("ver-limited").version(2)
+                        .step("start", ctx -> Mono.just(Outcome.done("v2"))).build());
+        long stranded = oldProducer.insert(JobRequest.of("limited", new OrderV1("s", 1))).block(WAIT);
+        long migratable = v2Producer.insert(JobRequest.of("limited", new Order("m", 2, "USD"))).block(WAIT);
+        long newer = engines.start(engines.options("limited-v4-producer"),
+                        WorkflowDefinition.builder("limited", Order.class).queue("ver-limited").version(4)
+                                .step("start", ctx -> Mono.just(Outcome.done("v4"))).build())
+                .insert(JobRequest.of("limited", new Order("n", 3, "USD"))).block(WAIT);
+
+        DurableEngine node = engines.start(serving("limited-v3", "ver-limited").gate("some-gate", 2),
+                v3FromTwo("limited", "ver-limited"));
+        assertThat(engines.awaitStatus(node, migratable, InstanceStatus.DONE, WAIT).resultJson()).isEqualTo("\"v3:usd\"");
+        Eventually.sleep(1000);
+        for (long untouched : List.of(stranded, newer)) {
+            Instance waiting = node.get(untouched).block(WAIT);
+            assertThat(waiting.status()).isEqualTo(InstanceStatus.RUNNABLE);
+            assertThat(waiting.attempt()).isZero();
+        }
+    }
+
     @Test
     void aBulkMigrationMovesParkedInstancesToTheNewVersion() {
         DurableEngine oldNode = engines.start(serving("bulk-v1", "ver-bulk"), v1("bulky", "ver-bulk"));

@@ -38,8 +38,8 @@ public final class RegistrySql {
 
     /**
      * Of the first $4 due rows at the head of queue $1 (pick order), those whose type at its version
-     * no engine serving the queue runs ($2 the types, $3 the version ranges each runs, {@code [lowest,current]}
-     * as int4range text; a type may come once per engine): counted by type and version, with the oldest due
+     * no engine serving the queue runs ($2 the types, $3 the lowest version each runs, $5 the current one;
+     * a type may come once per engine): counted by type and version, with the oldest due
      * time. Rows nobody can run are never picked, so they gather at the head: a sample of the head
      * finds them without reading the backlog. Index: the pick index. Locks: none.
      */
@@ -95,8 +95,8 @@ public final class RegistrySql {
                          WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= now()
                          ORDER BY i.priority, i.eligible_at, i.id
                          LIMIT $4) head
-                 WHERE NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::text[]::int4range[]) AS k(type, versions)
-                                    WHERE k.type = head.type AND head.type_version <@ k.versions)
+                 WHERE NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::int[], $5::int[]) AS k(type, lowest, version)
+                                    WHERE k.type = head.type AND head.type_version BETWEEN k.lowest AND k.version)
                  GROUP BY head.type, head.type_version
                  ORDER BY head.type, head.type_version""");
         this.failType = tables.render("""
@@ -162,11 +162,13 @@ public final class RegistrySql {
     public record UnknownType(String type, int typeVersion, long instances, Instant oldestEligibleAt) {
     }
 
-    /** {@code versions}: per entry of {@code types}, the versions run, {@code [lowest,current]} (int4range text). */
-    public Flux<UnknownType> unknownTypes(String queue, List<String> types, List<String> versions, int head) {
+    /** Per entry of {@code types}, the versions run: {@code lowest} to {@code versions}. */
+    public Flux<UnknownType> unknownTypes(String queue, List<String> types, List<Integer> lowest, List<Integer> versions,
+            int head) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(unknownTypes)
                         .bind(0, queue).bind(1, types.toArray(String[]::new))
-                        .bind(2, versions.toArray(String[]::new)).bind(3, head).execute())
+                        .bind(2, lowest.toArray(Integer[]::new)).bind(3, head)
+                        .bind(4, versions.toArray(Integer[]::new)).execute())
                 .concatMap(result -> result.map(row -> {
                     long micros = row.get("oldest_micros", Long.class);
                     return new UnknownType(row.get("type", String.class), row.get("type_version", Integer.class),

@@ -105,9 +105,9 @@ class PickShapeIT {
             if (limits) {
                 explain.bind(4, new String[0]).bind(5, new Integer[0]).bind(6, new Integer[0])
                         .bind(7, new String[0]).bind(8, new Double[0]).bind(9, new Integer[0])
-                        .bind(10, new String[] {"t"}).bind(11, new String[] {"[1,1]"});
+                        .bind(10, new String[] {"t"}).bind(11, new Integer[] {1});
             } else {
-                explain.bind(4, new String[] {"t"}).bind(5, new String[] {"[1,1]"});
+                explain.bind(4, new String[] {"t"}).bind(5, new Integer[] {1});
             }
             List<String> plan = Mono.from(connection.beginTransaction())
                     .thenMany(Flux.from(explain.execute()).concatMap(result -> result.map(row -> row.get(0, String.class))))
