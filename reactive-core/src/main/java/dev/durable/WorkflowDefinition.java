@@ -8,7 +8,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A workflow type: named steps over a typed state. The first step added is where new instances
- * start. Immutable once built.
+ * start. Immutable once built. A new release of a workflow with running instances declares a higher
+ * {@link Builder#version} and, to move older instances onto it, {@link StateMigration}s
+ * ({@link Builder#migration}); without migrations older instances run as they are.
  *
  * <pre>{@code
  * WorkflowDefinition<Order> checkout = WorkflowDefinition.builder("checkout", Order.class)
