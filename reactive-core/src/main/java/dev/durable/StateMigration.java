@@ -64,7 +64,8 @@ public final class StateMigration {
     /**
      * Instances of the old version at {@code oldStep} continue at {@code newStep}: a renamed step,
      * or a removed one sent to the step that takes its place. A step of the old version the new one
-     * lacks and no mapping covers has no path: such an instance fails its migration with that reason.
+     * lacks and no mapping covers has no path: such an instance is handed back unrun (no attempt
+     * spent, the reason in its last error) for a node that still runs the old version.
      */
     public StateMigration mapStep(String oldStep, String newStep) {
         Options.requireName("oldStep", oldStep);

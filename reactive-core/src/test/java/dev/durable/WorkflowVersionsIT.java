@@ -130,6 +130,38 @@ class WorkflowVersionsIT {
                 .isEqualTo("\"v2:5 USD signals=1\"");
     }
 
+    @Test
+    void aStepTheChainMapsNowhereIsHandedBackUnrunForANodeThatStillRunsItsVersion() {
+        WorkflowDefinition<OrderV1> v1 = WorkflowDefinition.builder("notifier", OrderV1.class).queue("ver-step")
+                .step("start", ctx -> Mono.just(Outcome.await(Set.of("go"), "notify", ctx.state())))
+                .step("notify", ctx -> Mono.just(Outcome.done("v1 notified " + ctx.state().id())))
+                .build();
+        // Version 2 dropped "notify" and its migration does not say where such instances go.
+        WorkflowDefinition<Order> v2 = WorkflowDefinition.builder("notifier", Order.class).queue("ver-step").version(2)
+                .step("start", ctx -> Mono.just(Outcome.done("v2")))
+                .migration(StateMigration.from(1).state(OrderV1.class, old -> new Order(old.id(), old.cents(), "EUR")))
+                .build();
+        DurableEngine oldNode = engines.start(serving("step-v1", "ver-step"), v1);
+        long id = oldNode.insert(JobRequest.of("notifier", new OrderV1("x", 1))).block(WAIT);
+        engines.awaitStatus(oldNode, id, InstanceStatus.AWAITING_SIGNAL, WAIT);
+        oldNode.closeLater().block(WAIT);
+
+        DurableEngine newNode = engines.start(serving("step-v2", "ver-step"), v2);
+        newNode.signal(id, "go", null, null).block(WAIT);
+        Instance handedBack = Eventually.until("handed back", WAIT, () -> newNode.get(id).block(WAIT),
+                i -> i.lastError() != null);
+        assertThat(handedBack.lastError()).contains("no migration path for step 'notify' of version 1");
+        assertThat(handedBack.status()).isEqualTo(InstanceStatus.RUNNABLE);
+        assertThat(handedBack.typeVersion()).isEqualTo(1);
+        assertThat(handedBack.step()).isEqualTo("notify");
+        assertThat(handedBack.attempt()).isZero();
+        newNode.closeLater().block(WAIT);
+
+        DurableEngine oldAgain = engines.start(serving("step-v1-again", "ver-step"), v1);
+        assertThat(engines.awaitStatus(oldAgain, id, InstanceStatus.DONE, WAIT).resultJson())
+                .isEqualTo("\"v1 notified x\"");
+    }
+
     /** v3 of "legacy" migrates from 2 only: version 1 has no path. */
     private static WorkflowDefinition<Order> v3FromTwo(String type, String queue) {
         return WorkflowDefinition.builder(type, Order.class).queue(queue).version(3).backoff(FAST)

@@ -26,14 +26,31 @@ import reactor.core.scheduler.Scheduler;
  */
 public final class ClaimMigration {
 
-    /** A migration function (or the codec around it) failed; the run ends as a step error would. */
+    /**
+     * A migration function (or the codec around it) failed, or timed out: the run ends as a step
+     * error would. Or ({@link #noPath()}) the chain does not reach a step of the current version: the
+     * row is handed back unrun, as a row at a step this engine lacks is, for an engine that still
+     * runs its version (an old node of a rolling deploy).
+     */
     public static final class MigrationFailedException extends DurableException {
 
+        private final boolean noPath;
+
         MigrationFailedException(String message, @Nullable Throwable cause) {
+            this(message, cause, false);
+        }
+
+        MigrationFailedException(String message, @Nullable Throwable cause, boolean noPath) {
             super(message);
+            this.noPath = noPath;
             if (cause != null) {
                 initCause(cause);
             }
+        }
+
+        /** True when no chain leads from the row's version and step to a step of the current version. */
+        public boolean noPath() {
+            return noPath;
         }
     }
 
@@ -70,7 +87,7 @@ public final class ClaimMigration {
                 .timeout(definition.timeout(), Mono.error(() -> new MigrationFailedException("migration of workflow "
                         + row.type() + " from version " + row.typeVersion() + " to " + definition.version()
                         + " timed out after " + definition.timeout(), null)))
-                .doOnError(MigrationFailedException.class, failed -> count(row, "failed"))
+                .doOnError(MigrationFailedException.class, failed -> count(row, failed.noPath() ? "no_path" : "failed"))
                 .flatMap(migrated -> sql.migrateClaimed(row.id(), row.worker(), row.attempt(), row.typeVersion(),
                                 migrated.typeVersion(), migrated.step(), migrated.stateJson())
                         .doOnNext(written -> count(row, written ? "migrated" : "claim_lost"))
@@ -101,7 +118,7 @@ public final class ClaimMigration {
         if (version < definition.lowestVersion()) {
             throw new MigrationFailedException("workflow " + type + " has no migration path from version " + version
                     + " to " + definition.version() + " (migrations start at version " + definition.lowestVersion()
-                    + ")", null);
+                    + ")", null, true);
         }
         String currentStep = step;
         String state = stateJson;
@@ -117,7 +134,7 @@ public final class ClaimMigration {
         if (definition.step(currentStep) == null) {
             throw new MigrationFailedException("workflow " + type + " has no migration path for step '" + step
                     + "' of version " + version + ": version " + definition.version() + " has no step '" + currentStep
-                    + "' (map it with StateMigration.mapStep)", null);
+                    + "' (map it with StateMigration.mapStep)", null, true);
         }
         return new Migrated(currentStep, state);
     }

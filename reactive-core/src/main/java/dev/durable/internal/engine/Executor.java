@@ -279,7 +279,8 @@ final class Executor {
      * its step runs. A migration that fails is the step's error: retried with the type's backoff, then
      * failed with the message naming type and versions, the row left at its old version and state. A
      * claim lost before the write commits nothing. Below the definition's lowest version (no path) the
-     * pick never claims it; should it arrive anyway, it is handed back unrun.
+     * pick never claims it; should it arrive anyway, it is handed back unrun, as is a row whose step
+     * the chain maps to no step of this version (an old node may still run it as it is).
      */
     private <S> Mono<Decision> migrateThenDecide(WorkflowDefinition<S> definition, ClaimedRow row,
             Cancellation cancellation) {
@@ -291,7 +292,8 @@ final class Executor {
                 .flatMap(migrated -> decideWorkflow(definition, migrated, cancellation))
                 .switchIfEmpty(Mono.fromSupplier(() -> Decision.claimLost(OutcomeRow.cancelled(row, List.of()))))
                 .onErrorResume(ClaimMigration.MigrationFailedException.class,
-                        failed -> Mono.just(Decision.of(afterError(definition, row, failed))));
+                        failed -> Mono.just(Decision.of(failed.noPath() ? deferred(row, failed.getMessage())
+                                : afterError(definition, row, failed))));
     }
 
     private Decision decide(Outcome<?> outcome, ClaimedRow row, List<Signal> signals) {
