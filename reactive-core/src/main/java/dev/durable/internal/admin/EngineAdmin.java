@@ -61,18 +61,14 @@ public final class EngineAdmin implements DurableAdmin {
 
     private final DurableEngine engine;
     private final AdminSql sql;
-    private final @Nullable VersionSql versions;
+    private final VersionSql versions;
     private final Map<String, Definition> definitions;
     /** Empty while the engine is open, an EngineClosedException once it is closing (deferred: read per call). */
     private final Mono<Void> whenOpen;
 
-    public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen, BulkJobs bulkJobs) {
-        this(engine, sql, whenOpen, bulkJobs, null, Map.of());
-    }
-
-    /** With {@code versions} and the engine's definitions, for {@link #migrate} and {@link #failUnmigratable}. */
+    /** {@code versions} and the engine's {@code definitions} serve {@link #migrate} and {@link #failUnmigratable}. */
     public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen, BulkJobs bulkJobs,
-            @Nullable VersionSql versions, Map<String, Definition> definitions) {
+            VersionSql versions, Map<String, Definition> definitions) {
         this.engine = engine;
         this.sql = sql;
         this.versions = versions;
@@ -417,9 +413,9 @@ public final class EngineAdmin implements DurableAdmin {
             }
             String error = "failed on purpose: workflow " + type + " has no migration path from version " + version
                     + " to " + workflow.version() + " (its migrations start at version " + workflow.lowestVersion() + ")";
-            VersionSql sql = versionSql();
-            return sql.failVersion(type, version, error, FAIL_BATCH)
-                    .expand(failed -> failed == FAIL_BATCH ? sql.failVersion(type, version, error, FAIL_BATCH) : Mono.empty())
+            return versions.failVersion(type, version, error, FAIL_BATCH)
+                    .expand(failed -> failed == FAIL_BATCH ? versions.failVersion(type, version, error, FAIL_BATCH)
+                            : Mono.empty())
                     .reduce(0L, Long::sum);
         }));
     }
@@ -432,13 +428,6 @@ public final class EngineAdmin implements DurableAdmin {
                 + " (WorkflowDefinition.Builder.migration): nothing to migrate to");
     }
 
-    private VersionSql versionSql() {
-        if (versions == null) {
-            throw new IllegalStateException("this admin was made without the versions' statements");
-        }
-        return versions;
-    }
-
     /**
      * One chunk of a bulk migration: reads the rows as they are, migrates those this engine's definitions
      * can (in the application, on the handler scheduler: it is user code), writes them back guarded by
@@ -446,8 +435,7 @@ public final class EngineAdmin implements DurableAdmin {
      * chunk's types the chunk fails (retried with backoff): another engine of the bulk queue may know them.
      */
     private Mono<Long> migrateChunk(List<Long> ids) {
-        VersionSql sql = versionSql();
-        return sql.byIds(ids).collectList()
+        return versions.byIds(ids).collectList()
                 .publishOn(engine.options().handlerScheduler())
                 .flatMap(rows -> {
                     Map<String, List<VersionSql.Migrated>> byType = new TreeMap<>();
@@ -477,7 +465,7 @@ public final class EngineAdmin implements DurableAdmin {
                                 + BULK_QUEUE + " on engines that do"));
                     }
                     return Flux.fromIterable(byType.entrySet())
-                            .concatMap(entry -> sql.migrateSeen(entry.getKey(),
+                            .concatMap(entry -> versions.migrateSeen(entry.getKey(),
                                     ((WorkflowDefinition<?>) definitions.get(entry.getKey())).version(), entry.getValue()))
                             .reduce(0L, Long::sum);
                 });
