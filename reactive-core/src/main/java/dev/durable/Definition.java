@@ -23,4 +23,13 @@ public interface Definition {
 
     /** The version stored with new instances. */
     int version();
+
+    /**
+     * The oldest version of its instances this definition runs: 1 (every older instance runs as it
+     * is, with this definition) unless it registers state migrations, then the lowest version from
+     * which an unbroken chain of them reaches {@link #version()}. Instances below it are never picked.
+     */
+    default int lowestVersion() {
+        return 1;
+    }
 }

@@ -30,6 +30,7 @@ import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.Statements;
 import dev.durable.internal.sql.Tables;
 import dev.durable.observation.TracePropagation;
+import dev.durable.internal.sql.VersionSql;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.Connection;
@@ -159,16 +160,21 @@ public final class DurableEngine implements AutoCloseable {
         Db db = new Db(connectionFactory, options.callTimeout());
         this.recurringJobs = recurringJobs;
         Map<String, Integer> knownTypes = new LinkedHashMap<>();
-        this.definitions.values().forEach(definition -> knownTypes.put(definition.type(), definition.version()));
+        Map<String, Integer> lowestVersions = new LinkedHashMap<>();
+        this.definitions.values().forEach(definition -> {
+            knownTypes.put(definition.type(), definition.version());
+            lowestVersions.put(definition.type(), definition.lowestVersion());
+        });
         this.tracing = options.tracePropagation();
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
-                options.rateLimits().values(), knownTypes, options.maxInboxSignals(), tracing != TracePropagation.NONE);
+                options.rateLimits().values(), knownTypes, lowestVersions, options.maxInboxSignals(),
+                tracing != TracePropagation.NONE);
         this.migrator = new Migrator(db, options.schema());
         this.mapper = new RequestMapper(this.definitions, options);
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), this::get, this.definitions,
                 options.codec(), mapper::encode, this::poke);
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
-                whenOpen(), bulkJobs, replays);
+                whenOpen(), bulkJobs, replays, new VersionSql(db, new Tables(options.schema())), this.definitions);
         this.identity = WorkerIdentity.create(options.name());
         for (Definition definition : this.definitions.values()) {
             if (definition instanceof JobDefinition<?, ?> job) {

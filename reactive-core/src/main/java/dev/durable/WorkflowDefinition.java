@@ -8,7 +8,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A workflow type: named steps over a typed state. The first step added is where new instances
- * start. Immutable once built.
+ * start. Immutable once built. A new release of a workflow with running instances declares a higher
+ * {@link Builder#version} and, to move older instances onto it, {@link StateMigration}s
+ * ({@link Builder#migration}); without migrations older instances run as they are.
  *
  * <pre>{@code
  * WorkflowDefinition<Order> checkout = WorkflowDefinition.builder("checkout", Order.class)
@@ -32,6 +34,10 @@ public final class WorkflowDefinition<S> implements Definition {
     private final Duration timeout;
     private final String initialStep;
     private final Map<String, StepHandler<S>> steps;
+    /** From-version -> its migration, an unbroken chain up to {@link #version} (empty without migrations). */
+    private final java.util.NavigableMap<Integer, StateMigration> migrations;
+    /** The same, as a list from the lowest up (read on every claim of a workflow: made once). */
+    private final java.util.List<StateMigration> chain;
 
     private WorkflowDefinition(Builder<S> builder) {
         this.type = builder.type;
@@ -43,6 +49,8 @@ public final class WorkflowDefinition<S> implements Definition {
         this.timeout = builder.timeout;
         this.initialStep = builder.steps.keySet().iterator().next();
         this.steps = Map.copyOf(builder.steps);
+        this.migrations = java.util.Collections.unmodifiableNavigableMap(new java.util.TreeMap<>(builder.migrations));
+        this.chain = java.util.List.copyOf(migrations.values());
     }
 
     public static <S> Builder<S> builder(String type, Class<S> stateType) {
@@ -88,6 +96,25 @@ public final class WorkflowDefinition<S> implements Definition {
         return initialStep;
     }
 
+    /**
+     * The oldest version this definition runs: with no migrations, 1 (older instances run as they
+     * are, with this definition); with migrations, the lowest version they migrate from.
+     */
+    @Override
+    public int lowestVersion() {
+        return migrations.isEmpty() ? 1 : migrations.firstKey();
+    }
+
+    /** Its state migrations, from the lowest version up (empty when it has none). */
+    public java.util.List<StateMigration> migrations() {
+        return chain;
+    }
+
+    /** The migrations an instance of {@code fromVersion} goes through to reach {@link #version()}. */
+    public java.util.List<StateMigration> migrationsFrom(int fromVersion) {
+        return java.util.List.copyOf(migrations.tailMap(fromVersion, true).values());
+    }
+
     /** The handler of {@code step}, or null when this version has no such step. */
     public @Nullable StepHandler<S> step(String step) {
         return steps.get(step);
@@ -112,6 +139,7 @@ public final class WorkflowDefinition<S> implements Definition {
         private Backoff backoff = Backoff.DEFAULT;
         private Duration timeout = JobDefinition.DEFAULT_TIMEOUT;
         private final Map<String, StepHandler<S>> steps = new LinkedHashMap<>();
+        private final Map<Integer, StateMigration> migrations = new java.util.TreeMap<>();
 
         private Builder(String type, Class<S> stateType) {
             this.type = Options.requireName("type", type);
@@ -161,11 +189,63 @@ public final class WorkflowDefinition<S> implements Definition {
             return this;
         }
 
+        /**
+         * A migration from version {@code n} to {@code n + 1}. The migrations must form an unbroken
+         * chain ending at {@link #version}: instances from the lowest from-version up are migrated
+         * when claimed; older ones have no path and wait, visible, until failed on purpose.
+         */
+        public Builder<S> migration(StateMigration migration) {
+            Options.requireNonNull("migration", migration);
+            if (migrations.putIfAbsent(migration.fromVersion(), migration) != null) {
+                throw new IllegalArgumentException("workflow " + type + " has two migrations from version "
+                        + migration.fromVersion());
+            }
+            return this;
+        }
+
         public WorkflowDefinition<S> build() {
             if (steps.isEmpty()) {
                 throw new IllegalArgumentException("workflow " + type + " must have at least one step");
             }
+            checkMigrations();
             return new WorkflowDefinition<>(this);
+        }
+
+        /** The chain is unbroken, ends at this version, and every mapped step lands on a step of it. */
+        private void checkMigrations() {
+            if (migrations.isEmpty()) {
+                return;
+            }
+            for (StateMigration migration : migrations.values()) {
+                if (migration.toVersion() > version) {
+                    throw new IllegalArgumentException("workflow " + type + " has a migration from version "
+                            + migration.fromVersion() + " to " + migration.toVersion() + ", above its version " + version
+                            + " (set .version(n) before or after, but to the newest version)");
+                }
+            }
+            int lowest = migrations.keySet().iterator().next();
+            for (int from = lowest; from < version; from++) {
+                if (!migrations.containsKey(from)) {
+                    throw new IllegalArgumentException("workflow " + type + " has a gap in its migrations: none from"
+                            + " version " + from + " to " + (from + 1) + " (registered from versions "
+                            + migrations.keySet() + ", version " + version + ")");
+                }
+            }
+            java.util.List<StateMigration> chain = java.util.List.copyOf(migrations.values());
+            for (int i = 0; i < chain.size(); i++) {
+                for (Map.Entry<String, String> mapped : chain.get(i).steps().entrySet()) {
+                    String step = mapped.getValue();
+                    for (StateMigration later : chain.subList(i + 1, chain.size())) {
+                        step = later.step(step);
+                    }
+                    if (!steps.containsKey(step)) {
+                        throw new IllegalArgumentException("workflow " + type + ": the migration from version "
+                                + chain.get(i).fromVersion() + " maps step '" + mapped.getKey() + "' to '"
+                                + mapped.getValue() + "'" + (step.equals(mapped.getValue()) ? "" : " (then '" + step + "')")
+                                + ", which version " + version + " does not have (its steps: " + steps.keySet() + ")");
+                    }
+                }
+            }
         }
     }
 }

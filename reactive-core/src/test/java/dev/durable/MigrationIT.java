@@ -53,8 +53,8 @@ class MigrationIT {
 
     /** The newest schema version this build ships. */
     private static final int LATEST = 9;
-    /** The versions this build ships (7 is reserved for another branch). */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 8, 9);
+    /** The versions this build ships. */
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -97,6 +97,9 @@ class MigrationIT {
             assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
             assertThat(done.resultJson()).isEqualTo("\"kept\"");
             assertThat(upgraded.liveEngines().collectList().block()).extracting(LiveEngine::name).contains("new");
+            // Version 7 (workflow versions): engines register the lowest version of each type they run.
+            assertThat(Sql.query(db, "SELECT lowest_versions[1] FROM {schema}.durable_engines WHERE name = 'new'",
+                    row -> row.get(0, Integer.class))).containsExactly(1);
             // Version 6 (conflict policies) works on the upgraded schema: a replace of a live key.
             long held = upgraded.insert(JobRequest.of("echo", "first").correlationKey("v6").runIn(Duration.ofHours(1)))
                     .block();
@@ -124,7 +127,8 @@ class MigrationIT {
                     row -> row.get(0, String.class) + " " + row.get(1, Integer.class)))
                     .containsExactlyInAnyOrder("done 2", "runnable 1");
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
-                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until', 'trace_context', 'trace_last')",
+                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until', 'lowest_versions', 'trace_context',"
+                    + " 'trace_last')",
                     row -> row.get(0, Integer.class))).containsExactly(0);
         } finally {
             tool.closeLater().block();
@@ -145,6 +149,8 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U5__queue_pauses.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V6__conflict_policies.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U6__conflict_policies.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V7__workflow_versions.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U7__workflow_versions.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V8__replay.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U8__replay.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V9__trace_context.sql")).isNotNull();

@@ -339,6 +339,12 @@ class DashboardIT {
         WebTestClient client = client(DashboardOptions.defaults());
         String first = body(client.get().uri("/durable/instances?status=failed&keyPrefix=key:page-&size=20").exchange().expectStatus().isOk());
         assertThat(rowIds(first)).hasSize(20).first().isEqualTo(ids.get(24));
+        // Each row shows its type's version, and the listing filters by it.
+        assertThat(first).contains("<span class=\"version\">v1</span>");
+        assertThat(rowIds(body(client.get().uri("/durable/instances?status=failed&keyPrefix=key:page-&version=2")
+                .exchange().expectStatus().isOk()))).isEmpty();
+        assertThat(rowIds(body(client.get().uri("/durable/instances?status=failed&keyPrefix=key:page-&version=1&size=50")
+                .exchange().expectStatus().isOk()))).hasSize(25);
         String next = link(first, "next");
         String second = body(client.get().uri(java.net.URI.create(next)).exchange().expectStatus().isOk());
         assertThat(rowIds(second)).containsExactly(ids.get(4), ids.get(3), ids.get(2), ids.get(1), ids.get(0));

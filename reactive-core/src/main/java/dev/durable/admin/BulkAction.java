@@ -9,5 +9,10 @@ public enum BulkAction {
     /** Delete each settled instance, as {@link DurableAdmin#delete} does. */
     DELETE,
     /** Set the priority of each live instance, as {@link DurableAdmin#setPriority} does. */
-    SET_PRIORITY
+    SET_PRIORITY,
+    /**
+     * Migrate each instance of an older version of a workflow that is not executing to the version
+     * the engine running the job knows ({@link DurableAdmin#migrate}).
+     */
+    MIGRATE
 }

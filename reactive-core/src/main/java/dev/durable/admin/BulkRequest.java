@@ -6,7 +6,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A bulk action over every instance a filter matches, run as a durable job ({@link DurableAdmin#startBulk}).
- * Immutable; made by {@link #retry}, {@link #cancel}, {@link #delete} or {@link #setPriority}.
+ * Immutable; made by {@link #retry}, {@link #cancel}, {@link #delete}, {@link #setPriority} or {@link #migrate}.
  */
 public final class BulkRequest {
 
@@ -54,6 +54,14 @@ public final class BulkRequest {
     /** Set the priority of each live instance the filter matches (checked by {@link DurableAdmin#startBulk}). */
     public static BulkRequest setPriority(InstanceFilter filter, int priority) {
         return new BulkRequest(BulkAction.SET_PRIORITY, filter, priority, null, DEFAULT_BATCH_SIZE);
+    }
+
+    /**
+     * Migrate each instance the filter matches that is not executing and is of an older version of a
+     * workflow the engine running the job can migrate; usually made by {@link DurableAdmin#migrate}.
+     */
+    public static BulkRequest migrate(InstanceFilter filter) {
+        return new BulkRequest(BulkAction.MIGRATE, filter, null, null, DEFAULT_BATCH_SIZE);
     }
 
     /** The same request acting on {@code batchSize} instances per chunk (1 to {@link #MAX_BATCH_SIZE}). */

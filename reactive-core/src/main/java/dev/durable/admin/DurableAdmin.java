@@ -222,6 +222,31 @@ public interface DurableAdmin {
      */
     Mono<BulkProgress> bulkProgress(long id);
 
+    /**
+     * Starts migrating every instance of workflow {@code type} of an older version this engine's
+     * definition can migrate (its state migrations), that is not executing, to the definition's version:
+     * a durable bulk job ({@link #startBulk}, action {@link BulkAction#MIGRATE}) in queue {@link #BULK_QUEUE}
+     * that reads batches, migrates them in the application and writes each row back only if it is still
+     * as read (a row claimed, run or signalled meanwhile is skipped: it migrates when next claimed).
+     * Run the bulk queue on engines that know the type at that version; an engine that does not know
+     * it fails the chunk (retried, then the job fails saying so). Emits the job's id. A row whose
+     * migration throws is left as it was (its next claim fails it as a step error). Instances of
+     * versions with no migration path are not touched: see {@link #failUnmigratable}.
+     * {@link dev.durable.InvalidRequestException} when this engine does not know {@code type} as a
+     * workflow with migrations.
+     */
+    Mono<Long> migrate(String type);
+
+    /**
+     * Fails every instance of workflow {@code type} still of {@code version}, not executing, when this
+     * engine's definition has no migration path from that version (it is below the oldest version its
+     * migrations start from): such instances are never picked, and wait until an operator decides.
+     * Their parents count them off as for any other failure. Emits how many were failed.
+     * {@link dev.durable.InvalidRequestException} when this engine does not know {@code type}, or can
+     * run or migrate instances of {@code version}.
+     */
+    Mono<Long> failUnmigratable(String type, int version);
+
     /** How long {@link #createSearchIndexes(Set)} may build an index over a big history. */
     Duration DEFAULT_INDEX_BUILD_TIMEOUT = Duration.ofHours(1);
 

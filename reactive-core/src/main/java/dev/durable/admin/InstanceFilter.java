@@ -34,6 +34,8 @@ public final class InstanceFilter {
     private final @Nullable Instant eligibleFrom;
     private final @Nullable Instant eligibleTo;
     private final @Nullable Long parentId;
+    private final @Nullable Integer typeVersionFrom;
+    private final @Nullable Integer typeVersionTo;
 
     private InstanceFilter(Builder b) {
         this.queues = List.copyOf(b.queues);
@@ -50,6 +52,8 @@ public final class InstanceFilter {
         this.eligibleFrom = b.eligibleFrom;
         this.eligibleTo = b.eligibleTo;
         this.parentId = b.parentId;
+        this.typeVersionFrom = b.typeVersionFrom;
+        this.typeVersionTo = b.typeVersionTo;
     }
 
     /** Every instance. */
@@ -78,6 +82,8 @@ public final class InstanceFilter {
         b.eligibleFrom = eligibleFrom;
         b.eligibleTo = eligibleTo;
         b.parentId = parentId;
+        b.typeVersionFrom = typeVersionFrom;
+        b.typeVersionTo = typeVersionTo;
         return b;
     }
 
@@ -143,6 +149,16 @@ public final class InstanceFilter {
         return parentId;
     }
 
+    /** The lowest type version matched (inclusive), or null for no bound. */
+    public @Nullable Integer typeVersionFrom() {
+        return typeVersionFrom;
+    }
+
+    /** The highest type version matched (inclusive), or null for no bound. */
+    public @Nullable Integer typeVersionTo() {
+        return typeVersionTo;
+    }
+
     /** True when no settled status can match: the history need not be read. */
     public boolean liveOnly() {
         return !statuses.isEmpty() && statuses.stream().noneMatch(InstanceStatus::isTerminal);
@@ -154,7 +170,8 @@ public final class InstanceFilter {
                 + ", correlationKey=" + correlationKey + ", correlationKeyPrefix=" + correlationKeyPrefix
                 + ", stateContains=" + stateContains + ", errorContains=" + errorContains + ", inserted=["
                 + insertedFrom + ", " + insertedTo + "), updated=[" + updatedFrom + ", " + updatedTo
-                + "), eligible=[" + eligibleFrom + ", " + eligibleTo + "), parentId=" + parentId + "}";
+                + "), eligible=[" + eligibleFrom + ", " + eligibleTo + "), parentId=" + parentId
+                + ", typeVersions=[" + typeVersionFrom + ", " + typeVersionTo + "]}";
     }
 
     /** Builds a filter; each setter checks its argument, {@link #build()} the ranges. */
@@ -174,6 +191,8 @@ public final class InstanceFilter {
         private @Nullable Instant eligibleFrom;
         private @Nullable Instant eligibleTo;
         private @Nullable Long parentId;
+        private @Nullable Integer typeVersionFrom;
+        private @Nullable Integer typeVersionTo;
 
         private Builder() {
         }
@@ -250,6 +269,24 @@ public final class InstanceFilter {
 
         public Builder parentId(long parentId) {
             this.parentId = parentId;
+            return this;
+        }
+
+        /** Instances whose type version is {@code version} (a workflow's {@code version(n)}; jobs are 1). */
+        public Builder typeVersion(int version) {
+            return typeVersionBetween(version, version);
+        }
+
+        /**
+         * Instances whose type version is between {@code lowest} and {@code highest}, both included;
+         * a null bound is open (all instances of a workflow older than version 3: {@code (null, 2)}).
+         */
+        public Builder typeVersionBetween(@Nullable Integer lowest, @Nullable Integer highest) {
+            if (lowest != null && highest != null && lowest > highest) {
+                throw new InvalidRequestException("type version range is empty: " + lowest + " is above " + highest);
+            }
+            this.typeVersionFrom = lowest;
+            this.typeVersionTo = highest;
             return this;
         }
 

@@ -25,8 +25,9 @@ CREATE TABLE durable_step_inputs (
 -- a job's step ('run') and state (its args) never change, so a job never fires it (claims, heartbeats,
 -- the reaper and settling do not name step or state, and a job's retry keeps both: only the WHEN
 -- clause runs, and writes nothing). The state recorded is the old row's: what the step ran with.
--- A claim (runnable -> executing) records nothing, so a state rewritten at claim time is recorded as
--- what the step ran with when the step ends.
+-- A claim (runnable -> executing) records nothing, nor does a claim-time migration (V7: the version
+-- changes with step and state before the step runs): the migrated state is recorded as what the step
+-- ran with when the step ends.
 CREATE FUNCTION durable_step_input() RETURNS trigger
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
@@ -42,7 +43,8 @@ $$;
 CREATE TRIGGER durable_step_input
     AFTER UPDATE OF step, state ON durable_instances
     FOR EACH ROW
-    WHEN (OLD.status = 'executing' AND (NEW.step IS DISTINCT FROM OLD.step OR NEW.state IS DISTINCT FROM OLD.state))
+    WHEN (OLD.status = 'executing' AND NEW.type_version = OLD.type_version
+          AND (NEW.step IS DISTINCT FROM OLD.step OR NEW.state IS DISTINCT FROM OLD.state))
     EXECUTE FUNCTION durable_step_input();
 
 -- Forks: an instance started by DurableEngine.fork from another one's step. A row only for a fork, so an

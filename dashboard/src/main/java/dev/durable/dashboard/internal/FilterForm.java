@@ -26,7 +26,7 @@ public final class FilterForm {
     /** The parameters, in the order the form shows them. */
     public static final List<String> FIELDS = List.of("queue", "type", "status", "key", "keyPrefix", "contains",
             "error", "insertedFrom", "insertedTo", "updatedFrom", "updatedTo", "eligibleFrom", "eligibleTo",
-            "parent");
+            "parent", "version");
 
     private final Map<String, List<String>> values;
 
@@ -135,6 +135,14 @@ public final class FilterForm {
                 b.parentId(Long.parseLong(parent));
             } catch (NumberFormatException e) {
                 throw new InvalidRequestException("parent: not an instance id: '" + parent + "'");
+            }
+        }
+        String version = first("version");
+        if (version != null) {
+            try {
+                b.typeVersion(Integer.parseInt(version));
+            } catch (NumberFormatException e) {
+                throw new InvalidRequestException("version: not a type version: '" + version + "'");
             }
         }
         return b.build();

@@ -248,7 +248,8 @@ public final class Pages {
             for (Instance i : listing.items()) {
                 h.raw("<tr").attr("data-id", i.id()).attr("data-status", i.status().sqlName()).raw(">")
                         .raw("<td class=\"num\">").link(instancePath(view, i.id()), i.id()).raw("</td>")
-                        .raw("<td>").text(i.type()).raw("</td><td>").text(i.queue()).raw("</td><td>");
+                        .raw("<td>").text(i.type()).raw(" <span class=\"version\">v").text(i.typeVersion())
+                        .raw("</span></td><td>").text(i.queue()).raw("</td><td>");
                 badge(h, i.status());
                 h.raw("</td><td>").text(i.step()).raw("</td><td class=\"num\">").text(i.attempt() + "/" + i.maxAttempts())
                         .raw("</td><td class=\"num\">").text(i.priority()).raw("</td><td class=\"key\">")
@@ -294,6 +295,7 @@ public final class Pages {
         field(h, form, "eligibleFrom", "Due from", "");
         field(h, form, "eligibleTo", "Due before", "");
         field(h, form, "parent", "Parent id", "");
+        field(h, form, "version", "Type version", "1");
         h.raw("</div></details>");
         h.raw("<label>Order<select name=\"order\"><option value=\"newest\"")
                 .raw(listing.newestFirst() ? " selected" : "").raw(">newest first</option><option value=\"oldest\"")
@@ -876,8 +878,9 @@ public final class Pages {
                 h.raw("<tr").attr("data-origin", e.origin()).raw("><td>").text(e.name()).raw("</td><td class=\"key\">")
                         .text(e.origin()).raw("</td><td>").text(String.join(", ", e.queues())).raw("</td><td>");
                 StringBuilder types = new StringBuilder();
-                new java.util.TreeMap<>(e.types()).forEach((type, version) ->
-                        types.append(types.length() == 0 ? "" : ", ").append(type).append(" v").append(version));
+                new java.util.TreeMap<>(e.types()).forEach((type, version) -> types.append(types.length() == 0 ? "" : ", ")
+                        .append(type).append(" v").append(e.lowestVersion(type) > 1 && e.lowestVersion(type) < version
+                                ? e.lowestVersion(type) + "-" + version : String.valueOf(version)));
                 h.text(types).raw("</td><td class=\"time\">").when(e.startedAt()).raw("</td><td class=\"time\">")
                         .when(e.seenAt()).raw("</td></tr>");
             }
@@ -890,8 +893,11 @@ public final class Pages {
                 for (UnservedWork w : unserved) {
                     h.raw("<tr><td>").text(w.queue()).raw("</td><td>")
                             .text(w.type() == null ? "(all)" : w.type() + " v" + w.typeVersion()).raw("</td><td>")
-                            .text(w.reason() == UnservedWork.Reason.NO_ENGINE_SERVES_QUEUE ? "no engine serves the queue"
-                                    : "no engine knows the type").raw("</td><td class=\"num\">").text(w.instances())
+                            .text(switch (w.reason()) {
+                                case NO_ENGINE_SERVES_QUEUE -> "no engine serves the queue";
+                                case NO_ENGINE_KNOWS_TYPE -> "no engine knows the type";
+                                case NO_MIGRATION_PATH -> "no migration path to the engines' version";
+                            }).raw("</td><td class=\"num\">").text(w.instances())
                             .raw("</td><td class=\"time\">").when(w.oldestEligibleAt()).raw("</td></tr>");
                 }
                 h.raw("</tbody></table></div>");

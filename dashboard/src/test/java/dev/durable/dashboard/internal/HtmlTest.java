@@ -53,6 +53,7 @@ class HtmlTest {
         params.add("insertedFrom", "2026-12-03T04:00");
         params.add("updatedTo", "2026-12-03T05:00:00Z");
         params.add("parent", "42");
+        params.add("version", "3");
         params.add("type", "  ");
         params.add("unknown", "ignored");
         FilterForm form = FilterForm.of(params);
@@ -65,6 +66,8 @@ class HtmlTest {
         assertThat(filter.insertedFrom()).isEqualTo(Instant.parse("2026-12-03T04:00:00Z"));
         assertThat(filter.updatedTo()).isEqualTo(Instant.parse("2026-12-03T05:00:00Z"));
         assertThat(filter.parentId()).isEqualTo(42L);
+        assertThat(filter.typeVersionFrom()).isEqualTo(3);
+        assertThat(filter.typeVersionTo()).isEqualTo(3);
         assertThat(form.query()).contains("queue=payments&queue=mail").contains("status=failed&status=cancelled")
                 .contains("contains=%7B%22customer%22%3A%20%22c1%22%7D").doesNotContain("unknown");
         assertThat(FilterForm.of(new LinkedMultiValueMap<>()).isEmpty()).isTrue();
@@ -72,7 +75,7 @@ class HtmlTest {
 
     @Test
     void aFieldThatDoesNotParseIsATypedErrorNamingIt() {
-        for (String[] bad : new String[][] {{"status", "sleeping"}, {"insertedFrom", "yesterday"}, {"parent", "x"},
+        for (String[] bad : new String[][] {{"status", "sleeping"}, {"insertedFrom", "yesterday"}, {"parent", "x"}, {"version", "v2"},
                 {"contains", "{not json"}}) {
             MultiValueMap<String, String> params = new LinkedMultiValueMap<>();
             params.add(bad[0], bad[1]);

@@ -38,13 +38,15 @@ public final class BulkJobs {
             @Nullable String correlationKey, @Nullable String correlationKeyPrefix, @Nullable String stateContains,
             @Nullable String errorContains, @Nullable String insertedFrom, @Nullable String insertedTo,
             @Nullable String updatedFrom, @Nullable String updatedTo, @Nullable String eligibleFrom,
-            @Nullable String eligibleTo, @Nullable Long parentId) {
+            @Nullable String eligibleTo, @Nullable Long parentId, @Nullable Integer typeVersionFrom,
+            @Nullable Integer typeVersionTo) {
 
         static FilterState of(InstanceFilter f) {
             return new FilterState(f.queues(), f.types(), f.statuses().stream().map(InstanceStatus::sqlName).sorted()
                     .toList(), f.correlationKey(), f.correlationKeyPrefix(), f.stateContains(), f.errorContains(),
                     text(f.insertedFrom()), text(f.insertedTo()), text(f.updatedFrom()), text(f.updatedTo()),
-                    text(f.eligibleFrom()), text(f.eligibleTo()), f.parentId());
+                    text(f.eligibleFrom()), text(f.eligibleTo()), f.parentId(), f.typeVersionFrom(),
+                    f.typeVersionTo());
         }
 
         InstanceFilter toFilter() {
@@ -81,6 +83,9 @@ public final class BulkJobs {
             }
             if (parentId != null) {
                 b.parentId(parentId);
+            }
+            if (typeVersionFrom != null || typeVersionTo != null) {
+                b.typeVersionBetween(typeVersionFrom, typeVersionTo);
             }
             return b.build();
         }
@@ -195,6 +200,9 @@ public final class BulkJobs {
             case DELETE -> Set.of(InstanceStatus.DONE, InstanceStatus.FAILED, InstanceStatus.CANCELLED);
             case CANCEL, SET_PRIORITY -> Set.of(InstanceStatus.RUNNABLE, InstanceStatus.EXECUTING,
                     InstanceStatus.AWAITING_SIGNAL, InstanceStatus.AWAITING_CHILDREN);
+            // An executing row migrates at its next claim (a claim in flight has its own guard).
+            case MIGRATE -> Set.of(InstanceStatus.RUNNABLE, InstanceStatus.AWAITING_SIGNAL,
+                    InstanceStatus.AWAITING_CHILDREN);
         };
     }
 }

@@ -29,7 +29,11 @@ import dev.durable.admin.SearchIndex;
 import dev.durable.admin.StatusCount;
 import java.time.Duration;
 import dev.durable.internal.Replays;
+import dev.durable.Definition;
+import dev.durable.WorkflowDefinition;
+import dev.durable.internal.engine.ClaimMigration;
 import dev.durable.internal.sql.AdminSql;
+import dev.durable.internal.sql.VersionSql;
 import dev.durable.internal.sql.AdminSql.Count;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -54,17 +58,24 @@ public final class EngineAdmin implements DurableAdmin {
     private static final Set<InstanceStatus> RETRYABLE = EnumSet.of(InstanceStatus.FAILED, InstanceStatus.CANCELLED);
     /** Signals and cancels of one bulk batch run this many at a time on the pool. */
     private static final int BULK_CONCURRENCY = 4;
+    private static final reactor.util.Logger log = reactor.util.Loggers.getLogger(EngineAdmin.class);
 
     private final DurableEngine engine;
     private final AdminSql sql;
     private final Replays replays;
+    private final VersionSql versions;
+    private final Map<String, Definition> definitions;
     /** Empty while the engine is open, an EngineClosedException once it is closing (deferred: read per call). */
     private final Mono<Void> whenOpen;
 
-    public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen, BulkJobs bulkJobs, Replays replays) {
+    /** {@code versions} and the engine's {@code definitions} serve {@link #migrate} and {@link #failUnmigratable}. */
+    public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen, BulkJobs bulkJobs, Replays replays,
+            VersionSql versions, Map<String, Definition> definitions) {
         this.engine = engine;
         this.sql = sql;
         this.replays = replays;
+        this.versions = versions;
+        this.definitions = definitions;
         this.whenOpen = whenOpen;
         bulkJobs.bind(new BulkJobs.Actions() {
             @Override
@@ -386,7 +397,95 @@ public final class EngineAdmin implements DurableAdmin {
                     .count();
             case DELETE -> sql.delete(ids).count();
             case SET_PRIORITY -> sql.setPriority(ids, java.util.Objects.requireNonNull(priority, "priority")).count();
+            case MIGRATE -> migrateChunk(ids);
         };
+    }
+
+    // ---- Versioned workflows ----------------------------------------------------------------------
+
+    /** Rows failed per statement by {@link #failUnmigratable}: short transactions, however many rows. */
+    private static final int FAIL_BATCH = 1000;
+
+    @Override
+    public Mono<Long> migrate(String type) {
+        return whenOpen.then(Mono.defer(() -> {
+            WorkflowDefinition<?> workflow = withMigrations(type);
+            InstanceFilter filter = InstanceFilter.builder().type(type)
+                    .typeVersionBetween(workflow.lowestVersion(), workflow.version() - 1).build();
+            return startBulk(BulkRequest.migrate(filter));
+        }));
+    }
+
+    @Override
+    public Mono<Long> failUnmigratable(String type, int version) {
+        return whenOpen.then(Mono.defer(() -> {
+            Definition definition = definitions.get(type);
+            if (!(definition instanceof WorkflowDefinition<?> workflow) || version >= definition.lowestVersion()) {
+                return Mono.error(new InvalidRequestException(definition == null
+                        ? "this engine does not know type '" + type + "', so it cannot tell which versions have no"
+                                + " migration path"
+                        : "version " + version + " of '" + type + "' is run or migrated by this engine (it runs versions "
+                                + definition.lowestVersion() + " to " + definition.version() + "); only versions below "
+                                + definition.lowestVersion() + " have no migration path"));
+            }
+            String error = "failed on purpose: workflow " + type + " has no migration path from version " + version
+                    + " to " + workflow.version() + " (its migrations start at version " + workflow.lowestVersion() + ")";
+            return versions.failVersion(type, version, error, FAIL_BATCH)
+                    .expand(failed -> failed == FAIL_BATCH ? versions.failVersion(type, version, error, FAIL_BATCH)
+                            : Mono.empty())
+                    .reduce(0L, Long::sum);
+        }));
+    }
+
+    private WorkflowDefinition<?> withMigrations(String type) {
+        if (definitions.get(type) instanceof WorkflowDefinition<?> workflow && !workflow.migrations().isEmpty()) {
+            return workflow;
+        }
+        throw new InvalidRequestException("this engine does not know '" + type + "' as a workflow with state migrations"
+                + " (WorkflowDefinition.Builder.migration): nothing to migrate to");
+    }
+
+    /**
+     * One chunk of a bulk migration: reads the rows as they are, migrates those this engine's definitions
+     * can (in the application, on the handler scheduler: it is user code), writes them back guarded by
+     * what was read. A row whose migration throws is left as it was. When this engine knows none of the
+     * chunk's types the chunk fails (retried with backoff): another engine of the bulk queue may know them.
+     */
+    private Mono<Long> migrateChunk(List<Long> ids) {
+        return versions.byIds(ids).collectList()
+                .publishOn(engine.options().handlerScheduler())
+                .flatMap(rows -> {
+                    Map<String, List<VersionSql.Migrated>> byType = new TreeMap<>();
+                    Set<String> unknown = new java.util.TreeSet<>();
+                    for (VersionSql.Unmigrated row : rows) {
+                        if (!(definitions.get(row.type()) instanceof WorkflowDefinition<?> workflow)
+                                || workflow.migrations().isEmpty()) {
+                            unknown.add(row.type());
+                            continue;
+                        }
+                        if (row.typeVersion() < workflow.lowestVersion() || row.typeVersion() >= workflow.version()) {
+                            continue;
+                        }
+                        try {
+                            ClaimMigration.Migrated migrated = ClaimMigration.apply(workflow, row.type(), row.typeVersion(),
+                                    row.step(), row.stateJson(), engine.codec());
+                            byType.computeIfAbsent(row.type(), type -> new ArrayList<>())
+                                    .add(new VersionSql.Migrated(row, migrated.step(), migrated.stateJson()));
+                        } catch (ClaimMigration.MigrationFailedException failed) {
+                            log.warn("instance {} not migrated: {}", row.id(), failed.getMessage());
+                        }
+                    }
+                    if (!unknown.isEmpty() && byType.isEmpty() && unknown.size() == rows.stream()
+                            .map(VersionSql.Unmigrated::type).distinct().count()) {
+                        return Mono.error(new IllegalStateException("engine " + engine.options().name()
+                                + " does not know " + unknown + " as workflows with state migrations: run queue "
+                                + BULK_QUEUE + " on engines that do"));
+                    }
+                    return Flux.fromIterable(byType.entrySet())
+                            .concatMap(entry -> versions.migrateSeen(entry.getKey(),
+                                    ((WorkflowDefinition<?>) definitions.get(entry.getKey())).version(), entry.getValue()))
+                            .reduce(0L, Long::sum);
+                });
     }
 
     @Override

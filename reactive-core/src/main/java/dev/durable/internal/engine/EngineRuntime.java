@@ -11,6 +11,8 @@ import dev.durable.internal.RequestMapper;
 import dev.durable.internal.sql.RegistrySql;
 import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.Statements;
+import dev.durable.internal.sql.Tables;
+import dev.durable.internal.sql.VersionSql;
 import dev.durable.limit.Limiter;
 import dev.durable.limit.LimiterContext;
 import dev.durable.poke.PokeContext;
@@ -75,7 +77,9 @@ public final class EngineRuntime {
                     onTransition.accept(parent);
                 }, onTransition);
         Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
-                options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry, limiter);
+                options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry, limiter,
+                new ClaimMigration(new VersionSql(sql.db(), new Tables(options.schema())), options.codec(),
+                        options.handlerScheduler(), options.meterRegistry()));
         long leaseMillis = options.leaseTtl().toMillis();
         RetryDelays delays = new RetryDelays(wiring.definitions());
         List<QueueScheduler> made = new ArrayList<>();
@@ -120,6 +124,7 @@ public final class EngineRuntime {
         this.registry = new Registry(sql.registry(), new RegistrySql.Entry(wiring.identity().origin(), options.name(),
                 List.copyOf(options.queues().keySet()), types,
                 types.stream().map(type -> wiring.definitions().get(type).version()).toList(),
+                types.stream().map(type -> wiring.definitions().get(type).lowestVersion()).toList(),
                 options.leaseTtl().toMillis()), Schedulers.parallel(), options.meterRegistry());
         this.claims = new ClaimOnInsert(schedulers, wiring.definitions().keySet(), registry::paused);
     }

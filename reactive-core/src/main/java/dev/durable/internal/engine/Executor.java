@@ -94,10 +94,12 @@ final class Executor {
     private final Consumer<Transition> onCommitted;
     private final Telemetry telemetry;
     private final Limiter limiter;
+    private final ClaimMigration migration;
 
     Executor(Map<String, Definition> definitions, RequestMapper mapper, JsonCodec codec, OutcomeCommitter committer,
             Scheduler handlerScheduler, Duration leaseTtl, Consumer<Transition> onCommitted, Telemetry telemetry,
-            Limiter limiter) {
+            Limiter limiter, ClaimMigration migration) {
+        this.migration = migration;
         this.telemetry = telemetry;
         this.limiter = limiter;
         this.definitions = definitions;
@@ -138,7 +140,11 @@ final class Executor {
                     if (definition instanceof JobDefinition<?, ?> job) {
                         return decideJob(job, row, cancellation);
                     }
-                    return decideWorkflow((WorkflowDefinition<?>) definition, row, cancellation, run);
+                    WorkflowDefinition<?> workflow = (WorkflowDefinition<?>) definition;
+                    if (ClaimMigration.needed(workflow, row)) {
+                        return migrateThenDecide(workflow, row, cancellation, run);
+                    }
+                    return decideWorkflow(workflow, row, cancellation, run);
                 })
                 .subscribeOn(handlerScheduler);
         // Stopped for a cancel, the run ends cancelled; stopped for a lost claim, it commits nothing:
@@ -269,6 +275,28 @@ final class Executor {
                 .onErrorResume(error -> Mono.just(Decision.of(afterError(definition, row, error))));
     }
 
+    /**
+     * An instance of an older version is migrated (and the migration written under its claim) before
+     * its step runs. A migration that fails is the step's error: retried with the type's backoff, then
+     * failed with the message naming type and versions, the row left at its old version and state. A
+     * claim lost before the write commits nothing. Below the definition's lowest version (no path) the
+     * pick never claims it; should it arrive anyway, it is handed back unrun, as is a row whose step
+     * the chain maps to no step of this version (an old node may still run it as it is).
+     */
+    private <S> Mono<Decision> migrateThenDecide(WorkflowDefinition<S> definition, ClaimedRow row,
+            Cancellation cancellation, Telemetry.Run run) {
+        if (row.typeVersion() < definition.lowestVersion()) {
+            return Mono.just(Decision.of(deferred(row, "version " + row.typeVersion() + " of " + row.type()
+                    + " has no migration path to " + definition.version())));
+        }
+        return migration.migrate(definition, row)
+                .flatMap(migrated -> decideWorkflow(definition, migrated, cancellation, run))
+                .switchIfEmpty(Mono.fromSupplier(() -> Decision.claimLost(OutcomeRow.cancelled(row, List.of()))))
+                .onErrorResume(ClaimMigration.MigrationFailedException.class,
+                        failed -> Mono.just(Decision.of(failed.noPath() ? deferred(row, failed.getMessage())
+                                : afterError(definition, row, failed))));
+    }
+
     private Decision decide(Outcome<?> outcome, ClaimedRow row, List<Signal> signals, Telemetry.Run run) {
         List<Long> consumed = signals.stream().map(Signal::id).toList();
         return switch (outcome.kind()) {
@@ -359,6 +387,9 @@ final class Executor {
     private static String describe(Throwable error, Duration timeout) {
         if (error instanceof TimeoutException) {
             return "timed out after " + timeout;
+        }
+        if (error instanceof ClaimMigration.MigrationFailedException) {
+            return error.getMessage();
         }
         String message = error.getMessage();
         return error.getClass().getName() + (message == null ? "" : ": " + message);

@@ -151,7 +151,7 @@ public final class Registry {
         return sql.live().collectList().flatMapMany(engines -> sql.dueQueues().concatMap(queue -> {
             List<LiveEngine> serving = engines.stream().filter(engine -> engine.queues().contains(queue)).toList();
             if (serving.isEmpty()) {
-                return sql.unknownTypes(queue, List.of(), List.of(), HEAD_SAMPLE)
+                return sql.unknownTypes(queue, List.of(), List.of(), List.of(), HEAD_SAMPLE)
                         .collectList()
                         .filter(rows -> !rows.isEmpty())
                         .map(rows -> new UnservedWork(queue, null, null, UnservedWork.Reason.NO_ENGINE_SERVES_QUEUE,
@@ -160,13 +160,22 @@ public final class Registry {
                                         .orElseThrow()))
                         .flux();
             }
-            Map<String, Integer> known = new LinkedHashMap<>();
+            // One range per engine and type: a v1-only node and a v3 node that migrates from 2 leave 1..3 served.
+            List<String> types = new ArrayList<>();
+            List<Integer> lowest = new ArrayList<>();
+            List<Integer> versions = new ArrayList<>();
             for (LiveEngine engine : serving) {
-                engine.types().forEach((type, version) -> known.merge(type, version, Math::max));
+                engine.types().forEach((type, version) -> {
+                    types.add(type);
+                    lowest.add(engine.lowestVersion(type));
+                    versions.add(version);
+                });
             }
-            return sql.unknownTypes(queue, List.copyOf(known.keySet()), List.copyOf(known.values()), HEAD_SAMPLE)
+            return sql.unknownTypes(queue, types, lowest, versions, HEAD_SAMPLE)
                     .map(row -> new UnservedWork(queue, row.type(), row.typeVersion(),
-                            UnservedWork.Reason.NO_ENGINE_KNOWS_TYPE, row.instances(), row.oldestEligibleAt()));
+                            serving.stream().anyMatch(engine -> engine.types().getOrDefault(row.type(), 0) > row.typeVersion())
+                                    ? UnservedWork.Reason.NO_MIGRATION_PATH : UnservedWork.Reason.NO_ENGINE_KNOWS_TYPE,
+                            row.instances(), row.oldestEligibleAt()));
         }));
     }
 }

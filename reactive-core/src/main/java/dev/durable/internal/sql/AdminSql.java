@@ -731,6 +731,8 @@ public final class AdminSql {
         private final int eligibleFrom;
         private final int eligibleTo;
         private final int parent;
+        private final int versionFrom;
+        private final int versionTo;
 
         Where(InstanceFilter filter) {
             this.filter = filter;
@@ -749,6 +751,8 @@ public final class AdminSql {
             this.eligibleFrom = optional(filter.eligibleFrom());
             this.eligibleTo = optional(filter.eligibleTo());
             this.parent = optional(filter.parentId());
+            this.versionFrom = optional(filter.typeVersionFrom());
+            this.versionTo = optional(filter.typeVersionTo());
         }
 
         /** Adds an argument; its 1-based placeholder number. */
@@ -800,6 +804,12 @@ public final class AdminSql {
             range(sql, "eligible_at", eligibleFrom, eligibleTo);
             if (parent > 0) {
                 sql.append("parent_id = $").append(parent).append(" AND ");
+            }
+            if (versionFrom > 0) {
+                sql.append("type_version >= $").append(versionFrom).append("::int AND ");
+            }
+            if (versionTo > 0) {
+                sql.append("type_version <= $").append(versionTo).append("::int AND ");
             }
             return sql.toString();
         }

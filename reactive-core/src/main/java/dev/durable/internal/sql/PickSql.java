@@ -50,7 +50,12 @@ public final class PickSql {
     /**
      * The candidates and the one-per-key guard. The first two placeholders name the parameters of
      * the versions and the types this engine knows: a row of another type, or of a newer version, is
-     * left for an engine that knows it (a rolling deploy never fails work an old node cannot run).
+     * left for an engine that knows it (a rolling deploy never fails work an old node cannot run);
+     * so is a row older than the oldest version the engine can migrate from (no migration path: it
+     * waits, visible as unserved work). The versions parameter holds each type's current version, then
+     * (at the same position plus the number of types) its lowest; without the second half every version
+     * down to 1 runs. Two plain int comparisons: a range type would be cast from text on every row
+     * under a generic plan.
      * The third takes the limit filters. {@code priorities} and the lateral scan are the skip over
      * future rows the class describes (the statement starts WITH RECURSIVE for them); the key probe,
      * the advisory lock and the row lock are taken inside the lateral, so only rows the outer LIMIT
@@ -72,14 +77,15 @@ public final class PickSql {
                   FROM {instances} c
                  WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
-                   AND c.type_version <= (%s::int[])[array_position(%s::text[], c.type)]
+                   AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
+                   AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
                         WHEN EXISTS (SELECT 1 FROM {instances} e
                                       WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
                                         AND e.gate_name IS NULL) THEN false
                         ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
                    AND c.priority = s.priority
-                   %s
+                   %3$s
                  ORDER BY c.priority, c.eligible_at, c.id
                  LIMIT $2
                    FOR UPDATE OF c SKIP LOCKED) c
@@ -199,11 +205,21 @@ public final class PickSql {
     private final Double[] rates;
     private final Integer[] bursts;
     private final String[] types;
+    /** Per known type its current version, then per known type (same order) the lowest it runs. */
     private final Integer[] versions;
 
-    /** The statements of an engine that knows these limits, and these types at these versions. */
+    /** The statements of an engine that knows these limits, and these types at these versions (and every older one). */
     public PickSql(Db db, Tables tables, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits,
             Map<String, Integer> knownTypes) {
+        this(db, tables, gates, rateLimits, knownTypes, Map.of());
+    }
+
+    /**
+     * The statements of an engine that knows these limits, and these types at these versions, each
+     * down to its lowest version in {@code lowestVersions} (1 when absent).
+     */
+    public PickSql(Db db, Tables tables, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits,
+            Map<String, Integer> knownTypes, Map<String, Integer> lowestVersions) {
         this.db = db;
         this.limits = !gates.isEmpty() || !rateLimits.isEmpty();
         this.gateNames = gates.stream().map(Limits.Gate::name).toArray(String[]::new);
@@ -213,7 +229,9 @@ public final class PickSql {
         this.rates = rateLimits.stream().map(Limits.RateLimit::ratePerSecond).toArray(Double[]::new);
         this.bursts = rateLimits.stream().map(Limits.RateLimit::burst).toArray(Integer[]::new);
         this.types = knownTypes.keySet().toArray(String[]::new);
-        this.versions = knownTypes.values().toArray(Integer[]::new);
+        this.versions = java.util.stream.Stream.concat(knownTypes.values().stream(),
+                        knownTypes.keySet().stream().map(type -> lowestVersions.getOrDefault(type, 1)))
+                .toArray(Integer[]::new);
         this.pick = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$6", "$5",
                         "AND c.gate_name IS NULL AND c.rate_limit IS NULL")
                 + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);

@@ -14,7 +14,7 @@ import reactor.core.publisher.Mono;
 /** The registry of live engines, and the questions it answers about work nobody runs. */
 public final class RegistrySql {
 
-    private static final String ENGINE_COLUMNS = "origin, name, queues, types, versions, started_at, seen_at";
+    private static final String ENGINE_COLUMNS = "origin, name, queues, types, versions, started_at, seen_at, lowest_versions";
 
     /**
      * Registers or refreshes this engine's entry with a TTL of $7 ms, drops entries long expired,
@@ -38,7 +38,8 @@ public final class RegistrySql {
 
     /**
      * Of the first $4 due rows at the head of queue $1 (pick order), those whose type at its version
-     * no engine serving the queue knows ($2, $3): counted by type and version, with the oldest due
+     * no engine serving the queue runs ($2 the types, $3 the lowest version each runs, $5 the current one;
+     * a type may come once per engine): counted by type and version, with the oldest due
      * time. Rows nobody can run are never picked, so they gather at the head: a sample of the head
      * finds them without reading the backlog. Index: the pick index. Locks: none.
      */
@@ -62,10 +63,11 @@ public final class RegistrySql {
                 WITH gone AS (
                     DELETE FROM {engines} WHERE expires_at < now() - interval '1 hour'
                 ), mine AS (
-                    INSERT INTO {engines} AS e (origin, name, queues, types, versions, expires_at)
-                    VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond')
+                    INSERT INTO {engines} AS e (origin, name, queues, types, versions, expires_at, lowest_versions)
+                    VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond', $7)
                     ON CONFLICT (origin) DO UPDATE
                        SET queues = EXCLUDED.queues, types = EXCLUDED.types, versions = EXCLUDED.versions,
+                           lowest_versions = EXCLUDED.lowest_versions,
                            seen_at = now(), expires_at = EXCLUDED.expires_at
                     RETURNING\s""" + ENGINE_COLUMNS + """
 
@@ -93,8 +95,8 @@ public final class RegistrySql {
                          WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= now()
                          ORDER BY i.priority, i.eligible_at, i.id
                          LIMIT $4) head
-                 WHERE NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::int[]) AS k(type, version)
-                                    WHERE k.type = head.type AND head.type_version <= k.version)
+                 WHERE NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::int[], $5::int[]) AS k(type, lowest, version)
+                                    WHERE k.type = head.type AND head.type_version BETWEEN k.lowest AND k.version)
                  GROUP BY head.type, head.type_version
                  ORDER BY head.type, head.type_version""");
         this.failType = tables.render("""
@@ -118,7 +120,7 @@ public final class RegistrySql {
 
     /** This engine's entry: what it serves, and for how long it counts as live without a refresh. */
     public record Entry(String origin, String name, List<String> queues, List<String> types, List<Integer> versions,
-            long ttlMillis) {
+            List<Integer> lowestVersions, long ttlMillis) {
     }
 
     /** Registers or refreshes {@code entry}; emits every live engine. */
@@ -128,7 +130,8 @@ public final class RegistrySql {
                         .bind(2, entry.queues().toArray(String[]::new))
                         .bind(3, entry.types().toArray(String[]::new))
                         .bind(4, entry.versions().toArray(Integer[]::new))
-                        .bind(5, entry.ttlMillis()).execute())
+                        .bind(5, entry.ttlMillis())
+                        .bind(6, entry.lowestVersions().toArray(Integer[]::new)).execute())
                 .concatMap(result -> result.map(RegistrySql::toEngine)));
     }
 
@@ -159,10 +162,13 @@ public final class RegistrySql {
     public record UnknownType(String type, int typeVersion, long instances, Instant oldestEligibleAt) {
     }
 
-    public Flux<UnknownType> unknownTypes(String queue, List<String> types, List<Integer> versions, int head) {
+    /** Per entry of {@code types}, the versions run: {@code lowest} to {@code versions}. */
+    public Flux<UnknownType> unknownTypes(String queue, List<String> types, List<Integer> lowest, List<Integer> versions,
+            int head) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(unknownTypes)
                         .bind(0, queue).bind(1, types.toArray(String[]::new))
-                        .bind(2, versions.toArray(Integer[]::new)).bind(3, head).execute())
+                        .bind(2, lowest.toArray(Integer[]::new)).bind(3, head)
+                        .bind(4, versions.toArray(Integer[]::new)).execute())
                 .concatMap(result -> result.map(row -> {
                     long micros = row.get("oldest_micros", Long.class);
                     return new UnknownType(row.get("type", String.class), row.get("type_version", Integer.class),
@@ -182,12 +188,17 @@ public final class RegistrySql {
     private static LiveEngine toEngine(Readable row) {
         String[] types = row.get("types", String[].class);
         Integer[] versions = row.get("versions", Integer[].class);
+        Integer[] lowest = row.get("lowest_versions", Integer[].class);
         Map<String, Integer> known = new LinkedHashMap<>();
+        Map<String, Integer> lowestKnown = new LinkedHashMap<>();
         for (int i = 0; i < types.length; i++) {
             known.put(types[i], versions[i]);
+            if (lowest != null && i < lowest.length && lowest[i] != null && lowest[i] > 1) {
+                lowestKnown.put(types[i], lowest[i]);
+            }
         }
         return new LiveEngine(row.get("origin", String.class), row.get("name", String.class),
                 Arrays.asList(row.get("queues", String[].class)), known,
-                row.get("started_at", Instant.class), row.get("seen_at", Instant.class));
+                row.get("started_at", Instant.class), row.get("seen_at", Instant.class), lowestKnown);
     }
 }

@@ -34,6 +34,14 @@ public final class ReplaySql {
                  ELSE (SELECT r.state FROM {step_inputs} r WHERE r.instance_id = s.id AND r.step = $2) END""";
 
     /**
+     * The workflow version of that state: the row's own, or the recorded input's (a step recorded
+     * before a claim-time migration keeps its old version, so the claim that runs it migrates it again).
+     */
+    private static final String START_VERSION = """
+            CASE WHEN $3::text IS NOT NULL OR s.step = $2 THEN s.type_version
+                 ELSE (SELECT r.type_version FROM {step_inputs} r WHERE r.instance_id = s.id AND r.step = $2) END""";
+
+    /**
      * The source may start at {@code $2}: a state is given and may be used for any step ($4 false: the
      * engine knows the step), or the step has a recorded input.
      */
@@ -94,22 +102,25 @@ public final class ReplaySql {
                 WITH hist AS (
                     SELECT h.* FROM {history} h WHERE h.id = $1 FOR UPDATE
                 ), hot AS (
-                    SELECT i.id, i.status, i.step, i.state, i.last_error, i.attempt, i.updated_at, i.parent_id
+                    SELECT i.id, i.status, i.step, i.state, i.type_version, i.last_error, i.attempt, i.updated_at,
+                           i.parent_id
                       FROM {instances} i WHERE i.id = $1 AND i.status IN %s FOR UPDATE
                 ), src AS (
-                    SELECT id, status, step, state, last_error, attempt, settled_at, parent_id, true AS archived
+                    SELECT id, status, step, state, type_version, last_error, attempt, settled_at, parent_id,
+                           true AS archived
                       FROM hist
                      UNION ALL
-                    SELECT id, status, step, state, last_error, attempt, updated_at, parent_id, false FROM hot
+                    SELECT id, status, step, state, type_version, last_error, attempt, updated_at, parent_id, false
+                      FROM hot
                 ), ok AS (
-                    SELECT s.*, %s AS start_state FROM src s WHERE NOT %s AND %s
+                    SELECT s.*, %s AS start_state, %s AS start_version FROM src s WHERE NOT %s AND %s
                 ), back AS (
                     INSERT INTO {instances} AS i (id, type, type_version, queue, priority, status, step, state,
                                              attempt, max_attempts, eligible_at, parent_id, concurrency_key,
                                              correlation_key, correlation_statuses, gate_name, gate_shard,
                                              rate_limit, rate_weight, rate_partition, has_children, inserted_at,
                                              updated_at, trace_context, trace_last)
-                    SELECT h.id, h.type, h.type_version, h.queue, h.priority, 'runnable', $2, o.start_state, 0,
+                    SELECT h.id, h.type, o.start_version, h.queue, h.priority, 'runnable', $2, o.start_state, 0,
                            h.max_attempts, now(), h.parent_id, h.concurrency_key, h.correlation_key,
                            CASE WHEN h.correlation_key IS NOT NULL THEN $6::text[] END,
                            h.gate_name, h.gate_shard, h.rate_limit, h.rate_weight, h.rate_partition,
@@ -123,7 +134,8 @@ public final class ReplaySql {
                     DELETE FROM {history} h USING back b WHERE h.id = b.id
                 ), kept AS (
                     UPDATE {instances} i
-                       SET status = 'runnable', step = $2, state = o.start_state, attempt = 0, eligible_at = now(),
+                       SET status = 'runnable', step = $2, state = o.start_state, type_version = o.start_version,
+                           attempt = 0, eligible_at = now(),
                            result = NULL, last_error = NULL, cancel_requested = false, awaited_signals = NULL,
                            await_deadline = NULL, children_pending = 0, updated_at = now(),
                            -- a follow-up dropped when it settled must not come back when it settles again
@@ -140,17 +152,17 @@ public final class ReplaySql {
                      UNION ALL
                     SELECT o.id, 0, $2, NULL::timestamptz, now(), 'replayed', $5 FROM ok o JOIN started d ON d.id = o.id
                 )
-                SELECT id, queue FROM started""".formatted(TERMINAL, START_STATE, parentLive, STARTS));
+                SELECT id, queue FROM started""".formatted(TERMINAL, START_STATE, START_VERSION, parentLive, STARTS));
         this.fork = tables.render("""
                 WITH s AS (
                     SELECT * FROM {instances_all} WHERE id = $1
                 ), ok AS (
-                    SELECT s.*, %s AS start_state FROM s WHERE %s
+                    SELECT s.*, %s AS start_state, %s AS start_version FROM s WHERE %s
                 ), made AS (
                     INSERT INTO {instances} AS i (type, type_version, queue, priority, status, step, state,
                                              max_attempts, concurrency_key, gate_name, gate_shard, rate_limit,
                                              rate_weight, rate_partition)
-                    SELECT o.type, o.type_version, o.queue, o.priority, 'runnable', $2, o.start_state,
+                    SELECT o.type, o.start_version, o.queue, o.priority, 'runnable', $2, o.start_state,
                            o.max_attempts, o.concurrency_key, o.gate_name, o.gate_shard, o.rate_limit,
                            o.rate_weight, o.rate_partition
                       FROM ok o
@@ -161,7 +173,7 @@ public final class ReplaySql {
                     INSERT INTO {attempts} (instance_id, attempt, step, outcome, error)
                     SELECT m.id, 0, $2, 'forked', $5 FROM made m
                 )
-                SELECT id, queue FROM made""".formatted(START_STATE, STARTS));
+                SELECT id, queue FROM made""".formatted(START_STATE, START_VERSION, STARTS));
         this.inputs = tables.render("SELECT step, type_version, state::text AS state, started_at, recorded_at"
                 + " FROM {step_inputs} WHERE instance_id = $1 ORDER BY recorded_at, step");
         this.recorded = tables.render("SELECT 1 FROM {step_inputs} WHERE instance_id = $1 AND step = $2");

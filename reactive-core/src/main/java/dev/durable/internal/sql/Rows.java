@@ -127,6 +127,13 @@ public final class Rows {
                     keepsRateLimit ? rateLimit : null, keepsRateLimit ? rateWeight : 0,
                     keepsRateLimit ? ratePartition : null, traceContext, traceLast, signalTraces);
         }
+
+        /** The same claim after a migration wrote {@code typeVersion}, {@code step} and {@code stateJson} onto its row. */
+        public ClaimedRow migratedTo(int typeVersion, String step, @Nullable String stateJson) {
+            return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
+                    attempt, maxAttempts, concurrencyKey, parentId, awaitedSignals, inbox, children, gateName, gateShard,
+                    rateLimit, rateWeight, ratePartition);
+        }
     }
 
     /** A row a pick locked but has not claimed yet, with its limits, for the limiter to admit. */

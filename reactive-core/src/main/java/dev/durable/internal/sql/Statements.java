@@ -12,15 +12,19 @@ public record Statements(Db db, InstanceSql instances, PickSql picks, OutcomeSql
     /** The statements of an engine that knows these limits, and these types at these versions. */
     public static Statements create(Db db, String schema, Collection<Limits.Gate> gates,
             Collection<Limits.RateLimit> rateLimits, Map<String, Integer> knownTypes, int maxInboxSignals) {
-        return create(db, schema, gates, rateLimits, knownTypes, maxInboxSignals, false);
+        return create(db, schema, gates, rateLimits, knownTypes, Map.of(), maxInboxSignals, false);
     }
 
-    /** As above; {@code traced}: the commits store each run's span context (EngineOptions.tracePropagation). */
+    /**
+     * As above, each known type run down to its lowest version in {@code lowestVersions} (1 when
+     * absent); {@code traced}: the commits store each run's span context (EngineOptions.tracePropagation).
+     */
     public static Statements create(Db db, String schema, Collection<Limits.Gate> gates,
-            Collection<Limits.RateLimit> rateLimits, Map<String, Integer> knownTypes, int maxInboxSignals,
-            boolean traced) {
+            Collection<Limits.RateLimit> rateLimits, Map<String, Integer> knownTypes,
+            Map<String, Integer> lowestVersions, int maxInboxSignals, boolean traced) {
         Tables tables = new Tables(schema);
-        return new Statements(db, new InstanceSql(db, tables), new PickSql(db, tables, gates, rateLimits, knownTypes),
+        return new Statements(db, new InstanceSql(db, tables),
+                new PickSql(db, tables, gates, rateLimits, knownTypes, lowestVersions),
                 new OutcomeSql(tables, traced), new LeaseSql(db, tables), new SignalSql(db, tables, maxInboxSignals),
                 new MaintenanceSql(db, tables), new RegistrySql(db, tables));
     }
