@@ -103,6 +103,29 @@ class WorkflowVersionsIT {
     }
 
     @Test
+    void aReplayFromAStepRecordedBeforeAMigrationIsMigratedAgainWhenClaimed() {
+        DurableEngine oldNode = engines.start(serving("v1-node", "ver-replay"), v1("order", "ver-replay"));
+        long id = oldNode.insert(JobRequest.of("order", new OrderV1("o-2", 700))).block(WAIT);
+        engines.awaitStatus(oldNode, id, InstanceStatus.AWAITING_SIGNAL, WAIT);
+        oldNode.closeLater().block(WAIT);
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        DurableEngine newNode = engines.start(serving("v2-node", "ver-replay").meterRegistry(meters),
+                v2("order", "ver-replay"));
+        newNode.signal(id, "paid", null, null).block(WAIT);
+        engines.awaitStatus(newNode, id, InstanceStatus.DONE, WAIT);
+
+        // "start" ran under v1: its recorded input is v1's state, so the replay brings the row back at v1
+        // and the claim migrates it again (the migration itself recorded no input).
+        newNode.replay(id, "start").block(WAIT);
+        Instance parked = engines.awaitStatus(newNode, id, InstanceStatus.AWAITING_SIGNAL, WAIT);
+        assertThat(parked.typeVersion()).isEqualTo(2);
+        assertThat(parked.step()).isEqualTo("pay");
+        assertThat(newNode.codec().decode(parked.stateJson(), Order.class)).isEqualTo(new Order("o-2", 700, "EUR"));
+        assertThat(meters.counter("durable.workflow.migrations", "type", "order", "from", "1", "outcome", "migrated")
+                .count()).isEqualTo(2.0);
+    }
+
+    @Test
     void aV1NodeNeverClaimsAV2InstanceAndOldNodesKeepRunningOldOnes() {
         // Side by side: a v2 node inserts (and serves nothing yet), a v1 node serves the queue.
         DurableEngine newProducer = engines.start(engines.options("v2-producer"), v2("order2", "ver-side"));
