@@ -20,7 +20,17 @@ public class ReplayRefusedException extends DurableException {
         /** The instance is a child whose parent still waits for its children: it was counted off already. */
         PARENT_WAITS,
         /** Another live instance now holds the instance's correlation key. */
-        KEY_OCCUPIED
+        KEY_OCCUPIED,
+        /**
+         * The instance is a parent some of whose children still run: they would count themselves off the
+         * children its replayed steps spawn. Wait for them, or cancel them.
+         */
+        CHILDREN_LIVE,
+        /**
+         * The step's recorded input is of a workflow version this engine has no migration path from
+         * (below the definition's lowest version): the replayed instance would never run.
+         */
+        NO_MIGRATION_PATH
     }
 
     private final long id;

@@ -123,6 +123,16 @@ class WorkflowVersionsIT {
         assertThat(newNode.codec().decode(parked.stateJson(), Order.class)).isEqualTo(new Order("o-2", 700, "EUR"));
         assertThat(meters.counter("durable.workflow.migrations", "type", "order", "from", "1", "outcome", "migrated")
                 .count()).isEqualTo(2.0);
+
+        // A given state is of the engine's version: it runs as it is, migrated by nothing.
+        newNode.signal(id, "paid", null, null).block(WAIT);
+        engines.awaitStatus(newNode, id, InstanceStatus.DONE, WAIT);
+        newNode.replay(id, "start", new Order("o-2", 900, "USD")).block(WAIT);
+        Instance given = engines.awaitStatus(newNode, id, InstanceStatus.AWAITING_SIGNAL, WAIT);
+        assertThat(given.typeVersion()).isEqualTo(2);
+        assertThat(newNode.codec().decode(given.stateJson(), Order.class)).isEqualTo(new Order("o-2", 900, "USD"));
+        assertThat(meters.counter("durable.workflow.migrations", "type", "order", "from", "1", "outcome", "migrated")
+                .count()).isEqualTo(2.0);
     }
 
     @Test

@@ -60,8 +60,9 @@ public final class Replays {
                                 "it is " + instance.status().sqlName() + ": only a settled instance is replayed"
                                         + " (fork a live one)"));
                     }
-                    return prepare(instance, step, state).flatMap(json -> sql.replay(id, step, given(json),
-                                    definitions.get(instance.type()) == null, note("replayed", step, state),
+                    return prepare(instance, step, state).flatMap(start -> sql.replay(id, step, start.json(),
+                                    start.version(), definitions.get(instance.type()) == null,
+                                    note("replayed", step, state),
                                     JobRequest.DEFAULT_OCCUPIED.stream().map(InstanceStatus::sqlName)
                                             .collect(Collectors.toSet()))
                             .flatMap(started -> {
@@ -76,8 +77,9 @@ public final class Replays {
     public Mono<Long> fork(long id, String step, @Nullable Object state) {
         return get.apply(id)
                 .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to fork")))
-                .flatMap(instance -> prepare(instance, step, state).flatMap(json -> sql.fork(id, step, given(json),
-                                definitions.get(instance.type()) == null, note("forked from #" + id, step, state))
+                .flatMap(instance -> prepare(instance, step, state).flatMap(start -> sql.fork(id, step, start.json(),
+                                start.version(), definitions.get(instance.type()) == null,
+                                note("forked from #" + id, step, state))
                         .map(started -> {
                             poke.accept(started.queue());
                             return started.id();
@@ -90,51 +92,76 @@ public final class Replays {
         return what + " at step '" + step + "' with " + (state == null ? "its recorded state" : "a given state");
     }
 
+    /** A given state's JSON and the version it is of, or nulls for the recorded state. */
+    private record Start(@Nullable String json, @Nullable Integer version) {
+    }
+
     /**
      * Checks the step against the type's definition when this engine knows it, and encodes a given state
-     * (decoding it as the type's state or args, so a state the steps cannot read is refused here). Emits
-     * the state's JSON, or an empty string for none given (the recorded one is used: see {@link #given}).
+     * (decoding it as the type's state or args, so a state the steps cannot read is refused here; it is of
+     * the definition's version). Without a given state the step's recorded input is used: one recorded
+     * under an older version may name a step this version renamed (the claim's migration maps it), and
+     * one below the definition's lowest version could never run here.
      */
-    private Mono<String> prepare(Instance instance, String step, @Nullable Object state) {
+    private Mono<Start> prepare(Instance instance, String step, @Nullable Object state) {
         Definition definition = definitions.get(instance.type());
-        Class<?> stateType = null;
-        if (definition != null) {
-            Set<String> steps;
-            if (definition instanceof WorkflowDefinition<?> workflow) {
-                steps = workflow.steps();
-                stateType = workflow.stateType();
-            } else if (definition instanceof JobDefinition<?, ?> job) {
-                steps = Set.of(JobDefinition.STEP);
-                stateType = job.argsType();
-            } else {
-                steps = Set.of(definition.initialStep());
-            }
-            if (!steps.contains(step)) {
-                return Mono.error(new ReplayRefusedException(instance.id(), step, Reason.UNKNOWN_STEP,
-                        "type '" + instance.type() + "' has no such step (it has " + String.join(", ",
-                                new java.util.TreeSet<>(steps)) + ")"));
-            }
+        if (definition == null) {
+            return state == null ? Mono.just(new Start(null, null))
+                    : Mono.fromCallable(() -> new Start(encode.apply(what(instance, step), state), null));
+        }
+        Set<String> steps;
+        Class<?> stateType;
+        if (definition instanceof WorkflowDefinition<?> workflow) {
+            steps = workflow.steps();
+            stateType = workflow.stateType();
+        } else if (definition instanceof JobDefinition<?, ?> job) {
+            steps = Set.of(JobDefinition.STEP);
+            stateType = job.argsType();
+        } else {
+            steps = Set.of(definition.initialStep());
+            stateType = null;
         }
         if (state == null) {
-            return Mono.just("");
+            return inputs(instance).map(inputs -> inputs.stream().filter(input -> input.step().equals(step))
+                            .findFirst())
+                    .flatMap(input -> {
+                        if (input.isPresent() && input.get().typeVersion() < definition.lowestVersion()) {
+                            return Mono.error(new ReplayRefusedException(instance.id(), step,
+                                    Reason.NO_MIGRATION_PATH, "its input was recorded under version "
+                                            + input.get().typeVersion() + ", and this engine migrates '"
+                                            + instance.type() + "' only from version " + definition.lowestVersion()));
+                        }
+                        boolean renamedSince = input.isPresent() && input.get().typeVersion() < definition.version();
+                        if (!steps.contains(step) && !renamedSince) {
+                            return Mono.error(unknownStep(instance, step, steps));
+                        }
+                        return Mono.just(new Start(null, null));
+                    });
         }
-        Class<?> expected = stateType;
+        if (!steps.contains(step)) {
+            return Mono.error(unknownStep(instance, step, steps));
+        }
         return Mono.fromCallable(() -> {
-            String json = encode.apply("the state of instance " + instance.id() + " at step '" + step + "'", state);
-            if (expected != null) {
+            String json = encode.apply(what(instance, step), state);
+            if (stateType != null) {
                 try {
-                    codec.decode(json, expected);
+                    codec.decode(json, stateType);
                 } catch (RuntimeException unreadable) {
-                    throw new InvalidArgumentsException(instance.type(), expected, null,
+                    throw new InvalidArgumentsException(instance.type(), stateType, null,
                             "the given state does not decode: " + unreadable.getMessage());
                 }
             }
-            return json;
+            return new Start(json, definition.version());
         });
     }
 
-    private static @Nullable String given(String json) {
-        return json.isEmpty() ? null : json;
+    private static String what(Instance instance, String step) {
+        return "the state of instance " + instance.id() + " at step '" + step + "'";
+    }
+
+    private static ReplayRefusedException unknownStep(Instance instance, String step, Set<String> steps) {
+        return new ReplayRefusedException(instance.id(), step, Reason.UNKNOWN_STEP, "type '" + instance.type()
+                + "' has no such step (it has " + String.join(", ", new java.util.TreeSet<>(steps)) + ")");
     }
 
     /** The statement acted on nothing: reads why (the instance may have changed meanwhile; this says what is now). */
@@ -156,7 +183,10 @@ public final class Replays {
                             return Mono.error(new ReplayRefusedException(id, step, Reason.PARENT_WAITS,
                                     "its parent #" + instance.parentId() + " still waits for its children"));
                         }
-                        return sql.recorded(id, step).flatMap(recorded -> {
+                        return (replay ? sql.childrenLive(id) : Mono.just(false)).flatMap(childrenLive -> childrenLive
+                                ? Mono.error(new ReplayRefusedException(id, step, Reason.CHILDREN_LIVE,
+                                        "some of its children still run: wait for them or cancel them"))
+                                : sql.recorded(id, step)).flatMap(recorded -> {
                             if (!recorded && !step.equals(instance.step())) {
                                 boolean known = definitions.containsKey(instance.type());
                                 return Mono.error(stateGiven && !known

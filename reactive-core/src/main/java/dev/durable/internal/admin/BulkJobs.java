@@ -133,7 +133,10 @@ public final class BulkJobs {
 
     /** The workflow to register; it acts through the admin bound later ({@link #bind}). */
     public WorkflowDefinition<BulkState> definition() {
+        // Version 2: the filter gained type-version bounds and the action MIGRATE. An older engine (which
+        // would drop the bounds it cannot read, widening the filter) never claims a version it does not know.
         return WorkflowDefinition.builder(DurableAdmin.BULK_TYPE, BulkState.class)
+                .version(2)
                 .queue(DurableAdmin.BULK_QUEUE)
                 .backoff(dev.durable.Backoff.exponential(Duration.ofSeconds(1), Duration.ofMinutes(1)))
                 .step("count", this::count)

@@ -300,8 +300,9 @@ public final class InstanceSql {
         String returning = "RETURNING " + ClaimColumns.SELECT + ", i.status, i.correlation_slot,"
                 + " i.eligible_at <= now() AS due, (i.follow_up->>'id')::bigint AS follow_up_id";
         String settled = "i.status IN ('done', 'failed', 'cancelled')";
+        // Same type and version too: a holder of another version keeps its state's shape (a follow-up is queued).
         String fresh = "(i.status = 'runnable' AND i.attempt = 0 AND i.step = EXCLUDED.step"
-                + " AND i.type = EXCLUDED.type)";
+                + " AND i.type = EXCLUDED.type AND i.type_version = EXCLUDED.type_version)";
         // For a debounce, the run time is the earlier of the window's end and the first insert's bound.
         String debounced = "LEAST(EXCLUDED.eligible_at, COALESCE(%s, EXCLUDED.debounce_until))";
         String followBound = "(i.follow_up->>'debounce_until')::timestamptz";

@@ -119,7 +119,8 @@ public final class OutcomeSql {
      * that settle move to the history table ({@link Settled}); the others are updated in place.
      * Index: the primary key per outcome; the inbox index for the await check; the history's
      * primary key for settled rows. Locks: each committed row, in the order given (callers sort
-     * by id, so commits and heartbeats lock in one order), and, through the triggers, its parent's
+     * by id, so two commits lock in one order; a heartbeat skips rows a commit holds), and, through
+     * the triggers, its parent's
      * row and its gate counter.
      */
     private final String commit;

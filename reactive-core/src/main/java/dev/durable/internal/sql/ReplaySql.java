@@ -34,11 +34,14 @@ public final class ReplaySql {
                  ELSE (SELECT r.state FROM {step_inputs} r WHERE r.instance_id = s.id AND r.step = $2) END""";
 
     /**
-     * The workflow version of that state: the row's own, or the recorded input's (a step recorded
-     * before a claim-time migration keeps its old version, so the claim that runs it migrates it again).
+     * The workflow version of that state: a given one's is $6 (the version of the definition that
+     * checked it; the row's own when the engine does not know the type), else the row's own, or the
+     * recorded input's (a step recorded before a claim-time migration keeps its old version, so the
+     * claim that runs it migrates it again).
      */
     private static final String START_VERSION = """
-            CASE WHEN $3::text IS NOT NULL OR s.step = $2 THEN s.type_version
+            CASE WHEN $3::text IS NOT NULL THEN COALESCE($6::int, s.type_version)
+                 WHEN s.step = $2 THEN s.type_version
                  ELSE (SELECT r.type_version FROM {step_inputs} r WHERE r.instance_id = s.id AND r.step = $2) END""";
 
     /**
@@ -61,9 +64,10 @@ public final class ReplaySql {
      * occupied once settled, in the hot table: {@code hist} and {@code hot} lock it first, so of two
      * replays racing the second finds it gone from the history (or live again in the hot table) and acts
      * on nothing. Refused (no row) for a child whose parent still waits for it (it was counted off
-     * already), a step with no input ({@link #STARTS}), or, through ON CONFLICT, a key a live instance now
-     * holds. Index: both primary keys, the step inputs' primary key, the attempts'. Locks: the instance's
-     * row.
+     * already), a parent some of whose children still run (they would count themselves off its new
+     * spawn), a step with no input ({@link #STARTS}), or, through ON CONFLICT, a key a live instance
+     * now holds. Given a state, the row takes version $6. Index: both primary keys, the step inputs'
+     * primary key, the parent index, the attempts'. Locks: the instance's row.
      */
     private final String replay;
 
@@ -71,7 +75,9 @@ public final class ReplaySql {
      * Inserts a new runnable instance of the source $1's type, version and queue at step $2 with the
      * state there (or $3), with the source's priority, attempt budget, concurrency key and limits, but
      * neither its correlation key (the source holds it, or held it) nor its parent (the fork is nobody's
-     * child); links it to the source in {@code durable_forks} and records a 'forked' attempt ($5). The
+     * child); links it to the source in {@code durable_forks} and records a 'forked' attempt ($5). It
+     * stays in the source's trace: its first run is a child of the source's trace context and links to
+     * the source's last run. The
      * source may be live or settled. Index: both primary keys (the view's two parts), the step inputs'.
      * Locks: none but the new rows.
      */
@@ -86,6 +92,9 @@ public final class ReplaySql {
     /** Whether step $2 of instance $1 has a recorded input. Index: the step inputs' primary key. */
     private final String recorded;
 
+    /** Whether instance $1 has a child that has not settled. Index: the parent index. Locks: none. */
+    private final String childrenLive;
+
     /**
      * What instance $1 was forked from (one row, kind 'from') and its forks (kind 'fork'), at most $2.
      * Index: the forks' primary key and durable_forks_from_idx. Locks: none.
@@ -96,6 +105,9 @@ public final class ReplaySql {
 
     public ReplaySql(Db db, Tables tables) {
         this.db = db;
+        // A parent whose children still run: its replay would count them off its new spawn's children.
+        String childrenLive = "EXISTS (SELECT 1 FROM {instances} c WHERE c.parent_id = s.id AND c.status NOT IN "
+                + TERMINAL + ")";
         String parentLive = "EXISTS (SELECT 1 FROM {instances} p WHERE p.id = s.parent_id AND p.status NOT IN "
                 + TERMINAL + ")";
         this.replay = tables.render("""
@@ -113,7 +125,7 @@ public final class ReplaySql {
                     SELECT id, status, step, state, type_version, last_error, attempt, updated_at, parent_id, false
                       FROM hot
                 ), ok AS (
-                    SELECT s.*, %s AS start_state, %s AS start_version FROM src s WHERE NOT %s AND %s
+                    SELECT s.*, %s AS start_state, %s AS start_version FROM src s WHERE NOT %s AND NOT %s AND %s
                 ), back AS (
                     INSERT INTO {instances} AS i (id, type, type_version, queue, priority, status, step, state,
                                              attempt, max_attempts, eligible_at, parent_id, concurrency_key,
@@ -122,7 +134,7 @@ public final class ReplaySql {
                                              updated_at, trace_context, trace_last)
                     SELECT h.id, h.type, o.start_version, h.queue, h.priority, 'runnable', $2, o.start_state, 0,
                            h.max_attempts, now(), h.parent_id, h.concurrency_key, h.correlation_key,
-                           CASE WHEN h.correlation_key IS NOT NULL THEN $6::text[] END,
+                           CASE WHEN h.correlation_key IS NOT NULL THEN $7::text[] END,
                            h.gate_name, h.gate_shard, h.rate_limit, h.rate_weight, h.rate_partition,
                            EXISTS (SELECT 1 FROM {history} k WHERE k.parent_id = h.id)
                                OR EXISTS (SELECT 1 FROM {instances} k WHERE k.parent_id = h.id),
@@ -152,7 +164,8 @@ public final class ReplaySql {
                      UNION ALL
                     SELECT o.id, 0, $2, NULL::timestamptz, now(), 'replayed', $5 FROM ok o JOIN started d ON d.id = o.id
                 )
-                SELECT id, queue FROM started""".formatted(TERMINAL, START_STATE, START_VERSION, parentLive, STARTS));
+                SELECT id, queue FROM started""".formatted(TERMINAL, START_STATE, START_VERSION, parentLive, childrenLive,
+                STARTS));
         this.fork = tables.render("""
                 WITH s AS (
                     SELECT * FROM {instances_all} WHERE id = $1
@@ -161,10 +174,10 @@ public final class ReplaySql {
                 ), made AS (
                     INSERT INTO {instances} AS i (type, type_version, queue, priority, status, step, state,
                                              max_attempts, concurrency_key, gate_name, gate_shard, rate_limit,
-                                             rate_weight, rate_partition)
+                                             rate_weight, rate_partition, trace_context, trace_last)
                     SELECT o.type, o.start_version, o.queue, o.priority, 'runnable', $2, o.start_state,
                            o.max_attempts, o.concurrency_key, o.gate_name, o.gate_shard, o.rate_limit,
-                           o.rate_weight, o.rate_partition
+                           o.rate_weight, o.rate_partition, o.trace_context, o.trace_last
                       FROM ok o
                     RETURNING i.id, i.queue
                 ), linked AS (
@@ -177,6 +190,8 @@ public final class ReplaySql {
         this.inputs = tables.render("SELECT step, type_version, state::text AS state, started_at, recorded_at"
                 + " FROM {step_inputs} WHERE instance_id = $1 ORDER BY recorded_at, step");
         this.recorded = tables.render("SELECT 1 FROM {step_inputs} WHERE instance_id = $1 AND step = $2");
+        this.childrenLive = tables.render("SELECT 1 FROM {instances} WHERE parent_id = $1 AND status NOT IN "
+                + TERMINAL + " LIMIT 1");
         this.lineage = tables.render("""
                 (SELECT 'from' AS kind, forked_from AS other FROM {forks} WHERE id = $1)
                  UNION ALL
@@ -188,24 +203,27 @@ public final class ReplaySql {
      * JSON or null for the recorded one; {@code recordedOnly} refuses a given state for a step the
      * instance never ran (the engine cannot tell whether the workflow has that step).
      */
-    public Mono<Started> replay(long id, String step, @Nullable String state, boolean recordedOnly, String note,
-            Set<String> occupied) {
-        return run(replay, id, step, state, recordedOnly, note, occupied.stream().sorted().toArray(String[]::new));
+    public Mono<Started> replay(long id, String step, @Nullable String state, @Nullable Integer stateVersion,
+            boolean recordedOnly, String note, Set<String> occupied) {
+        return run(replay, id, step, state, stateVersion, recordedOnly, note,
+                occupied.stream().sorted().toArray(String[]::new));
     }
 
     /** {@link #fork}: emits the new instance, or nothing when there is no such instance or no input. */
-    public Mono<Started> fork(long id, String step, @Nullable String state, boolean recordedOnly, String note) {
-        return run(fork, id, step, state, recordedOnly, note, null);
+    public Mono<Started> fork(long id, String step, @Nullable String state, @Nullable Integer stateVersion,
+            boolean recordedOnly, String note) {
+        return run(fork, id, step, state, stateVersion, recordedOnly, note, null);
     }
 
-    private Mono<Started> run(String sql, long id, String step, @Nullable String state, boolean recordedOnly,
-            String note, String @Nullable [] occupied) {
+    private Mono<Started> run(String sql, long id, String step, @Nullable String state, @Nullable Integer stateVersion,
+            boolean recordedOnly, String note, String @Nullable [] occupied) {
         return db.withConnection(connection -> {
                     Statement statement = connection.createStatement(sql).bind(0, id).bind(1, step);
                     Db.bind(statement, 2, state, String.class);
                     statement.bind(3, recordedOnly).bind(4, note);
+                    Db.bind(statement, 5, stateVersion, Integer.class);
                     if (occupied != null) {
-                        statement.bind(5, occupied);
+                        statement.bind(6, occupied);
                     }
                     return Flux.from(statement.execute())
                             .concatMap(result -> result.map(row -> new Started(row.get("id", Long.class),
@@ -226,6 +244,15 @@ public final class ReplaySql {
     public Mono<Boolean> recorded(long id, String step) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(recorded).bind(0, id)
                         .bind(1, step).execute())
+                        .concatMap(result -> result.map(row -> true)))
+                .hasElements()
+                .onErrorMap(Errors::translate);
+    }
+
+    /** Whether instance {@code id} has a child still running. */
+    public Mono<Boolean> childrenLive(long id) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(childrenLive).bind(0, id)
+                        .execute())
                         .concatMap(result -> result.map(row -> true)))
                 .hasElements()
                 .onErrorMap(Errors::translate);

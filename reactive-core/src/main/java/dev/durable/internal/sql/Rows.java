@@ -132,7 +132,7 @@ public final class Rows {
         public ClaimedRow migratedTo(int typeVersion, String step, @Nullable String stateJson) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
                     attempt, maxAttempts, concurrencyKey, parentId, awaitedSignals, inbox, children, gateName, gateShard,
-                    rateLimit, rateWeight, ratePartition);
+                    rateLimit, rateWeight, ratePartition, traceContext, traceLast, signalTraces);
         }
     }
 
