@@ -140,12 +140,17 @@ public final class PickSql {
 
     /**
      * The pick of an engine that knows gates or rate limits (the PostgreSQL limiter), in one
-     * statement: as {@link #pick}, and the limits are admitted in it. Of the candidates left after
-     * the per-key guard, rows of a rate limit are admitted in urgency order while their bucket
-     * (refilled by the time since its last admission, capped at its burst) holds their cumulative
-     * weight; the bucket row is upserted and the tokens taken recorded on it. Of those, rows of a
-     * gate are admitted while their (gate, key, shard) counter has room, upserted and counted up
-     * the same way. Candidates whose bucket or counter is already known to be full are skipped
+     * statement: as {@link #pick}, and the limits are admitted in it, all or nothing: a row is
+     * claimed only when each of its limits admits it, and no limit spends anything on a row another
+     * refuses. Of the candidates left after the per-key guard, the gate counters are locked and read
+     * first, without taking anything: rows of a gate pass while their rank on their (gate, key,
+     * shard) counter is within its room. Only those are offered to their buckets, in urgency order
+     * while the bucket (refilled by the time since its last admission, capped at its burst) holds
+     * their cumulative weight; the bucket row is upserted and the tokens taken recorded on it. The
+     * rows both admitted are then counted up on their counters, which this statement holds locked,
+     * so the room it read is still there (the one exception: a counter that did not exist yet and
+     * that a concurrent pick creates first; its insert then admits what is left, and a row it cannot
+     * seat has spent its tokens). Candidates whose bucket or counter is already known to be full are skipped
      * before the LIMIT, so throttled rows never crowd unrelated work out of a pick. Rows of limits
      * this engine does not know are left for an engine that does. $5-$7 are the gates (name,
      * capacity, shards), $8-$10 the rate limits (name, tokens a second, burst), $11-$12 the known
@@ -226,10 +231,34 @@ public final class PickSql {
                 "AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT " + GATE_FULL.formatted("c") + "))\n"
                 + "AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT " + BUCKET_SHORT.formatted("c") + "))")
                 + """
-                , rate_wanted AS (
-                    SELECT o.*, sum(o.rate_weight) OVER (PARTITION BY o.rate_limit, o.rate_partition
-                                                         ORDER BY o.priority, o.eligible_at, o.id) AS rate_cum
+                , gate_wanted AS (
+                    SELECT o.*, row_number() OVER (PARTITION BY o.gate_name, o.concurrency_key, o.gate_shard
+                                                   ORDER BY o.priority, o.eligible_at, o.id) AS gate_rank
                       FROM one_per_key o
+                ), gate_locked AS (
+                    SELECT s.gate, s.key, s.shard, s.held FROM {gate_slots} s
+                     WHERE (s.gate, s.key, s.shard) IN (SELECT gate_name, concurrency_key, gate_shard FROM gate_wanted)
+                     ORDER BY s.gate, s.key, s.shard
+                       FOR UPDATE OF s SKIP LOCKED
+                ), gate_checked AS (
+                    SELECT w.*, cap.capacity AS gate_capacity, CASE
+                               WHEN w.gate_name IS NULL THEN true
+                               WHEN l.gate IS NOT NULL THEN w.gate_rank <= cap.capacity - l.held
+                               WHEN NOT EXISTS (SELECT 1 FROM {gate_slots} e
+                                                 WHERE (e.gate, e.key, e.shard) = (w.gate_name, w.concurrency_key, w.gate_shard))
+                                    THEN w.gate_rank <= cap.capacity
+                               ELSE false END AS gate_ok
+                      FROM gate_wanted w
+                      LEFT JOIN gate_locked l ON (l.gate, l.key, l.shard) = (w.gate_name, w.concurrency_key, w.gate_shard)
+                      LEFT JOIN gates g ON g.name = w.gate_name
+                     CROSS JOIN LATERAL (SELECT g.capacity / g.shards
+                                                + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
+                                                AS capacity) cap
+                ), rate_wanted AS (
+                    SELECT c.*, sum(c.rate_weight) OVER (PARTITION BY c.rate_limit, c.rate_partition
+                                                         ORDER BY c.priority, c.eligible_at, c.id) AS rate_cum
+                      FROM gate_checked c
+                     WHERE c.gate_ok
                 ), rate_taken AS (
                     INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
                     SELECT w.rate_limit, w.rate_partition,
@@ -252,41 +281,28 @@ public final class PickSql {
                            refilled_at = greatest(b.refilled_at, now())
                     RETURNING b.name, b.partition_key, b.taken
                 ), rate_admitted AS (
-                    SELECT w.* FROM rate_wanted w
+                    SELECT w.*, row_number() OVER (PARTITION BY w.gate_name, w.concurrency_key, w.gate_shard
+                                                   ORDER BY w.priority, w.eligible_at, w.id) AS slot_rank
+                      FROM rate_wanted w
                       LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
                      WHERE w.rate_limit IS NULL OR w.rate_cum <= t.taken
-                ), gate_wanted AS (
-                    SELECT a.*, row_number() OVER (PARTITION BY a.gate_name, a.concurrency_key, a.gate_shard
-                                                   ORDER BY a.priority, a.eligible_at, a.id) AS gate_rank
-                      FROM rate_admitted a
-                ), gate_locked AS (
-                    SELECT s.gate, s.key, s.shard FROM {gate_slots} s
-                     WHERE (s.gate, s.key, s.shard) IN (SELECT gate_name, concurrency_key, gate_shard FROM gate_wanted)
-                     ORDER BY s.gate, s.key, s.shard
-                       FOR UPDATE OF s SKIP LOCKED
                 ), gate_taken AS (
                     INSERT INTO {gate_slots} AS s (gate, key, shard, capacity, held, admitted)
-                    SELECT w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity,
-                           least(count(*), cap.capacity), least(count(*), cap.capacity)
-                      FROM gate_wanted w
-                      JOIN gates g ON g.name = w.gate_name
-                     CROSS JOIN LATERAL (SELECT g.capacity / g.shards
-                                                + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
-                                                AS capacity) cap
-                     WHERE (w.gate_name, w.concurrency_key, w.gate_shard) IN (SELECT gate, key, shard FROM gate_locked)
-                        OR NOT EXISTS (SELECT 1 FROM {gate_slots} e
-                                        WHERE (e.gate, e.key, e.shard) = (w.gate_name, w.concurrency_key, w.gate_shard))
-                     GROUP BY w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity
-                     ORDER BY w.gate_name, w.concurrency_key, w.gate_shard
+                    SELECT a.gate_name, a.concurrency_key, a.gate_shard, a.gate_capacity,
+                           least(count(*), a.gate_capacity), least(count(*), a.gate_capacity)
+                      FROM rate_admitted a
+                     WHERE a.gate_name IS NOT NULL
+                     GROUP BY a.gate_name, a.concurrency_key, a.gate_shard, a.gate_capacity
+                     ORDER BY a.gate_name, a.concurrency_key, a.gate_shard
                     ON CONFLICT (gate, key, shard) DO UPDATE
                        SET capacity = EXCLUDED.capacity,
                            admitted = greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held)),
                            held = s.held + greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held))
                     RETURNING s.gate, s.key, s.shard, s.admitted
                 ), admitted AS (
-                    SELECT w.id FROM gate_wanted w
-                      LEFT JOIN gate_taken t ON t.gate = w.gate_name AND t.key = w.concurrency_key AND t.shard = w.gate_shard
-                     WHERE w.gate_name IS NULL OR w.gate_rank <= t.admitted
+                    SELECT a.id FROM rate_admitted a
+                      LEFT JOIN gate_taken t ON t.gate = a.gate_name AND t.key = a.concurrency_key AND t.shard = a.gate_shard
+                     WHERE a.gate_name IS NULL OR a.slot_rank <= t.admitted
                 ), peek AS (
                     SELECT p.id, p.type,
                 """ + "p.gate_name IS NOT NULL AND " + GATE_FULL.formatted("p") + " AS gate_full,\n"
@@ -307,9 +323,11 @@ public final class PickSql {
                       LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
                      WHERE w.rate_limit IS NOT NULL AND w.rate_cum > coalesce(t.taken, 0)
                     UNION ALL
-                    SELECT 'gate', w.id, w.type FROM gate_wanted w
-                      LEFT JOIN gate_taken t ON t.gate = w.gate_name AND t.key = w.concurrency_key AND t.shard = w.gate_shard
-                     WHERE w.gate_name IS NOT NULL AND w.gate_rank > coalesce(t.admitted, 0)
+                    SELECT 'gate', c.id, c.type FROM gate_checked c WHERE NOT c.gate_ok
+                    UNION ALL
+                    SELECT 'gate', a.id, a.type FROM rate_admitted a
+                      LEFT JOIN gate_taken t ON t.gate = a.gate_name AND t.key = a.concurrency_key AND t.shard = a.gate_shard
+                     WHERE a.gate_name IS NOT NULL AND a.slot_rank > coalesce(t.admitted, 0)
                 ), throttled AS (
                     SELECT count(*) FILTER (WHERE reason = 'gate') AS gate_held,
                            min(id) FILTER (WHERE reason = 'gate') AS gate_sample_id,

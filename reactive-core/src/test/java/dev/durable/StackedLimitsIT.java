@@ -1,0 +1,84 @@
+package dev.durable;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.durable.support.Engines;
+import dev.durable.support.Eventually;
+import dev.durable.support.Sql;
+import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestDatabase;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/** A row's limits are admitted all or nothing by the PostgreSQL limiter (issue 21). */
+@ExtendWith(PostgresExtension.class)
+class StackedLimitsIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    /** A refill so slow that no test lives long enough to see a whole token come back. */
+    private static final double TRICKLE = 0.001;
+
+    @RegisterExtension
+    final Engines engines = new Engines();
+
+    private TestDatabase db;
+
+    @BeforeEach
+    void setUp(TestDatabase database) {
+        db = database;
+        engines.on(database);
+    }
+
+    private static QueueOptions queue(String name) {
+        return QueueOptions.builder(name).pollInterval(Duration.ofMillis(50)).maxPollInterval(Duration.ofMillis(200))
+                .build();
+    }
+
+    private double tokens(String rateLimit) {
+        List<Double> tokens = Sql.query(db, "SELECT tokens FROM {schema}.durable_rate_buckets WHERE name = $1",
+                row -> row.get(0, Double.class), rateLimit);
+        return tokens.isEmpty() ? Double.NaN : tokens.get(0);
+    }
+
+    @Test
+    void aFullGateSpendsNoTokensAndTheBucketAdmitsItsWholeBudget() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger holding = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("stacked", String.class, (String s) -> {
+            if (s.equals("holder")) {
+                holding.incrementAndGet();
+                return release.asMono().thenReturn(s);
+            }
+            return Mono.just(s);
+        }).queue("stacked");
+        DurableEngine engine = engines.start(engines.options("stacked").gate("narrow", 1)
+                .rateLimit("budget", TRICKLE, 6).queue(queue("stacked")), job);
+        long holder = engine.insert(JobRequest.of("stacked", "holder").gate("narrow", "k")).block(WAIT);
+        Eventually.until("the holder running", WAIT, () -> holding.get() == 1);
+
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            requests.add(JobRequest.of("stacked", "r" + i).gate("narrow", "k").rateLimit("budget"));
+        }
+        engine.insertAll(requests).block(WAIT);
+        long picks = engine.queueStats("stacked").orElseThrow().picks();
+        Eventually.until("several picks with the gate full", WAIT,
+                () -> engine.queueStats("stacked").orElseThrow().picks() >= picks + 5);
+        // The gate refused them all, so their bucket gave nothing away.
+        assertThat(Double.isNaN(tokens("budget")) || tokens("budget") > 5.99).isTrue();
+
+        release.tryEmitValue(true);
+        assertThat(engines.awaitSettled(engine, holder, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        // One at a time through the gate, each spending only its own token: the whole budget of six runs.
+        Eventually.until("all six done", WAIT, () -> Sql.count(db, "queue = 'stacked' AND status = 'done'") == 7);
+        assertThat(tokens("budget")).isLessThan(0.5);
+    }
+}
