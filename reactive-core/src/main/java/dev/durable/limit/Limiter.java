@@ -34,8 +34,10 @@ public interface Limiter {
     /**
      * Admits what it can of {@code claims}, given in urgency order: a rate-limited claim when its
      * bucket holds its weight (in order: a refused claim refuses the later ones of the same bucket),
-     * a gated claim when its (gate, key, shard) has a free slot, which it then holds. Emits the ids
-     * admitted.
+     * a gated claim when its (gate, key, shard) has a free slot, which it then holds. All or
+     * nothing: a claim is admitted only when each of its limits admits it, and a limit that admits
+     * a claim another refuses keeps nothing of it (no token spent, no slot held once this emits).
+     * Emits the ids admitted.
      */
     Mono<Set<Long>> admit(List<LimitClaim> claims);
 

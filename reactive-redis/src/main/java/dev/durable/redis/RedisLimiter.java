@@ -122,36 +122,45 @@ public final class RedisLimiter implements Limiter {
             return Mono.just(Set.of());
         }
         return Mono.defer(() -> {
-            // Buckets first, as the PostgreSQL pick does; then gates, for the claims the buckets let through.
-            Map<String, List<LimitClaim>> byBucket = new LinkedHashMap<>();
+            // All or nothing across keys that may live on different Cluster nodes: slots first (they
+            // can be given back), then tokens only for the claims their gate seated (tokens cannot),
+            // then the slots of claims their bucket refused go back.
+            Set<Long> refused = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            Map<String, List<LimitClaim>> byGate = new LinkedHashMap<>();
             for (LimitClaim claim : claims) {
-                if (claim.rateLimit() != null) {
-                    byBucket.computeIfAbsent(bucketKey(claim.rateLimit(), claim.ratePartition()), k -> new ArrayList<>())
+                if (claim.gate() != null) {
+                    byGate.computeIfAbsent(gateKey(claim.gate(), claim.key(), claim.shard()), k -> new ArrayList<>())
                             .add(claim);
                 }
             }
-            Set<Long> refused = java.util.concurrent.ConcurrentHashMap.newKeySet();
-            Mono<Void> buckets = Flux.fromIterable(byBucket.entrySet())
-                    .flatMap(bucket -> takeTokens(bucket.getKey(), bucket.getValue(), refused))
-                    .then();
-            return buckets.then(Mono.defer(() -> {
-                Map<String, List<LimitClaim>> byGate = new LinkedHashMap<>();
+            List<LimitClaim> seated = new ArrayList<>();
+            return takeSlots(byGate, refused).then(Mono.defer(() -> {
+                Map<String, List<LimitClaim>> byBucket = new LinkedHashMap<>();
                 for (LimitClaim claim : claims) {
-                    if (claim.gate() != null && !refused.contains(claim.id())) {
-                        byGate.computeIfAbsent(gateKey(claim.gate(), claim.key(), claim.shard()), k -> new ArrayList<>())
-                                .add(claim);
+                    if (refused.contains(claim.id())) {
+                        continue;
+                    }
+                    if (claim.gate() != null) {
+                        seated.add(claim);
+                    }
+                    if (claim.rateLimit() != null) {
+                        byBucket.computeIfAbsent(bucketKey(claim.rateLimit(), claim.ratePartition()),
+                                k -> new ArrayList<>()).add(claim);
                     }
                 }
-                return takeSlots(byGate, refused);
-            })).then(Mono.fromSupplier(() -> {
-                Set<Long> admitted = new HashSet<>();
-                for (LimitClaim claim : claims) {
-                    if (!refused.contains(claim.id())) {
-                        admitted.add(claim.id());
-                    }
-                }
-                return admitted;
-            }));
+                return Flux.fromIterable(byBucket.entrySet())
+                        .flatMap(bucket -> takeTokens(bucket.getKey(), bucket.getValue(), refused))
+                        .then();
+            })).then(Mono.defer(() -> credit(seated.stream().filter(claim -> refused.contains(claim.id())).toList())))
+                    .then(Mono.fromSupplier(() -> {
+                        Set<Long> admitted = new HashSet<>();
+                        for (LimitClaim claim : claims) {
+                            if (!refused.contains(claim.id())) {
+                                admitted.add(claim.id());
+                            }
+                        }
+                        return admitted;
+                    }));
         });
     }
 
