@@ -10,6 +10,8 @@ import dev.durable.internal.admin.EngineAdmin;
 import dev.durable.internal.engine.ClaimOnInsert;
 import dev.durable.internal.engine.ClientWarnings;
 import dev.durable.internal.engine.EngineRuntime;
+import dev.durable.internal.engine.EnginePermits;
+import dev.durable.limit.EngineLimits;
 import dev.durable.internal.engine.InsertBatcher;
 import dev.durable.internal.engine.QueueScheduler;
 import dev.durable.internal.engine.Registry;
@@ -111,6 +113,7 @@ public final class DurableEngine implements AutoCloseable {
     private final ClientWarnings clientWarnings;
     private final CallerTransactions callerTransactions;
     private final DurableAdmin admin;
+    private final EngineLimits limits;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
     private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs,
@@ -158,6 +161,10 @@ public final class DurableEngine implements AutoCloseable {
         this.migrator = new Migrator(db, options.schema());
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
                 whenOpen(), bulkJobs);
+        this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), () -> {
+            EngineRuntime running = runtime();
+            return running == null ? null : running.limiter();
+        });
         this.identity = WorkerIdentity.create(options.name());
         this.mapper = new RequestMapper(this.definitions, options);
         for (Definition definition : this.definitions.values()) {
@@ -1004,6 +1011,14 @@ public final class DurableEngine implements AutoCloseable {
      */
     public DurableAdmin admin() {
         return admin;
+    }
+
+    /**
+     * The engine's gates and rate limits for code outside jobs: permits from the same limiter and
+     * counters as the jobs (see {@link EngineLimits}); asked of a started engine.
+     */
+    public EngineLimits limits() {
+        return limits;
     }
 
     /**

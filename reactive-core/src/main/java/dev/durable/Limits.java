@@ -33,6 +33,11 @@ public final class Limits {
                         + capacity + "), was " + shards);
             }
         }
+
+        /** The capacity of one shard's counter: an even share, the first shards one more. */
+        public int shardCapacity(int shard) {
+            return capacity / shards + (shard < capacity % shards ? 1 : 0);
+        }
     }
 
     /**

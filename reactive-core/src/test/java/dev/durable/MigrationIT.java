@@ -29,15 +29,15 @@ class MigrationIT {
                     .block(Duration.ofSeconds(60));
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
-                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5, 6);
+                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5, 6, 11);
             assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_gate_slots", "durable_history",
-                    "durable_instances", "durable_instances_all", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
-                    "durable_signals");
+                    "durable_instances", "durable_instances_all", "durable_limit_permits", "durable_queue_pauses", "durable_rate_buckets",
+                    "durable_schema_version", "durable_signals");
 
             // Idempotent: nothing left to apply.
             assertThat(first.migrate().block()).isEqualTo(LATEST);
             assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_schema_version",
-                    row -> row.get(0, Long.class))).containsExactly((long) LATEST);
+                    row -> row.get(0, Long.class))).containsExactly(7L);
 
             // The down path removes every table but the version record, and up works again.
             assertThat(first.migrateDown(0).block()).isZero();
@@ -51,7 +51,7 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 6;
+    private static final int LATEST = 11;
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -103,6 +103,14 @@ class MigrationIT {
         } finally {
             upgraded.closeLater().block();
         }
+        // Down to version 6: the permits table goes (version 11 undone).
+        DurableEngine permits = DurableEngine.builder(db.engineOptions().name("permits").build()).build();
+        try {
+            assertThat(permits.migrateDown(6).block()).isEqualTo(6);
+            assertThat(tables(db)).doesNotContain("durable_limit_permits").contains("durable_history");
+        } finally {
+            permits.closeLater().block();
+        }
         // Down to version 2: the history comes back into the one table.
         DurableEngine tool = DurableEngine.builder(db.engineOptions().name("tool").build()).build();
         try {
@@ -133,5 +141,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U5__queue_pauses.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V6__conflict_policies.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U6__conflict_policies.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V11__limit_permits.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U11__limit_permits.sql")).isNotNull();
     }
 }

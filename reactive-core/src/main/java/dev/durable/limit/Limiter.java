@@ -1,5 +1,7 @@
 package dev.durable.limit;
 
+import dev.durable.Limits;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Set;
@@ -50,6 +52,28 @@ public interface Limiter {
      */
     default Mono<Boolean> draw(LimitClaim claim) {
         return admit(List.of(claim)).map(admitted -> admitted.contains(claim.id()));
+    }
+
+    /**
+     * Takes {@code slots} slots of the counter (gate, key, shard) for a permit named {@code holder}
+     * (unique), all or none, held for {@code lease} unless renewed or released: what
+     * {@link EngineLimits#acquire} asks, once per try. The slots count against the gate's rows as a
+     * claimed row's do. Emits whether it took them.
+     */
+    default Mono<Boolean> acquireSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        return Mono.error(new UnsupportedOperationException(this + " grants no permits"));
+    }
+
+    /** Extends a permit's slots by {@code lease}; emits false when they were lost (the lease had ended). */
+    default Mono<Boolean> renewSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        return Mono.error(new UnsupportedOperationException(this + " grants no permits"));
+    }
+
+    /** Gives a permit's slots back; nothing when they are gone already. */
+    default Mono<Void> releaseSlots(String holder, Limits.Gate gate, String key, int shard, int slots) {
+        return Mono.error(new UnsupportedOperationException(this + " grants no permits"));
     }
 
     /** Gives back the slots these claims hold (claims without a gate are ignored). */

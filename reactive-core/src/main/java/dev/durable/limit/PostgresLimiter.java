@@ -4,6 +4,7 @@ import dev.durable.Limits;
 import dev.durable.internal.Db;
 import dev.durable.internal.sql.LimiterSql;
 import dev.durable.internal.sql.Tables;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -22,7 +23,9 @@ import reactor.core.publisher.Mono;
  * the {@code durable_gate_release} trigger the moment a gated row leaves executing (outcome,
  * release, reaper or a key change), so {@link #credit} has nothing to do; counters do not expire,
  * so neither does {@link #renew}. {@link #reconcile} recounts the counters from the executing rows
- * under a lock that holds picks off.
+ * and the live permits under a lock that holds picks off. Permits ({@link #acquireSlots}) are rows of
+ * {@code durable_limit_permits} counted on their gate's counter; an expired one is counted off by the
+ * next acquire on its counter or by the reconcile, whichever comes first.
  */
 public final class PostgresLimiter implements Limiter {
 
@@ -70,6 +73,24 @@ public final class PostgresLimiter implements Limiter {
             return Mono.just(claim.rateLimit() == null);
         }
         return sql.draw(limit.name(), claim.ratePartition(), claim.rateWeight(), limit.burst(), limit.ratePerSecond());
+    }
+
+    /** A permit row beside the counter, counted on it (see {@code LimiterSql.acquireSlots}). */
+    @Override
+    public Mono<Boolean> acquireSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        return sql.acquireSlots(holder, gate.name(), key, shard, gate.shardCapacity(shard), slots, lease.toMillis());
+    }
+
+    @Override
+    public Mono<Boolean> renewSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        return sql.renewSlots(holder, lease.toMillis());
+    }
+
+    @Override
+    public Mono<Void> releaseSlots(String holder, Limits.Gate gate, String key, int shard, int slots) {
+        return sql.releaseSlots(holder);
     }
 
     /** Nothing: the trigger credited the slot when the row left executing. */

@@ -171,6 +171,11 @@ public final class EngineRuntime {
         transport.poke(queue);
     }
 
+    /** The limiter this runtime made (permits outside jobs ask it). */
+    public Limiter limiter() {
+        return limiter;
+    }
+
     public PokeTransport transport() {
         return transport;
     }

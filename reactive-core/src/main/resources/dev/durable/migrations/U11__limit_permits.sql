@@ -1,0 +1,2 @@
+-- Undo of version 11.
+DROP TABLE IF EXISTS durable_limit_permits;

@@ -1,0 +1,16 @@
+-- Durable schema, version 11: gate permits held outside jobs (engine.limits().acquire).
+--
+-- A permit holds `slots` of a gate counter (durable_gate_slots) until its holder releases it or its
+-- lease ends: the counter's `held` counts it like an executing row, so permits and jobs share the gate.
+-- A permit that expired is counted off by the next acquire on its counter or by the limiter reconcile,
+-- which recounts a counter as its executing rows plus its live permits.
+CREATE TABLE durable_limit_permits (
+    holder      text        PRIMARY KEY,
+    gate        text        NOT NULL,
+    key         text        NOT NULL,
+    shard       integer     NOT NULL,
+    slots       integer     NOT NULL CHECK (slots >= 1),
+    expires_at  timestamptz NOT NULL
+);
+-- The permits of one counter (acquire sweeps its expired ones, reconcile counts the live ones).
+CREATE INDEX durable_limit_permits_counter_idx ON durable_limit_permits (gate, key, shard, expires_at);
