@@ -252,6 +252,66 @@ public final class RedisLimiter implements Limiter {
         }
     }
 
+    /**
+     * A permit's slots are members of the gate's counter like a claimed row's, named
+     * {@code holder#1..slots}, scored by the permit's lease; taken in one script, all or none (a
+     * partial grant is given back at once). A counter without its ledger mark is rebuilt first, as
+     * for rows.
+     */
+    @Override
+    public Mono<Boolean> acquireSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        String counter = gateKey(gate.name(), key, shard);
+        List<String> holders = permitHolders(holder, slots);
+        return takePermitSlots(counter, gate.shardCapacity(shard), holders, lease, -1)
+                .flatMap(flags -> !flags.equals("?") ? Mono.just(flags)
+                        : rebuildLedgers(List.of(new LimitClaim(0, holder, gate.name(), key, shard, null, "", 0)))
+                                .flatMap(live -> takePermitSlots(counter, gate.shardCapacity(shard), holders, lease,
+                                        live.get(0))))
+                .flatMap(flags -> {
+                    if (flags.chars().filter(c -> c == '1').count() == slots) {
+                        return Mono.just(true);
+                    }
+                    return releaseSlots(holder, gate, key, shard, slots).thenReturn(false);
+                });
+    }
+
+    private Mono<String> takePermitSlots(String counter, int capacity, List<String> holders, Duration lease, long live) {
+        List<String> args = new ArrayList<>(holders.size() + 3);
+        args.add(Integer.toString(capacity));
+        args.add(Long.toString(Math.max(1, lease.toMillis())));
+        args.add(Long.toString(live));
+        args.addAll(holders);
+        return run(LimiterScripts.GATE_ACQUIRE, ScriptOutputType.VALUE, List.of(counter, ledgerKey(counter)), args);
+    }
+
+    /** Renews only slots still held: a permit whose lease ended is not taken again (false, the rest given back). */
+    @Override
+    public Mono<Boolean> renewSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        List<String> args = new ArrayList<>(slots + 1);
+        args.add(Long.toString(Math.max(1, lease.toMillis())));
+        args.addAll(permitHolders(holder, slots));
+        return this.<Long>run(LimiterScripts.PERMIT_RENEW, ScriptOutputType.INTEGER,
+                        List.of(gateKey(gate.name(), key, shard)), args)
+                .flatMap(renewed -> renewed == slots ? Mono.just(true)
+                        : releaseSlots(holder, gate, key, shard, slots).thenReturn(false));
+    }
+
+    @Override
+    public Mono<Void> releaseSlots(String holder, Limits.Gate gate, String key, int shard, int slots) {
+        return this.<Long>run(LimiterScripts.GATE_RELEASE, ScriptOutputType.INTEGER,
+                List.of(gateKey(gate.name(), key, shard)), permitHolders(holder, slots)).then();
+    }
+
+    private static List<String> permitHolders(String holder, int slots) {
+        List<String> holders = new ArrayList<>(slots);
+        for (int i = 1; i <= slots; i++) {
+            holders.add(holder + "#" + i);
+        }
+        return holders;
+    }
+
     @Override
     public Mono<Void> credit(Collection<LimitClaim> claims) {
         Map<String, List<String>> byGate = holdersByGate(claims);

@@ -17,6 +17,16 @@ public final class LimiterScripts {
             local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
             """;
 
+    /**
+     * Lets the counter KEYS[1] outlive its slots by one TTL ({@code ttl}), never shortening what a
+     * longer permit lease set.
+     */
+    private static final String EXTEND_COUNTER = """
+            if redis.call('PTTL', KEYS[1]) < ttl * 2 then
+                redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            end
+            """;
+
     /** The prefix of a stand-in: a slot the ledger holds for a live claim it forgot. */
     private static final String STANDIN = """
             local standin = '\\0standin:'
@@ -66,7 +76,7 @@ public final class LimiterScripts {
                     out[#out + 1] = '0'
                 end
             end
-            redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            """ + EXTEND_COUNTER + """
             redis.call('PEXPIRE', KEYS[2], math.max(ttl * 2, 3600000))
             return table.concat(out)
             """;
@@ -100,9 +110,30 @@ public final class LimiterScripts {
                 end
                 redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
             end
-            redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            """ + EXTEND_COUNTER + """
             redis.call('PEXPIRE', KEYS[2], math.max(ttl * 2, 3600000))
             return missing
+            """;
+
+    /**
+     * Renews a permit's slots without taking lost ones again (a permit whose lease ended is gone:
+     * its gate may have admitted others since). KEYS[1]: the counter; ARGV: slot TTL (ms), then the
+     * holders. Expired slots are dropped first. Returns how many were still there and renewed.
+     */
+    public static final String PERMIT_RENEW = NOW + """
+            local ttl = tonumber(ARGV[1])
+            redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+            local renewed = 0
+            for i = 2, #ARGV do
+                if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+                    redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+                    renewed = renewed + 1
+                end
+            end
+            if renewed > 0 then
+            """ + EXTEND_COUNTER + """
+            end
+            return renewed
             """;
 
     /** Gives gate slots back. KEYS[1]: the counter; ARGV: the holders. Returns how many it removed. */
