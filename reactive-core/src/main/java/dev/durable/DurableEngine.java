@@ -161,7 +161,7 @@ public final class DurableEngine implements AutoCloseable {
         this.migrator = new Migrator(db, options.schema());
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
                 whenOpen(), bulkJobs);
-        this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), () -> {
+        this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), options.windows(), () -> {
             EngineRuntime running = runtime();
             return running == null ? null : running.limiter();
         });

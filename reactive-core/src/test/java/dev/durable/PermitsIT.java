@@ -13,12 +13,14 @@ import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 
@@ -47,6 +49,7 @@ class PermitsIT {
 
     private DurableEngine engine(String name, JobDefinition<?, ?>... jobs) {
         return engines.start(engines.options(name).gate("api", 2).gate("wide", 6, 3).rateLimit("quota", TRICKLE, 3)
+                .window("hourly", 5, Duration.ofHours(1)).window("brief", 2, Duration.ofMillis(400))
                 .queue(queue(name)), jobs);
     }
 
@@ -173,5 +176,24 @@ class PermitsIT {
                 .expectError(InvalidRequestException.class).verify(WAIT);
         StepVerifier.create(engines.build(engines.options("unstarted").gate("api", 1)).limits().tryAcquire("api", "k", 1))
                 .expectError(EngineClosedException.class).verify(WAIT);
+    }
+
+    @Test
+    void windowPermitsAdmitAtMostTheLimitPerWindowEvenWhenAskedAtOnceAndSlide() {
+        DurableEngine engine = engine("windows");
+        EngineLimits limits = engine.limits();
+        List<Optional<Permit>> answers = Flux.range(0, 20)
+                .flatMap(i -> limits.tryAcquire("hourly", "tenant-a", 1), 20)
+                .collectList().block(WAIT);
+        assertThat(answers.stream().filter(Optional::isPresent).count()).isEqualTo(5);
+        assertThat(limits.tryAcquire("hourly", "tenant-b", 5).block(WAIT)).isPresent();
+        assertThat(limits.tryAcquire("hourly", "tenant-b", 1).block(WAIT)).isEmpty();
+        StepVerifier.create(limits.tryAcquire("hourly", "tenant-c", 6)).expectError(InvalidRequestException.class)
+                .verify(WAIT);
+
+        // A short window: full now, open again once its length has passed.
+        assertThat(limits.tryAcquire("brief", "p", 2).block(WAIT)).isPresent();
+        assertThat(limits.tryAcquire("brief", "p", 1).block(WAIT)).isEmpty();
+        assertThat(limits.acquire("brief", "p", 2, WAIT, Duration.ofSeconds(1)).block(WAIT).holdsSlots()).isFalse();
     }
 }

@@ -10,11 +10,13 @@ import reactor.core.publisher.Mono;
  * limiter (PostgreSQL or Redis). A gate permit holds {@code weight} slots of the gate's counter for
  * {@code key} (counted against the jobs of that gate and key, and shown by
  * {@code admin().limits()}) until it is released or its lease ends; a rate-limit permit spends
- * {@code weight} tokens of the bucket of partition {@code key}.
+ * {@code weight} tokens of the bucket of partition {@code key}; a sliding-window permit counts
+ * {@code weight} on partition {@code key} of the window. A name is looked up as a gate, then a
+ * rate limit, then a window.
  *
  * <p>Errors, as {@code Mono.error}: {@link UnknownLimitException} for a name that is neither a gate
  * nor a rate limit of this engine, {@link dev.durable.InvalidRequestException} for a weight below 1
- * or one the limit can never grant (above a gate shard's capacity or a bucket's burst),
+ * or one the limit can never grant (above a gate shard's capacity, a bucket's burst or a window's limit),
  * {@link PermitTimeoutException} when {@link #acquire} waited its whole bound,
  * {@link LimiterUnavailableException} when the limiter cannot be asked, and
  * {@link dev.durable.EngineClosedException} before start or after close. Nothing blocks: waiting is
@@ -34,8 +36,9 @@ public interface EngineLimits {
     }
 
     /**
-     * Waits up to {@code maxWait} for {@code weight} slots of gate {@code name} (key {@code key}) or
-     * {@code weight} tokens of rate limit {@code name} (partition {@code key}); a gate permit's
+     * Waits up to {@code maxWait} for {@code weight} slots of gate {@code name} (key {@code key}),
+     * {@code weight} tokens of rate limit {@code name} or {@code weight} of window {@code name}
+     * (partition {@code key}); a gate permit's
      * slots are held for {@code lease} unless renewed or released.
      */
     Mono<Permit> acquire(String name, String key, int weight, Duration maxWait, Duration lease);

@@ -76,6 +76,15 @@ public interface Limiter {
         return Mono.error(new UnsupportedOperationException(this + " grants no permits"));
     }
 
+    /**
+     * Takes {@code weight} of sliding window {@code window}'s partition {@code partition} when what
+     * it admitted over the window's length plus {@code weight} stays within its limit; else takes
+     * nothing. Emits whether it took it.
+     */
+    default Mono<Boolean> takeWindow(Limits.Window window, String partition, int weight) {
+        return Mono.error(new UnsupportedOperationException(this + " has no sliding windows"));
+    }
+
     /** Gives back the slots these claims hold (claims without a gate are ignored). */
     Mono<Void> credit(Collection<LimitClaim> claims);
 

@@ -93,6 +93,12 @@ public final class PostgresLimiter implements Limiter {
         return sql.releaseSlots(holder);
     }
 
+    /** One statement on the window's row (see {@code LimiterSql.takeWindow}). */
+    @Override
+    public Mono<Boolean> takeWindow(Limits.Window window, String partition, int weight) {
+        return sql.takeWindow(window.name(), partition, weight, window.slotMillis(), window.limit());
+    }
+
     /** Nothing: the trigger credited the slot when the row left executing. */
     @Override
     public Mono<Void> credit(Collection<LimitClaim> claims) {

@@ -1,4 +1,4 @@
--- Durable schema, version 11: gate permits held outside jobs (engine.limits().acquire).
+-- Durable schema, version 11: limits outside jobs (engine.limits(): gate permits) and sliding windows.
 --
 -- A permit holds `slots` of a gate counter (durable_gate_slots) until its holder releases it or its
 -- lease ends: the counter's `held` counts it like an executing row, so permits and jobs share the gate.
@@ -14,3 +14,15 @@ CREATE TABLE durable_limit_permits (
 );
 -- The permits of one counter (acquire sweeps its expired ones, reconcile counts the live ones).
 CREATE INDEX durable_limit_permits_counter_idx ON durable_limit_permits (gate, key, shard, expires_at);
+
+-- Sliding windows (Limits.Window): one row per (window, partition), its last slots as a ring of
+-- Limits.Window.SLOTS + 1 entries: slots[i] is the slot (epoch ms / slot length) entry i counts, counts[i]
+-- what it admitted then. One row, so a take locks it and reads its latest version (strict under
+-- concurrency); an entry of a slot older than the ring is stale and reused.
+CREATE TABLE durable_window_counters (
+    name           text      NOT NULL,
+    partition_key  text      NOT NULL DEFAULT '',
+    slots          bigint[]  NOT NULL,
+    counts         integer[] NOT NULL,
+    PRIMARY KEY (name, partition_key)
+);

@@ -304,6 +304,21 @@ public final class RedisLimiter implements Limiter {
                 List.of(gateKey(gate.name(), key, shard)), permitHolders(holder, slots)).then();
     }
 
+    /** The window's partition is one hash, its own hash tag: one script, one Cluster slot. */
+    @Override
+    public Mono<Boolean> takeWindow(Limits.Window window, String partition, int weight) {
+        return this.<String>run(LimiterScripts.WINDOW_TAKE, ScriptOutputType.VALUE,
+                        List.of(windowKey(window.name(), partition)),
+                        List.of(Long.toString(window.slotMillis()), Integer.toString(window.limit()),
+                                Integer.toString(Limits.Window.SLOTS + 1), Integer.toString(weight)))
+                .map(flags -> flags.equals("1"));
+    }
+
+    /** The sliding window of one (window, partition). */
+    String windowKey(String window, String partition) {
+        return keyPrefix + ":window:" + window + ":" + partition + "}";
+    }
+
     private static List<String> permitHolders(String holder, int slots) {
         List<String> holders = new ArrayList<>(slots);
         for (int i = 1; i <= slots; i++) {

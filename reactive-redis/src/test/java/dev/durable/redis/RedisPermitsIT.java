@@ -3,6 +3,7 @@ package dev.durable.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.DurableEngine;
+import dev.durable.InvalidRequestException;
 import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
@@ -17,12 +18,14 @@ import dev.durable.support.Eventually;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
 
@@ -47,6 +50,7 @@ class RedisPermitsIT {
     private DurableEngine engine(String name, JobDefinition<?, ?>... jobs) {
         return engines.start(engines.options(name).limiter(RedisLimiters.redis(redis.uri()))
                 .gate(name + "-api", 2).gate(name + "-wide", 6, 3).rateLimit(name + "-quota", TRICKLE, 3)
+                .window(name + "-hourly", 5, Duration.ofHours(1)).window(name + "-brief", 2, Duration.ofMillis(400))
                 .queue(QueueOptions.builder(name).pollInterval(Duration.ofMillis(50))
                         .maxPollInterval(Duration.ofMillis(200)).build()), jobs);
     }
@@ -113,5 +117,24 @@ class RedisPermitsIT {
         }
         StepVerifier.create(limits.acquire("rw-wide", "k", 1, Duration.ofMillis(300), Duration.ofSeconds(1)))
                 .expectError(PermitTimeoutException.class).verify(WAIT);
+    }
+
+    @Test
+    void windowPermitsAdmitAtMostTheLimitPerWindowEvenWhenAskedAtOnceAndSlide() {
+        DurableEngine engine = engine("rwin");
+        EngineLimits limits = engine.limits();
+        List<Optional<Permit>> answers = Flux.range(0, 20)
+                .flatMap(i -> limits.tryAcquire("rwin-hourly", "tenant-a", 1), 20)
+                .collectList().block(WAIT);
+        assertThat(answers.stream().filter(Optional::isPresent).count()).isEqualTo(5);
+        assertThat(limits.tryAcquire("rwin-hourly", "tenant-b", 5).block(WAIT)).isPresent();
+        assertThat(limits.tryAcquire("rwin-hourly", "tenant-b", 1).block(WAIT)).isEmpty();
+        StepVerifier.create(limits.tryAcquire("rwin-hourly", "tenant-c", 6)).expectError(InvalidRequestException.class)
+                .verify(WAIT);
+
+        // A short window: full now, open again once its length has passed.
+        assertThat(limits.tryAcquire("rwin-brief", "p", 2).block(WAIT)).isPresent();
+        assertThat(limits.tryAcquire("rwin-brief", "p", 1).block(WAIT)).isEmpty();
+        assertThat(limits.acquire("rwin-brief", "p", 2, WAIT, Duration.ofSeconds(1)).block(WAIT).holdsSlots()).isFalse();
     }
 }

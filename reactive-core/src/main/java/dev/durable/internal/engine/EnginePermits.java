@@ -28,7 +28,8 @@ import reactor.util.retry.Retry;
 /**
  * {@code engine.limits()}: permits from the engine's limiter for code outside jobs. A try is one
  * call to the limiter (a gate: {@link Limiter#acquireSlots} on a shard drawn at random, so a
- * sharded gate's shards are all tried over the retries; a rate limit: {@link Limiter#draw}); a wait
+ * sharded gate's shards are all tried over the retries; a rate limit: {@link Limiter#draw}; a sliding
+ * window: {@link Limiter#takeWindow}); a wait
  * is tries with a growing, jittered pause (10 ms to 500 ms) until the bound, never a blocked thread.
  */
 public final class EnginePermits implements EngineLimits {
@@ -50,14 +51,16 @@ public final class EnginePermits implements EngineLimits {
     private final String engine;
     private final Map<String, Limits.Gate> gates;
     private final Map<String, Limits.RateLimit> rateLimits;
+    private final Map<String, Limits.Window> windows;
     private final Supplier<@Nullable Limiter> limiter;
 
     /** Permits of these limits, asked of the limiter {@code limiter} gives (null while the engine is not running). */
     public EnginePermits(String engine, Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits,
-            Supplier<@Nullable Limiter> limiter) {
+            Map<String, Limits.Window> windows, Supplier<@Nullable Limiter> limiter) {
         this.engine = engine;
         this.gates = gates;
         this.rateLimits = rateLimits;
+        this.windows = windows;
         this.limiter = limiter;
     }
 
@@ -104,7 +107,7 @@ public final class EnginePermits implements EngineLimits {
                 throw new InvalidRequestException("the weight of a permit of gate " + name + " must be at most "
                         + gate.shardCapacity(0) + " (its capacity per shard), was " + weight);
             }
-            return new Request(gate, null, key, weight, lease);
+            return new Request(gate, null, null, key, weight, lease);
         }
         Limits.RateLimit rate = rateLimits.get(name);
         if (rate != null) {
@@ -112,10 +115,19 @@ public final class EnginePermits implements EngineLimits {
                 throw new InvalidRequestException("the weight of a permit of rate limit " + name + " must be at most "
                         + rate.burst() + " (its burst), was " + weight);
             }
-            return new Request(null, rate, key, weight, lease);
+            return new Request(null, rate, null, key, weight, lease);
         }
-        throw new UnknownLimitException("unknown limit '" + name + "': configure it with EngineOptions.gate or"
-                + " EngineOptions.rateLimit (gates: " + gates.keySet() + ", rate limits: " + rateLimits.keySet() + ")");
+        Limits.Window window = windows.get(name);
+        if (window != null) {
+            if (weight > window.limit()) {
+                throw new InvalidRequestException("the weight of a permit of window " + name + " must be at most "
+                        + window.limit() + " (its limit), was " + weight);
+            }
+            return new Request(null, null, window, key, weight, lease);
+        }
+        throw new UnknownLimitException("unknown limit '" + name + "': configure it with EngineOptions.gate,"
+                + " rateLimit or window (gates: " + gates.keySet() + ", rate limits: " + rateLimits.keySet()
+                + ", windows: " + windows.keySet() + ")");
     }
 
     private static void checkDuration(String what, @Nullable Duration duration) {
@@ -130,6 +142,10 @@ public final class EnginePermits implements EngineLimits {
             return Mono.error(new EngineClosedException(engine));
         }
         String holder = engine + ":permit:" + UUID.randomUUID();
+        if (request.window() != null) {
+            return current.takeWindow(request.window(), request.key(), request.weight())
+                    .map(granted -> granted ? Optional.of(new TokenPermit(request)) : Optional.empty());
+        }
         if (request.gate() == null) {
             Limits.RateLimit rate = request.rate();
             return current.draw(new LimitClaim(0, holder, null, null, 0, rate.name(), request.key(), request.weight()))
@@ -154,19 +170,20 @@ public final class EnginePermits implements EngineLimits {
     }
 
     /** One permit request, checked: of a gate or of a rate limit. */
-    private record Request(Limits.@Nullable Gate gate, Limits.@Nullable RateLimit rate, String key, int weight,
-            Duration lease) {
+    private record Request(Limits.@Nullable Gate gate, Limits.@Nullable RateLimit rate,
+            Limits.@Nullable Window window, String key, int weight, Duration lease) {
 
         String name() {
-            return gate != null ? gate.name() : rate.name();
+            return gate != null ? gate.name() : rate != null ? rate.name() : window.name();
         }
 
         String what() {
-            return (gate != null ? "gate " : "rate limit ") + name() + " (key '" + key + "', weight " + weight + ")";
+            return (gate != null ? "gate " : rate != null ? "rate limit " : "window ") + name() + " (key '" + key
+                    + "', weight " + weight + ")";
         }
     }
 
-    /** Tokens spent: nothing to hold. */
+    /** Tokens spent, or a window's count taken: nothing to hold. */
     private record TokenPermit(Request request, Instant expiresAt) implements Permit {
 
         TokenPermit(Request request) {

@@ -74,10 +74,33 @@ public final class LimiterSql {
      */
     private final String releaseSlots;
 
+    /**
+     * Takes $3 of window $1, partition $2 (slot length $4 ms, limit $5) when the live slots of its ring
+     * (the last {@link dev.durable.Limits.Window#SLOTS} + 1) plus $3 stay within the limit; else takes
+     * nothing. A row not there yet is empty. Index: the windows' primary key. Locks: the window row, to
+     * the end of the statement; a concurrent take waits and re-checks the updated row, so the limit holds.
+     */
+    private final String takeWindow;
+
     private final Db db;
 
     public LimiterSql(Db db, Tables tables) {
         this.db = db;
+        int ring = dev.durable.Limits.Window.SLOTS + 1;
+        String slot = "floor(extract(epoch FROM now()) * 1000 / $4::bigint)::bigint";
+        String position = "(" + slot + " % " + ring + ")::int + 1";
+        this.takeWindow = tables.render("""
+                INSERT INTO {windows} AS w (name, partition_key, slots, counts)
+                SELECT $1::text, $2::text, array_fill({slot}, ARRAY[{ring}]),
+                       ARRAY(SELECT CASE WHEN i = {position} THEN $3::int ELSE 0 END FROM generate_series(1, {ring}) i)
+                 WHERE $3::int <= $5::int
+                ON CONFLICT (name, partition_key) DO UPDATE
+                   SET counts[{position}] = CASE WHEN w.slots[{position}] = {slot} THEN w.counts[{position}] ELSE 0 END + $3,
+                       slots[{position}] = {slot}
+                 WHERE (SELECT coalesce(sum(u.c), 0) FROM unnest(w.slots, w.counts) AS u(s, c)
+                         WHERE u.s > {slot} - {ring}) + $3 <= $5
+                RETURNING w.name""").replace("{position}", position).replace("{slot}", slot)
+                .replace("{ring}", Integer.toString(ring));
         this.ensureCounter = tables.render("""
                 INSERT INTO {gate_slots} (gate, key, shard, capacity, held, admitted) VALUES ($1, $2, $3, $4, 0, 0)
                 ON CONFLICT (gate, key, shard) DO NOTHING""");
@@ -215,5 +238,14 @@ public final class LimiterSql {
                                 .bind(0, holder).execute())
                         .concatMap(result -> result.getRowsUpdated()))
                 .then();
+    }
+
+    /** Takes {@code weight} of a sliding window's partition; emits whether it fitted. */
+    public Mono<Boolean> takeWindow(String window, String partition, int weight, long slotMillis, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(takeWindow)
+                                .bind(0, window).bind(1, partition).bind(2, weight).bind(3, slotMillis)
+                                .bind(4, limit).execute())
+                        .concatMap(result -> result.map(row -> true)))
+                .hasElements();
     }
 }

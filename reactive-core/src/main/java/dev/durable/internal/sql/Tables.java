@@ -3,7 +3,7 @@ package dev.durable.internal.sql;
 /**
  * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
  * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}}, {@code {history}} and
- * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}} and {@code {permits}} placeholders and rendered once per engine, so no
+ * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}}, {@code {permits}} and {@code {windows}} placeholders and rendered once per engine, so no
  * statement is assembled on a hot path.
  */
 public final class Tables {
@@ -30,6 +30,7 @@ public final class Tables {
                 .replace("{instances_all}", table("durable_instances_all"))
                 .replace("{attempts}", table("durable_attempts"))
                 .replace("{queue_pauses}", table("durable_queue_pauses"))
-                .replace("{permits}", table("durable_limit_permits"));
+                .replace("{permits}", table("durable_limit_permits"))
+                .replace("{windows}", table("durable_window_counters"));
     }
 }

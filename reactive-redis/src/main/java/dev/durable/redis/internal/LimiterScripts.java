@@ -146,6 +146,49 @@ public final class LimiterScripts {
             """;
 
     /**
+     * Takes from a sliding window, with the PostgreSQL limiter's semantics. KEYS[1]: the window's
+     * partition, a hash of slot (Redis time / slot length) to what it admitted. ARGV: slot length
+     * (ms), limit, ring size (slots per window + 1), then the weights of the claims in order. Slots
+     * older than the ring are dropped; claims are admitted in order while the ring's sum plus their
+     * weight stays within the limit, the first that does not fit refusing the rest. Returns one
+     * character per claim, '1' admitted, '0' refused. The hash expires a ring after its last use.
+     */
+    public static final String WINDOW_TAKE = NOW + """
+            local slotms = tonumber(ARGV[1])
+            local limit = tonumber(ARGV[2])
+            local ring = tonumber(ARGV[3])
+            local slot = math.floor(now / slotms)
+            local saved = redis.call('HGETALL', KEYS[1])
+            local used = 0
+            for i = 1, #saved, 2 do
+                if tonumber(saved[i]) > slot - ring then
+                    used = used + tonumber(saved[i + 1])
+                else
+                    redis.call('HDEL', KEYS[1], saved[i])
+                end
+            end
+            local out = {}
+            local open = true
+            local taken = 0
+            for i = 4, #ARGV do
+                local weight = tonumber(ARGV[i])
+                if open and used + weight <= limit then
+                    used = used + weight
+                    taken = taken + weight
+                    out[#out + 1] = '1'
+                else
+                    open = false
+                    out[#out + 1] = '0'
+                end
+            end
+            if taken > 0 then
+                redis.call('HINCRBY', KEYS[1], string.format('%d', slot), taken)
+                redis.call('PEXPIRE', KEYS[1], slotms * ring + 1000)
+            end
+            return table.concat(out)
+            """;
+
+    /**
      * Takes tokens from a bucket, with the PostgreSQL limiter's semantics. KEYS[1]: the bucket, a
      * hash of tokens and the time they were counted at. ARGV: tokens a second, burst, then the
      * weights of the claims in urgency order. A new bucket starts full; tokens flow in at the rate
