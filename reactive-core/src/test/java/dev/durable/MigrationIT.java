@@ -32,7 +32,7 @@ class MigrationIT {
                     row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5, 6, 11);
             assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_gate_slots", "durable_history",
                     "durable_instances", "durable_instances_all", "durable_limit_permits", "durable_queue_pauses", "durable_rate_buckets",
-                    "durable_schema_version", "durable_signals");
+                    "durable_schema_version", "durable_signals", "durable_window_counters");
 
             // Idempotent: nothing left to apply.
             assertThat(first.migrate().block()).isEqualTo(LATEST);
@@ -107,7 +107,7 @@ class MigrationIT {
         DurableEngine permits = DurableEngine.builder(db.engineOptions().name("permits").build()).build();
         try {
             assertThat(permits.migrateDown(6).block()).isEqualTo(6);
-            assertThat(tables(db)).doesNotContain("durable_limit_permits").contains("durable_history");
+            assertThat(tables(db)).doesNotContain("durable_limit_permits", "durable_window_counters").contains("durable_history");
         } finally {
             permits.closeLater().block();
         }
