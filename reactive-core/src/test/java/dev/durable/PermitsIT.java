@@ -3,6 +3,9 @@ package dev.durable;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.admin.GateUsage;
+import dev.durable.internal.Db;
+import dev.durable.internal.sql.MaintenanceSql;
+import dev.durable.internal.sql.Tables;
 import dev.durable.limit.EngineLimits;
 import dev.durable.limit.Permit;
 import dev.durable.limit.PermitTimeoutException;
@@ -195,5 +198,20 @@ class PermitsIT {
         assertThat(limits.tryAcquire("brief", "p", 2).block(WAIT)).isPresent();
         assertThat(limits.tryAcquire("brief", "p", 1).block(WAIT)).isEmpty();
         assertThat(limits.acquire("brief", "p", 2, WAIT, Duration.ofSeconds(1)).block(WAIT).holdsSlots()).isFalse();
+    }
+
+    @Test
+    void theSweepDeletesWindowsThatCountNothingAnyMore() {
+        DurableEngine engine = engine("sweep");
+        engine.limits().tryAcquire("brief", "swept", 1).block(WAIT).orElseThrow();
+        engine.limits().tryAcquire("hourly", "kept", 1).block(WAIT).orElseThrow();
+        MaintenanceSql sql = new MaintenanceSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()));
+        Eventually.until("the brief window's row swept", WAIT, () -> {
+            sql.sweepWindows(100, WAIT).block(WAIT);
+            return Sql.query(db, "SELECT count(*) FROM {schema}.durable_window_counters WHERE partition_key = 'swept'",
+                    row -> row.get(0, Long.class)).get(0) == 0;
+        });
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_window_counters WHERE partition_key = 'kept'",
+                row -> row.get(0, Long.class))).containsExactly(1L);
     }
 }

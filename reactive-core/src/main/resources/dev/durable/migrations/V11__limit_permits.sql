@@ -18,11 +18,14 @@ CREATE INDEX durable_limit_permits_counter_idx ON durable_limit_permits (gate, k
 -- Sliding windows (Limits.Window): one row per (window, partition), its last slots as a ring of
 -- Limits.Window.SLOTS + 1 entries: slots[i] is the slot (epoch ms / slot length) entry i counts, counts[i]
 -- what it admitted then. One row, so a take locks it and reads its latest version (strict under
--- concurrency); an entry of a slot older than the ring is stale and reused.
+-- concurrency); an entry of a slot older than the ring is stale and reused. A row whose every entry is
+-- stale counts nothing, and the bucket sweeper deletes it (windows per tenant would otherwise pile up).
 CREATE TABLE durable_window_counters (
     name           text      NOT NULL,
     partition_key  text      NOT NULL DEFAULT '',
     slots          bigint[]  NOT NULL,
     counts         integer[] NOT NULL,
+    -- The slot length it counts in, so the sweep of idle windows needs no configuration.
+    slot_millis    bigint    NOT NULL,
     PRIMARY KEY (name, partition_key)
 );

@@ -90,13 +90,14 @@ public final class LimiterSql {
         String slot = "floor(extract(epoch FROM now()) * 1000 / $4::bigint)::bigint";
         String position = "(" + slot + " % " + ring + ")::int + 1";
         this.takeWindow = tables.render("""
-                INSERT INTO {windows} AS w (name, partition_key, slots, counts)
+                INSERT INTO {windows} AS w (name, partition_key, slots, counts, slot_millis)
                 SELECT $1::text, $2::text, array_fill({slot}, ARRAY[{ring}]),
-                       ARRAY(SELECT CASE WHEN i = {position} THEN $3::int ELSE 0 END FROM generate_series(1, {ring}) i)
+                       ARRAY(SELECT CASE WHEN i = {position} THEN $3::int ELSE 0 END FROM generate_series(1, {ring}) i),
+                       $4::bigint
                  WHERE $3::int <= $5::int
                 ON CONFLICT (name, partition_key) DO UPDATE
                    SET counts[{position}] = CASE WHEN w.slots[{position}] = {slot} THEN w.counts[{position}] ELSE 0 END + $3,
-                       slots[{position}] = {slot}
+                       slots[{position}] = {slot}, slot_millis = $4
                  WHERE (SELECT coalesce(sum(u.c), 0) FROM unnest(w.slots, w.counts) AS u(s, c)
                          WHERE u.s > {slot} - {ring}) + $3 <= $5
                 RETURNING w.name""").replace("{position}", position).replace("{slot}", slot)
