@@ -157,7 +157,7 @@ public final class DurableEngine implements AutoCloseable {
         Map<String, Integer> knownTypes = new LinkedHashMap<>();
         this.definitions.values().forEach(definition -> knownTypes.put(definition.type(), definition.version()));
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
-                options.rateLimits().values(), knownTypes, options.maxInboxSignals());
+                options.rateLimits().values(), options.windows().values(), knownTypes, options.maxInboxSignals());
         this.migrator = new Migrator(db, options.schema());
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
                 whenOpen(), bulkJobs);

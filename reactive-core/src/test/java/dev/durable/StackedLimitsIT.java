@@ -81,4 +81,44 @@ class StackedLimitsIT {
         Eventually.until("all six done", WAIT, () -> Sql.count(db, "queue = 'stacked' AND status = 'done'") == 7);
         assertThat(tokens("budget")).isLessThan(0.5);
     }
+
+    @Test
+    void aWindowInTheRateSlotAdmitsItsLimitAllOrNothingWithTheGate() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger holding = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("windowed", String.class, (String s) -> {
+            if (s.equals("holder")) {
+                holding.incrementAndGet();
+                return release.asMono().thenReturn(s);
+            }
+            return Mono.just(s);
+        }).queue("windowed");
+        DurableEngine engine = engines.start(engines.options("windowed").gate("one", 1)
+                .window("hourly", 4, Duration.ofHours(1)).queue(queue("windowed")), job);
+        long holder = engine.insert(JobRequest.of("windowed", "holder").gate("one", "k")).block(WAIT);
+        Eventually.until("the holder running", WAIT, () -> holding.get() == 1);
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            requests.add(JobRequest.of("windowed", "g" + i).gate("one", "k").window("hourly", 1, "tenant"));
+        }
+        for (int i = 0; i < 3; i++) {
+            requests.add(JobRequest.of("windowed", "w" + i).window("hourly", 1, "other"));
+        }
+        engine.insertAll(requests).block(WAIT);
+        // The window alone: all three of the other partition run.
+        Eventually.until("the other partition's rows done", WAIT,
+                () -> Sql.count(db, "queue = 'windowed' AND status = 'done'") == 3);
+        long picks = engine.queueStats("windowed").orElseThrow().picks();
+        Eventually.until("several picks with the gate full", WAIT,
+                () -> engine.queueStats("windowed").orElseThrow().picks() >= picks + 5);
+        release.tryEmitValue(true);
+        assertThat(engines.awaitSettled(engine, holder, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        // Through the gate one at a time, the window counting only the rows it admitted: four of six.
+        Eventually.until("four gated rows done", WAIT,
+                () -> Sql.count(db, "queue = 'windowed' AND status = 'done'") == 8);
+        long before = engine.queueStats("windowed").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("windowed").orElseThrow().picks() >= before + 5);
+        assertThat(Sql.count(db, "queue = 'windowed' AND status = 'done'")).isEqualTo(8);
+        assertThat(Sql.count(db, "queue = 'windowed' AND status = 'runnable'")).isEqualTo(2);
+    }
 }

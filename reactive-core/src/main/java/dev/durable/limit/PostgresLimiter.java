@@ -31,10 +31,13 @@ public final class PostgresLimiter implements Limiter {
 
     private final LimiterSql sql;
     private final Map<String, Limits.RateLimit> rateLimits;
+    private final Map<String, Limits.Window> windows;
 
-    private PostgresLimiter(LimiterSql sql, Map<String, Limits.RateLimit> rateLimits) {
+    private PostgresLimiter(LimiterSql sql, Map<String, Limits.RateLimit> rateLimits,
+            Map<String, Limits.Window> windows) {
         this.sql = sql;
         this.rateLimits = rateLimits;
+        this.windows = windows;
     }
 
     /** The factory an engine uses by default. */
@@ -44,7 +47,7 @@ public final class PostgresLimiter implements Limiter {
             public Mono<Limiter> create(LimiterContext context) {
                 return Mono.fromSupplier(() -> new PostgresLimiter(new LimiterSql(
                         new Db(context.connectionFactory(), context.callTimeout()), new Tables(context.schema())),
-                        context.rateLimits()));
+                        context.rateLimits(), context.windows()));
             }
 
             @Override
@@ -68,6 +71,10 @@ public final class PostgresLimiter implements Limiter {
     /** Takes the inline step's tokens from its bucket in one statement; a limit not configured here is refused. */
     @Override
     public Mono<Boolean> draw(LimitClaim claim) {
+        Limits.@Nullable Window window = claim.rateLimit() == null ? null : windows.get(claim.rateLimit());
+        if (window != null && !rateLimits.containsKey(claim.rateLimit())) {
+            return takeWindow(window, claim.ratePartition(), claim.rateWeight());
+        }
         Limits.@Nullable RateLimit limit = claim.rateLimit() == null ? null : rateLimits.get(claim.rateLimit());
         if (limit == null) {
             return Mono.just(claim.rateLimit() == null);

@@ -27,5 +27,7 @@ CREATE TABLE durable_window_counters (
     counts         integer[] NOT NULL,
     -- The slot length it counts in, so the sweep of idle windows needs no configuration.
     slot_millis    bigint    NOT NULL,
+    -- What the last pick took (its admitted rows' weights), read back by that pick.
+    taken          integer   NOT NULL DEFAULT 0,
     PRIMARY KEY (name, partition_key)
 );

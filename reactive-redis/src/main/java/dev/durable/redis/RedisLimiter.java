@@ -68,6 +68,7 @@ public final class RedisLimiter implements Limiter {
     private final long slotTtlMillis;
     private final Map<String, Limits.Gate> gates;
     private final Map<String, Limits.RateLimit> rateLimits;
+    private final Map<String, Limits.Window> windows;
     private final LiveGateClaims liveClaims;
     private final OutageLog outage = new OutageLog(log, "Durable limiter",
             "limited rows wait in their queues, unlimited ones keep running");
@@ -83,6 +84,7 @@ public final class RedisLimiter implements Limiter {
         this.slotTtlMillis = context.slotTtl().toMillis();
         this.gates = context.gates();
         this.rateLimits = context.rateLimits();
+        this.windows = context.windows();
         this.liveClaims = LiveGateClaims.of(context);
         // Connected on first use and kept (Lettuce reconnects it); a failed connect is tried again next time.
         this.connection = endpoint.connect().<StatefulConnection<String, String>>map(made -> made)
@@ -144,8 +146,11 @@ public final class RedisLimiter implements Limiter {
                         seated.add(claim);
                     }
                     if (claim.rateLimit() != null) {
-                        byBucket.computeIfAbsent(bucketKey(claim.rateLimit(), claim.ratePartition()),
-                                k -> new ArrayList<>()).add(claim);
+                        // A row's rate slot names a bucket or a sliding window: each its own key.
+                        String key = rateLimits.containsKey(claim.rateLimit()) || !windows.containsKey(claim.rateLimit())
+                                ? bucketKey(claim.rateLimit(), claim.ratePartition())
+                                : windowKey(claim.rateLimit(), claim.ratePartition());
+                        byBucket.computeIfAbsent(key, k -> new ArrayList<>()).add(claim);
                     }
                 }
                 return Flux.fromIterable(byBucket.entrySet())
@@ -166,6 +171,17 @@ public final class RedisLimiter implements Limiter {
 
     private Mono<Void> takeTokens(String key, List<LimitClaim> claims, Set<Long> refused) {
         Limits.RateLimit limit = rateLimits.get(claims.get(0).rateLimit());
+        Limits.Window window = limit == null ? windows.get(claims.get(0).rateLimit()) : null;
+        if (window != null) {
+            List<String> args = new ArrayList<>(claims.size() + 3);
+            args.add(Long.toString(window.slotMillis()));
+            args.add(Integer.toString(window.limit()));
+            args.add(Integer.toString(Limits.Window.SLOTS + 1));
+            claims.forEach(claim -> args.add(Integer.toString(claim.rateWeight())));
+            return this.<String>run(LimiterScripts.WINDOW_TAKE, ScriptOutputType.VALUE, List.of(key), args)
+                    .doOnNext(flags -> markRefused(flags, claims, refused))
+                    .then();
+        }
         if (limit == null) {
             claims.forEach(claim -> refused.add(claim.id()));
             return Mono.empty();

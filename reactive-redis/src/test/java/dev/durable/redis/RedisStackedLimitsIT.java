@@ -81,4 +81,44 @@ class RedisStackedLimitsIT {
         Eventually.until("all six done", WAIT, () -> Sql.count(db, "queue = 'rstacked' AND status = 'done'") == 7);
         assertThat(Sql.count(db, "queue = 'rstacked' AND status = 'runnable'")).isZero();
     }
+
+    @Test
+    void aWindowInTheRateSlotAdmitsItsLimitAllOrNothingWithTheGate() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger holding = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("rwindowed", String.class, (String s) -> {
+            if (s.equals("holder")) {
+                holding.incrementAndGet();
+                return release.asMono().thenReturn(s);
+            }
+            return Mono.just(s);
+        }).queue("rwindowed");
+        DurableEngine engine = engines.start(engines.options("rwindowed").limiter(RedisLimiters.redis(redis.uri())).gate("rone", 1)
+                .window("rhourly", 4, Duration.ofHours(1)).queue(queue("rwindowed")), job);
+        long holder = engine.insert(JobRequest.of("rwindowed", "holder").gate("rone", "k")).block(WAIT);
+        Eventually.until("the holder running", WAIT, () -> holding.get() == 1);
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            requests.add(JobRequest.of("rwindowed", "g" + i).gate("rone", "k").window("rhourly", 1, "tenant"));
+        }
+        for (int i = 0; i < 3; i++) {
+            requests.add(JobRequest.of("rwindowed", "w" + i).window("rhourly", 1, "other"));
+        }
+        engine.insertAll(requests).block(WAIT);
+        // The window alone: all three of the other partition run.
+        Eventually.until("the other partition's rows done", WAIT,
+                () -> Sql.count(db, "queue = 'rwindowed' AND status = 'done'") == 3);
+        long picks = engine.queueStats("rwindowed").orElseThrow().picks();
+        Eventually.until("several picks with the gate full", WAIT,
+                () -> engine.queueStats("rwindowed").orElseThrow().picks() >= picks + 5);
+        release.tryEmitValue(true);
+        assertThat(engines.awaitSettled(engine, holder, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        // Through the gate one at a time, the window counting only the rows it admitted: four of six.
+        Eventually.until("four gated rows done", WAIT,
+                () -> Sql.count(db, "queue = 'rwindowed' AND status = 'done'") == 8);
+        long before = engine.queueStats("rwindowed").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("rwindowed").orElseThrow().picks() >= before + 5);
+        assertThat(Sql.count(db, "queue = 'rwindowed' AND status = 'done'")).isEqualTo(8);
+        assertThat(Sql.count(db, "queue = 'rwindowed' AND status = 'runnable'")).isEqualTo(2);
+    }
 }

@@ -133,7 +133,7 @@ public final class EngineRuntime {
         EngineOptions options = wiring.options();
         WorkerIdentity identity = wiring.identity();
         return options.limiter().create(new LimiterContext(identity.origin(), wiring.connectionFactory(),
-                        options.schema(), options.gates(), options.rateLimits(),
+                        options.schema(), options.gates(), options.rateLimits(), options.windows(),
                         options.leaseTtl().plus(options.heartbeatInterval()), options.callTimeout()))
                 .flatMap(limiter -> options.pokeTransport().create(new PokeContext(identity.origin(),
                                 wiring.connectionFactory(), options.schema(), options.callTimeout()))
