@@ -74,7 +74,7 @@ public final class Limits {
             requireNoSeparator("window name", name);
             Options.requireAtLeast("limit of window " + name, limit, 1);
             if (window == null || window.toMillis() < SLOTS) {
-                throw new IllegalArgumentException("window of window " + name + " must be at least " + SLOTS
+                throw new IllegalArgumentException("length of window " + name + " must be at least " + SLOTS
                         + " ms, was " + window);
             }
         }

@@ -121,4 +121,27 @@ class StackedLimitsIT {
         assertThat(Sql.count(db, "queue = 'windowed' AND status = 'done'")).isEqualTo(8);
         assertThat(Sql.count(db, "queue = 'windowed' AND status = 'runnable'")).isEqualTo(2);
     }
+
+    @Test
+    void everyInlineStepDrawsFromItsWindowAndGoesThroughTheQueueWhenItIsFull() {
+        AtomicInteger thirdSteps = new AtomicInteger();
+        WorkflowDefinition<String> chain = WorkflowDefinition.builder("window-chain", String.class).queue("wchain")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state() + "a").inline()))
+                .step("b", ctx -> Mono.just(Outcome.next("c", ctx.state() + "b").inline()))
+                .step("c", ctx -> {
+                    thirdSteps.incrementAndGet();
+                    return Mono.just(Outcome.done(ctx.state() + "c"));
+                })
+                .build();
+        DurableEngine engine = engines.start(engines.options("wchain").window("twice", 2, Duration.ofHours(1))
+                .queue(queue("wchain")), chain);
+        long id = engine.insert(JobRequest.of("window-chain", "").window("twice", 1, "p")).block(WAIT);
+        // The pick took one for step a, step b drew the second, step c found the window full.
+        Eventually.until("step c back in the queue", WAIT, () -> engine.get(id).block(WAIT),
+                instance -> instance.status() == InstanceStatus.RUNNABLE && "c".equals(instance.step()));
+        long picks = engine.queueStats("wchain").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("wchain").orElseThrow().picks() >= picks + 3);
+        assertThat(thirdSteps.get()).isZero();
+        assertThat(engine.limits().tryAcquire("twice", "p", 1).block(WAIT)).isEmpty();
+    }
 }

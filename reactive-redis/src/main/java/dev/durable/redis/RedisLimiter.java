@@ -54,6 +54,13 @@ import reactor.util.Loggers;
  * heartbeat), and a stand-in may outlive a holder that ended before renewing (by one slot TTL at
  * most): the window is one beat and needs Redis to lose its data.
  *
+ * <p>A claim's limits are admitted all or nothing although their keys may sit on different Cluster
+ * nodes: its gate slot is taken first (a slot can be given back), then its bucket's tokens or its
+ * sliding window's count ({@code WINDOW_TAKE}, one hash per window and partition), and the slot of a
+ * claim its bucket or window refused goes back before {@link #admit} answers. Permits of
+ * {@code engine.limits()} are slots of the same counters ({@link #acquireSlots}), leased for the
+ * caller's lease and renewed only while still held.
+ *
  * <p>Losing Redis never loses or doubles work: while it is unreachable {@link #admit} signals
  * {@link LimiterUnavailableException}, so limited rows go back to the queue and unlimited ones keep
  * running; the outage is logged once, and once when it ends. Make one with {@link RedisLimiters}.
