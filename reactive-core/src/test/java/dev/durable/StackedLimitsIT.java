@@ -144,4 +144,26 @@ class StackedLimitsIT {
         assertThat(thirdSteps.get()).isZero();
         assertThat(engine.limits().tryAcquire("twice", "p", 1).block(WAIT)).isEmpty();
     }
+
+    @Test
+    void aRowItsBucketRefusesHoldsNoGateSlot() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger running = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("slotless", String.class, (String s) -> {
+            running.incrementAndGet();
+            return release.asMono().thenReturn(s);
+        }).queue("slotless");
+        DurableEngine engine = engines.start(engines.options("slotless").gate("two", 2)
+                .rateLimit("once", TRICKLE, 1).queue(queue("slotless")), job);
+        engine.insertAll(List.of(JobRequest.of("slotless", "a").gate("two", "k").rateLimit("once"),
+                JobRequest.of("slotless", "b").gate("two", "k").rateLimit("once"))).block(WAIT);
+        Eventually.until("one running", WAIT, () -> running.get() == 1);
+        long picks = engine.queueStats("slotless").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("slotless").orElseThrow().picks() >= picks + 5);
+        // The second row's bucket was empty: it holds no slot, so one of the two is still free.
+        assertThat(running.get()).isEqualTo(1);
+        assertThat(engine.limits().tryAcquire("two", "k", 1).block(WAIT)).isPresent();
+        assertThat(engine.limits().tryAcquire("two", "k", 1).block(WAIT)).isEmpty();
+        release.tryEmitValue(true);
+    }
 }

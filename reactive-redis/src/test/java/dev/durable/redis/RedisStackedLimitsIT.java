@@ -121,4 +121,26 @@ class RedisStackedLimitsIT {
         assertThat(Sql.count(db, "queue = 'rwindowed' AND status = 'done'")).isEqualTo(8);
         assertThat(Sql.count(db, "queue = 'rwindowed' AND status = 'runnable'")).isEqualTo(2);
     }
+
+    @Test
+    void aRowItsBucketRefusesHoldsNoGateSlot() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger running = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("rslotless", String.class, (String s) -> {
+            running.incrementAndGet();
+            return release.asMono().thenReturn(s);
+        }).queue("rslotless");
+        DurableEngine engine = engines.start(engines.options("rslotless").limiter(RedisLimiters.redis(redis.uri())).gate("rtwo", 2)
+                .rateLimit("ronce", TRICKLE, 1).queue(queue("rslotless")), job);
+        engine.insertAll(List.of(JobRequest.of("rslotless", "a").gate("rtwo", "k").rateLimit("ronce"),
+                JobRequest.of("rslotless", "b").gate("rtwo", "k").rateLimit("ronce"))).block(WAIT);
+        Eventually.until("one running", WAIT, () -> running.get() == 1);
+        long picks = engine.queueStats("rslotless").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("rslotless").orElseThrow().picks() >= picks + 5);
+        // The second row's bucket was empty: it holds no slot, so one of the two is still free.
+        assertThat(running.get()).isEqualTo(1);
+        assertThat(engine.limits().tryAcquire("rtwo", "k", 1).block(WAIT)).isPresent();
+        assertThat(engine.limits().tryAcquire("rtwo", "k", 1).block(WAIT)).isEmpty();
+        release.tryEmitValue(true);
+    }
 }
