@@ -11,6 +11,8 @@ import dev.durable.internal.admin.EngineAdmin;
 import dev.durable.internal.engine.ClaimOnInsert;
 import dev.durable.internal.engine.ClientWarnings;
 import dev.durable.internal.engine.EngineRuntime;
+import dev.durable.internal.engine.EnginePermits;
+import dev.durable.limit.EngineLimits;
 import dev.durable.internal.engine.InsertBatcher;
 import dev.durable.internal.engine.QueueScheduler;
 import dev.durable.internal.engine.Registry;
@@ -119,6 +121,7 @@ public final class DurableEngine implements AutoCloseable {
     private final CallerTransactions callerTransactions;
     private final DurableAdmin admin;
     private final Replays replays;
+    private final EngineLimits limits;
     private final AtomicReference<Lifecycle> lifecycle = new AtomicReference<>(Lifecycle.NEW);
 
     private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs,
@@ -167,9 +170,13 @@ public final class DurableEngine implements AutoCloseable {
         });
         this.tracing = options.tracePropagation();
         this.statements = Statements.create(db, options.schema(), options.gates().values(),
-                options.rateLimits().values(), knownTypes, lowestVersions, options.maxInboxSignals(),
-                tracing != TracePropagation.NONE);
+                options.rateLimits().values(), options.windows().values(), knownTypes, lowestVersions,
+                options.maxInboxSignals(), tracing != TracePropagation.NONE);
         this.migrator = new Migrator(db, options.schema());
+        this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), options.windows(), () -> {
+            EngineRuntime running = runtime();
+            return running == null ? null : running.limiter();
+        });
         this.mapper = new RequestMapper(this.definitions, options);
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), this::get, this.definitions,
                 options.codec(), mapper::encode, this::poke);
@@ -1090,6 +1097,14 @@ public final class DurableEngine implements AutoCloseable {
      */
     public DurableAdmin admin() {
         return admin;
+    }
+
+    /**
+     * The engine's gates and rate limits for code outside jobs: permits from the same limiter and
+     * counters as the jobs (see {@link EngineLimits}); asked of a started engine.
+     */
+    public EngineLimits limits() {
+        return limits;
     }
 
     /**

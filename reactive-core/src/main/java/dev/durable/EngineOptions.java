@@ -157,6 +157,8 @@ public final class EngineOptions {
             gates -> gates.values().toString());
     private static final Option<Map<String, Limits.RateLimit>> RATE_LIMITS = new Option<>("rateLimits", Map.of(),
             EngineOptions::any, limits -> limits.values().toString());
+    private static final Option<Map<String, Limits.Window>> WINDOWS = new Option<>("windows", Map.of(),
+            EngineOptions::any, windows -> windows.values().toString());
     private static final Option<Duration> RETENTION = option("retention", DEFAULT_RETENTION, Options::requirePositive);
     private static final Option<Maintenance.TaskOptions> LIMITER_RECONCILE = option("limiterReconcile",
             Maintenance.TaskOptions.every(DEFAULT_RECONCILE_INTERVAL), EngineOptions::any);
@@ -359,6 +361,11 @@ public final class EngineOptions {
 
     public Map<String, Limits.RateLimit> rateLimits() {
         return get(RATE_LIMITS);
+    }
+
+    /** The sliding windows ({@link Limits.Window}): permits outside jobs take from them. */
+    public Map<String, Limits.Window> windows() {
+        return get(WINDOWS);
     }
 
     /** How long settled instances are kept before maintenance deletes them. */
@@ -689,6 +696,11 @@ public final class EngineOptions {
         /** A token bucket of {@code ratePerSecond} tokens a second, holding at most {@code burst}. */
         public Builder rateLimit(String name, double ratePerSecond, int burst) {
             return add(RATE_LIMITS, "rate limit", name, new Limits.RateLimit(name, ratePerSecond, burst));
+        }
+
+        /** A sliding window: at most {@code limit} per {@code window} per partition. */
+        public Builder window(String name, int limit, Duration window) {
+            return add(WINDOWS, "window", name, new Limits.Window(name, limit, window));
         }
 
         /** How long settled instances are kept (children of live parents longer). */

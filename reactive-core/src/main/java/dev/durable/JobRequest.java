@@ -165,6 +165,16 @@ public final class JobRequest {
         });
     }
 
+    /**
+     * Admitted only while sliding window {@code window} ({@link EngineOptions.Builder#window}) can take
+     * {@code weight} more in partition {@code partition} (or null) within its length. A window takes
+     * the row's rate slot: a row holds a gate and one of a token bucket or a window, admitted all or
+     * nothing.
+     */
+    public JobRequest window(String window, int weight, @Nullable String partition) {
+        return rateLimit(window, weight, partition);
+    }
+
     /** A business key: a second insert while the first is live is a duplicate. */
     public JobRequest correlationKey(String correlationKey) {
         return with(r -> r.correlationKey = correlationKey);

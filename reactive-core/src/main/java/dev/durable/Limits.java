@@ -1,6 +1,6 @@
 package dev.durable;
 
-/** The limits an engine knows: named gates and rate limits, configured on {@link EngineOptions}. */
+/** The limits an engine knows: named gates, rate limits and sliding windows, configured on {@link EngineOptions}. */
 public final class Limits {
 
     private Limits() {
@@ -33,6 +33,11 @@ public final class Limits {
                         + capacity + "), was " + shards);
             }
         }
+
+        /** The capacity of one shard's counter: an even share, the first shards one more. */
+        public int shardCapacity(int shard) {
+            return capacity / shards + (shard < capacity % shards ? 1 : 0);
+        }
     }
 
     /**
@@ -49,6 +54,34 @@ public final class Limits {
                         + ratePerSecond);
             }
             Options.requireAtLeast("burst of rate limit " + name, burst, 1);
+        }
+    }
+
+    /**
+     * A sliding window: at most {@code limit} (in weight) admitted per partition in any {@code window}
+     * of time, e.g. 1,000 calls per tenant per hour. Counted on {@link #SLOTS} + 1 slots of
+     * {@code window / SLOTS} each: whatever a window's length of time holds lies in the last
+     * {@code SLOTS + 1} slots, which are summed, so the limit is never exceeded over any window, at the
+     * price of admitting up to one slot's worth ({@code 1/SLOTS}) less at the window's edge.
+     */
+    public record Window(String name, int limit, java.time.Duration window) {
+
+        /** Slots a window is counted on. */
+        public static final int SLOTS = 20;
+
+        public Window {
+            Options.requireName("window name", name);
+            requireNoSeparator("window name", name);
+            Options.requireAtLeast("limit of window " + name, limit, 1);
+            if (window == null || window.toMillis() < SLOTS) {
+                throw new IllegalArgumentException("length of window " + name + " must be at least " + SLOTS
+                        + " ms, was " + window);
+            }
+        }
+
+        /** The length of one slot, in milliseconds. */
+        public long slotMillis() {
+            return window.toMillis() / SLOTS;
         }
     }
 }

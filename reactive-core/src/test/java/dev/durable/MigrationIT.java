@@ -32,8 +32,8 @@ class MigrationIT {
                     row -> row.get(0, Integer.class))).containsExactlyElementsOf(VERSIONS);
             assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_forks",
                     "durable_gate_slots", "durable_history", "durable_instances", "durable_instances_all",
-                    "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version", "durable_signals",
-                    "durable_step_inputs");
+                    "durable_limit_permits", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
+                    "durable_signals", "durable_step_inputs", "durable_window_counters");
 
             // Idempotent: nothing left to apply.
             assertThat(first.migrate().block()).isEqualTo(LATEST);
@@ -52,9 +52,9 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 9;
+    private static final int LATEST = 11;
     /** The versions this build ships. */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9);
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 11);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -118,6 +118,14 @@ class MigrationIT {
         } finally {
             upgraded.closeLater().block();
         }
+        // Down to version 6: the permits table goes (version 11 undone).
+        DurableEngine permits = DurableEngine.builder(db.engineOptions().name("permits").build()).build();
+        try {
+            assertThat(permits.migrateDown(6).block()).isEqualTo(6);
+            assertThat(tables(db)).doesNotContain("durable_limit_permits", "durable_window_counters").contains("durable_history");
+        } finally {
+            permits.closeLater().block();
+        }
         // Down to version 2: the history comes back into the one table.
         DurableEngine tool = DurableEngine.builder(db.engineOptions().name("tool").build()).build();
         try {
@@ -155,5 +163,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U8__replay.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V9__trace_context.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U9__trace_context.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V11__limit_permits.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U11__limit_permits.sql")).isNotNull();
     }
 }

@@ -203,6 +203,15 @@ public final class RequestMapper {
     /** Checks a rate limit name and weight against the configured buckets. */
     public void checkRate(String name, int weight) {
         Limits.RateLimit limit = options.rateLimits().get(name);
+        Limits.Window window = limit == null ? options.windows().get(name) : null;
+        if (window != null) {
+            // A sliding window in the rate slot: admitted as a bucket is, by its limit.
+            if (weight < 1 || weight > window.limit()) {
+                throw new InvalidRequestException("weight of window " + name + " must be 1 to its limit "
+                        + window.limit() + ", was " + weight);
+            }
+            return;
+        }
         if (limit == null) {
             throw new InvalidRequestException("unknown rate limit '" + name
                     + "': configure it with EngineOptions.rateLimit (known: " + options.rateLimits().keySet() + ")");

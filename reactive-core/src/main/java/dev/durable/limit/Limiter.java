@@ -1,5 +1,7 @@
 package dev.durable.limit;
 
+import dev.durable.Limits;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Set;
@@ -34,8 +36,10 @@ public interface Limiter {
     /**
      * Admits what it can of {@code claims}, given in urgency order: a rate-limited claim when its
      * bucket holds its weight (in order: a refused claim refuses the later ones of the same bucket),
-     * a gated claim when its (gate, key, shard) has a free slot, which it then holds. Emits the ids
-     * admitted.
+     * a gated claim when its (gate, key, shard) has a free slot, which it then holds. All or
+     * nothing: a claim is admitted only when each of its limits admits it, and a limit that admits
+     * a claim another refuses keeps nothing of it (no token spent, no slot held once this emits).
+     * Emits the ids admitted.
      */
     Mono<Set<Long>> admit(List<LimitClaim> claims);
 
@@ -48,6 +52,37 @@ public interface Limiter {
      */
     default Mono<Boolean> draw(LimitClaim claim) {
         return admit(List.of(claim)).map(admitted -> admitted.contains(claim.id()));
+    }
+
+    /**
+     * Takes {@code slots} slots of the counter (gate, key, shard) for a permit named {@code holder}
+     * (unique), all or none, held for {@code lease} unless renewed or released: what
+     * {@link EngineLimits#acquire} asks, once per try. The slots count against the gate's rows as a
+     * claimed row's do. Emits whether it took them.
+     */
+    default Mono<Boolean> acquireSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        return Mono.error(new UnsupportedOperationException(this + " grants no permits"));
+    }
+
+    /** Extends a permit's slots by {@code lease}; emits false when they were lost (the lease had ended). */
+    default Mono<Boolean> renewSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        return Mono.error(new UnsupportedOperationException(this + " grants no permits"));
+    }
+
+    /** Gives a permit's slots back; nothing when they are gone already. */
+    default Mono<Void> releaseSlots(String holder, Limits.Gate gate, String key, int shard, int slots) {
+        return Mono.error(new UnsupportedOperationException(this + " grants no permits"));
+    }
+
+    /**
+     * Takes {@code weight} of sliding window {@code window}'s partition {@code partition} when what
+     * it admitted over the window's length plus {@code weight} stays within its limit; else takes
+     * nothing. Emits whether it took it.
+     */
+    default Mono<Boolean> takeWindow(Limits.Window window, String partition, int weight) {
+        return Mono.error(new UnsupportedOperationException(this + " has no sliding windows"));
     }
 
     /** Gives back the slots these claims hold (claims without a gate are ignored). */

@@ -17,12 +17,20 @@ import java.util.Map;
  * reaper can take its row back.
  */
 public record LimiterContext(String origin, ConnectionFactory connectionFactory, String schema,
-        Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits, Duration slotTtl,
-        Duration callTimeout) {
+        Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits, Map<String, Limits.Window> windows,
+        Duration slotTtl, Duration callTimeout) {
 
     public LimiterContext {
         gates = Map.copyOf(gates);
         rateLimits = Map.copyOf(rateLimits);
+        windows = Map.copyOf(windows);
+    }
+
+    /** Without sliding windows. */
+    public LimiterContext(String origin, ConnectionFactory connectionFactory, String schema,
+            Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits, Duration slotTtl,
+            Duration callTimeout) {
+        this(origin, connectionFactory, schema, gates, rateLimits, Map.of(), slotTtl, callTimeout);
     }
 
     /** With the engine's default call timeout. */

@@ -4,6 +4,7 @@ import dev.durable.Limits;
 import dev.durable.internal.Db;
 import dev.durable.internal.sql.LimiterSql;
 import dev.durable.internal.sql.Tables;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -22,16 +23,21 @@ import reactor.core.publisher.Mono;
  * the {@code durable_gate_release} trigger the moment a gated row leaves executing (outcome,
  * release, reaper or a key change), so {@link #credit} has nothing to do; counters do not expire,
  * so neither does {@link #renew}. {@link #reconcile} recounts the counters from the executing rows
- * under a lock that holds picks off.
+ * and the live permits under a lock that holds picks off. Permits ({@link #acquireSlots}) are rows of
+ * {@code durable_limit_permits} counted on their gate's counter; an expired one is counted off by the
+ * next acquire on its counter or by the reconcile, whichever comes first.
  */
 public final class PostgresLimiter implements Limiter {
 
     private final LimiterSql sql;
     private final Map<String, Limits.RateLimit> rateLimits;
+    private final Map<String, Limits.Window> windows;
 
-    private PostgresLimiter(LimiterSql sql, Map<String, Limits.RateLimit> rateLimits) {
+    private PostgresLimiter(LimiterSql sql, Map<String, Limits.RateLimit> rateLimits,
+            Map<String, Limits.Window> windows) {
         this.sql = sql;
         this.rateLimits = rateLimits;
+        this.windows = windows;
     }
 
     /** The factory an engine uses by default. */
@@ -41,7 +47,7 @@ public final class PostgresLimiter implements Limiter {
             public Mono<Limiter> create(LimiterContext context) {
                 return Mono.fromSupplier(() -> new PostgresLimiter(new LimiterSql(
                         new Db(context.connectionFactory(), context.callTimeout()), new Tables(context.schema())),
-                        context.rateLimits()));
+                        context.rateLimits(), context.windows()));
             }
 
             @Override
@@ -65,11 +71,39 @@ public final class PostgresLimiter implements Limiter {
     /** Takes the inline step's tokens from its bucket in one statement; a limit not configured here is refused. */
     @Override
     public Mono<Boolean> draw(LimitClaim claim) {
+        Limits.@Nullable Window window = claim.rateLimit() == null ? null : windows.get(claim.rateLimit());
+        if (window != null && !rateLimits.containsKey(claim.rateLimit())) {
+            return takeWindow(window, claim.ratePartition(), claim.rateWeight());
+        }
         Limits.@Nullable RateLimit limit = claim.rateLimit() == null ? null : rateLimits.get(claim.rateLimit());
         if (limit == null) {
             return Mono.just(claim.rateLimit() == null);
         }
         return sql.draw(limit.name(), claim.ratePartition(), claim.rateWeight(), limit.burst(), limit.ratePerSecond());
+    }
+
+    /** A permit row beside the counter, counted on it (see {@code LimiterSql.acquireSlots}). */
+    @Override
+    public Mono<Boolean> acquireSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        return sql.acquireSlots(holder, gate.name(), key, shard, gate.shardCapacity(shard), slots, lease.toMillis());
+    }
+
+    @Override
+    public Mono<Boolean> renewSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        return sql.renewSlots(holder, lease.toMillis());
+    }
+
+    @Override
+    public Mono<Void> releaseSlots(String holder, Limits.Gate gate, String key, int shard, int slots) {
+        return sql.releaseSlots(holder);
+    }
+
+    /** One statement on the window's row (see {@code LimiterSql.takeWindow}). */
+    @Override
+    public Mono<Boolean> takeWindow(Limits.Window window, String partition, int weight) {
+        return sql.takeWindow(window.name(), partition, weight, window.slotMillis(), window.limit());
     }
 
     /** Nothing: the trigger credited the slot when the row left executing. */

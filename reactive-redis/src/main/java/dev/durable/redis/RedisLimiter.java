@@ -54,6 +54,13 @@ import reactor.util.Loggers;
  * heartbeat), and a stand-in may outlive a holder that ended before renewing (by one slot TTL at
  * most): the window is one beat and needs Redis to lose its data.
  *
+ * <p>A claim's limits are admitted all or nothing although their keys may sit on different Cluster
+ * nodes: its gate slot is taken first (a slot can be given back), then its bucket's tokens or its
+ * sliding window's count ({@code WINDOW_TAKE}, one hash per window and partition), and the slot of a
+ * claim its bucket or window refused goes back before {@link #admit} answers. Permits of
+ * {@code engine.limits()} are slots of the same counters ({@link #acquireSlots}), leased for the
+ * caller's lease and renewed only while still held.
+ *
  * <p>Losing Redis never loses or doubles work: while it is unreachable {@link #admit} signals
  * {@link LimiterUnavailableException}, so limited rows go back to the queue and unlimited ones keep
  * running; the outage is logged once, and once when it ends. Make one with {@link RedisLimiters}.
@@ -68,6 +75,7 @@ public final class RedisLimiter implements Limiter {
     private final long slotTtlMillis;
     private final Map<String, Limits.Gate> gates;
     private final Map<String, Limits.RateLimit> rateLimits;
+    private final Map<String, Limits.Window> windows;
     private final LiveGateClaims liveClaims;
     private final OutageLog outage = new OutageLog(log, "Durable limiter",
             "limited rows wait in their queues, unlimited ones keep running");
@@ -83,6 +91,7 @@ public final class RedisLimiter implements Limiter {
         this.slotTtlMillis = context.slotTtl().toMillis();
         this.gates = context.gates();
         this.rateLimits = context.rateLimits();
+        this.windows = context.windows();
         this.liveClaims = LiveGateClaims.of(context);
         // Connected on first use and kept (Lettuce reconnects it); a failed connect is tried again next time.
         this.connection = endpoint.connect().<StatefulConnection<String, String>>map(made -> made)
@@ -122,41 +131,64 @@ public final class RedisLimiter implements Limiter {
             return Mono.just(Set.of());
         }
         return Mono.defer(() -> {
-            // Buckets first, as the PostgreSQL pick does; then gates, for the claims the buckets let through.
-            Map<String, List<LimitClaim>> byBucket = new LinkedHashMap<>();
+            // All or nothing across keys that may live on different Cluster nodes: slots first (they
+            // can be given back), then tokens only for the claims their gate seated (tokens cannot),
+            // then the slots of claims their bucket refused go back.
+            Set<Long> refused = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            Map<String, List<LimitClaim>> byGate = new LinkedHashMap<>();
             for (LimitClaim claim : claims) {
-                if (claim.rateLimit() != null) {
-                    byBucket.computeIfAbsent(bucketKey(claim.rateLimit(), claim.ratePartition()), k -> new ArrayList<>())
+                if (claim.gate() != null) {
+                    byGate.computeIfAbsent(gateKey(claim.gate(), claim.key(), claim.shard()), k -> new ArrayList<>())
                             .add(claim);
                 }
             }
-            Set<Long> refused = java.util.concurrent.ConcurrentHashMap.newKeySet();
-            Mono<Void> buckets = Flux.fromIterable(byBucket.entrySet())
-                    .flatMap(bucket -> takeTokens(bucket.getKey(), bucket.getValue(), refused))
-                    .then();
-            return buckets.then(Mono.defer(() -> {
-                Map<String, List<LimitClaim>> byGate = new LinkedHashMap<>();
+            List<LimitClaim> seated = new ArrayList<>();
+            return takeSlots(byGate, refused).then(Mono.defer(() -> {
+                Map<String, List<LimitClaim>> byBucket = new LinkedHashMap<>();
                 for (LimitClaim claim : claims) {
-                    if (claim.gate() != null && !refused.contains(claim.id())) {
-                        byGate.computeIfAbsent(gateKey(claim.gate(), claim.key(), claim.shard()), k -> new ArrayList<>())
-                                .add(claim);
+                    if (refused.contains(claim.id())) {
+                        continue;
+                    }
+                    if (claim.gate() != null) {
+                        seated.add(claim);
+                    }
+                    if (claim.rateLimit() != null) {
+                        // A row's rate slot names a bucket or a sliding window: each its own key.
+                        String key = rateLimits.containsKey(claim.rateLimit()) || !windows.containsKey(claim.rateLimit())
+                                ? bucketKey(claim.rateLimit(), claim.ratePartition())
+                                : windowKey(claim.rateLimit(), claim.ratePartition());
+                        byBucket.computeIfAbsent(key, k -> new ArrayList<>()).add(claim);
                     }
                 }
-                return takeSlots(byGate, refused);
-            })).then(Mono.fromSupplier(() -> {
-                Set<Long> admitted = new HashSet<>();
-                for (LimitClaim claim : claims) {
-                    if (!refused.contains(claim.id())) {
-                        admitted.add(claim.id());
-                    }
-                }
-                return admitted;
-            }));
+                return Flux.fromIterable(byBucket.entrySet())
+                        .flatMap(bucket -> takeTokens(bucket.getKey(), bucket.getValue(), refused))
+                        .then();
+            })).then(Mono.defer(() -> credit(seated.stream().filter(claim -> refused.contains(claim.id())).toList())))
+                    .then(Mono.fromSupplier(() -> {
+                        Set<Long> admitted = new HashSet<>();
+                        for (LimitClaim claim : claims) {
+                            if (!refused.contains(claim.id())) {
+                                admitted.add(claim.id());
+                            }
+                        }
+                        return admitted;
+                    }));
         });
     }
 
     private Mono<Void> takeTokens(String key, List<LimitClaim> claims, Set<Long> refused) {
         Limits.RateLimit limit = rateLimits.get(claims.get(0).rateLimit());
+        Limits.Window window = limit == null ? windows.get(claims.get(0).rateLimit()) : null;
+        if (window != null) {
+            List<String> args = new ArrayList<>(claims.size() + 3);
+            args.add(Long.toString(window.slotMillis()));
+            args.add(Integer.toString(window.limit()));
+            args.add(Integer.toString(Limits.Window.SLOTS + 1));
+            claims.forEach(claim -> args.add(Integer.toString(claim.rateWeight())));
+            return this.<String>run(LimiterScripts.WINDOW_TAKE, ScriptOutputType.VALUE, List.of(key), args)
+                    .doOnNext(flags -> markRefused(flags, claims, refused))
+                    .then();
+        }
         if (limit == null) {
             claims.forEach(claim -> refused.add(claim.id()));
             return Mono.empty();
@@ -241,6 +273,81 @@ public final class RedisLimiter implements Limiter {
                 refused.add(claims.get(i).id());
             }
         }
+    }
+
+    /**
+     * A permit's slots are members of the gate's counter like a claimed row's, named
+     * {@code holder#1..slots}, scored by the permit's lease; taken in one script, all or none (a
+     * partial grant is given back at once). A counter without its ledger mark is rebuilt first, as
+     * for rows.
+     */
+    @Override
+    public Mono<Boolean> acquireSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        String counter = gateKey(gate.name(), key, shard);
+        List<String> holders = permitHolders(holder, slots);
+        return takePermitSlots(counter, gate.shardCapacity(shard), holders, lease, -1)
+                .flatMap(flags -> !flags.equals("?") ? Mono.just(flags)
+                        : rebuildLedgers(List.of(new LimitClaim(0, holder, gate.name(), key, shard, null, "", 0)))
+                                .flatMap(live -> takePermitSlots(counter, gate.shardCapacity(shard), holders, lease,
+                                        live.get(0))))
+                .flatMap(flags -> {
+                    if (flags.chars().filter(c -> c == '1').count() == slots) {
+                        return Mono.just(true);
+                    }
+                    return releaseSlots(holder, gate, key, shard, slots).thenReturn(false);
+                });
+    }
+
+    private Mono<String> takePermitSlots(String counter, int capacity, List<String> holders, Duration lease, long live) {
+        List<String> args = new ArrayList<>(holders.size() + 3);
+        args.add(Integer.toString(capacity));
+        args.add(Long.toString(Math.max(1, lease.toMillis())));
+        args.add(Long.toString(live));
+        args.addAll(holders);
+        return run(LimiterScripts.GATE_ACQUIRE, ScriptOutputType.VALUE, List.of(counter, ledgerKey(counter)), args);
+    }
+
+    /** Renews only slots still held: a permit whose lease ended is not taken again (false, the rest given back). */
+    @Override
+    public Mono<Boolean> renewSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+            Duration lease) {
+        List<String> args = new ArrayList<>(slots + 1);
+        args.add(Long.toString(Math.max(1, lease.toMillis())));
+        args.addAll(permitHolders(holder, slots));
+        return this.<Long>run(LimiterScripts.PERMIT_RENEW, ScriptOutputType.INTEGER,
+                        List.of(gateKey(gate.name(), key, shard)), args)
+                .flatMap(renewed -> renewed == slots ? Mono.just(true)
+                        : releaseSlots(holder, gate, key, shard, slots).thenReturn(false));
+    }
+
+    @Override
+    public Mono<Void> releaseSlots(String holder, Limits.Gate gate, String key, int shard, int slots) {
+        return this.<Long>run(LimiterScripts.GATE_RELEASE, ScriptOutputType.INTEGER,
+                List.of(gateKey(gate.name(), key, shard)), permitHolders(holder, slots)).then();
+    }
+
+    /** The window's partition is one hash, its own hash tag: one script, one Cluster slot. */
+    @Override
+    public Mono<Boolean> takeWindow(Limits.Window window, String partition, int weight) {
+        return this.<String>run(LimiterScripts.WINDOW_TAKE, ScriptOutputType.VALUE,
+                        List.of(windowKey(window.name(), partition)),
+                        List.of(Long.toString(window.slotMillis()), Integer.toString(window.limit()),
+                                Integer.toString(Limits.Window.SLOTS + 1), Integer.toString(weight)))
+                .map(flags -> flags.equals("1"));
+    }
+
+    /** The sliding window of one (window, partition). */
+    String windowKey(String window, String partition) {
+        return keyPrefix + ":window:" + window + ":" + partition + "}";
+    }
+
+    private static List<String> permitHolders(String holder, int slots) {
+        List<String> holders = new ArrayList<>(slots);
+        for (int i = 1; i <= slots; i++) {
+            holders.add(holder + "#" + i);
+        }
+        return holders;
     }
 
     @Override

@@ -138,7 +138,7 @@ public final class EngineRuntime {
         EngineOptions options = wiring.options();
         WorkerIdentity identity = wiring.identity();
         return options.limiter().create(new LimiterContext(identity.origin(), wiring.connectionFactory(),
-                        options.schema(), options.gates(), options.rateLimits(),
+                        options.schema(), options.gates(), options.rateLimits(), options.windows(),
                         options.leaseTtl().plus(options.heartbeatInterval()), options.callTimeout()))
                 .flatMap(limiter -> options.pokeTransport().create(new PokeContext(identity.origin(),
                                 wiring.connectionFactory(), options.schema(), options.callTimeout()))
@@ -174,6 +174,11 @@ public final class EngineRuntime {
     /** Tells the schedulers of {@code queue}, here and where the transport reaches, that work is there. */
     public void poke(String queue) {
         transport.poke(queue);
+    }
+
+    /** The limiter this runtime made (permits outside jobs ask it). */
+    public Limiter limiter() {
+        return limiter;
     }
 
     public PokeTransport transport() {

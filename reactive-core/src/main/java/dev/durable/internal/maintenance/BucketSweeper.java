@@ -44,6 +44,8 @@ public final class BucketSweeper extends MaintenanceService {
 
     @Override
     protected Mono<Long> batch(int limit, Duration timeout) {
-        return sql.sweepBuckets(rateLimits, IDLE.toMillis(), limit, timeout);
+        // Idle sliding windows too (PostgreSQL limiter only; Redis's expire by themselves, its table stays empty).
+        return sql.sweepBuckets(rateLimits, IDLE.toMillis(), limit, timeout)
+                .zipWith(sql.sweepWindows(limit, timeout), Long::sum);
     }
 }

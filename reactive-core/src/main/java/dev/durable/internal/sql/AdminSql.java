@@ -174,7 +174,8 @@ public final class AdminSql {
      * Live gate claims per (gate, key), busiest first, with the capacity of the gates configured here
      * ($1 names, $2 capacities; $3 the most keys). Counted from the rows, not the limiter's counters, so
      * it answers for every limiter, and a lapsed lease (a dead worker's row the reaper has not reached)
-     * holds nothing. Index: durable_instances_executing_idx, the partial index of executing rows (a full
+     * holds nothing; plus the slots of live permits the PostgreSQL limiter granted outside jobs
+     * (durable_limit_permits, a few rows). Index: durable_instances_executing_idx, the partial index of executing rows (a full
      * walk of it: the executing rows are bounded by the engines' concurrency), then a top-N sort of the
      * groups. Locks: none.
      */
@@ -244,9 +245,12 @@ public final class AdminSql {
                 + " 0)");
         this.gateUsage = tables.render("""
                 SELECT u.gate_name, u.concurrency_key, u.held, g.capacity
-                  FROM (SELECT gate_name, concurrency_key, count(*) AS held
-                          FROM {instances}
-                         WHERE status = 'executing' AND gate_name IS NOT NULL AND lease_expires_at > now()
+                  FROM (SELECT gate_name, concurrency_key, sum(slots)::bigint AS held
+                          FROM (SELECT gate_name, concurrency_key, 1 AS slots
+                                  FROM {instances}
+                                 WHERE status = 'executing' AND gate_name IS NOT NULL AND lease_expires_at > now()
+                                UNION ALL
+                                SELECT gate, key, slots FROM {permits} WHERE expires_at > now()) claims
                          GROUP BY gate_name, concurrency_key) u
                   LEFT JOIN unnest($1::text[], $2::int[]) AS g(name, capacity) ON g.name = u.gate_name
                  ORDER BY u.held DESC, u.gate_name, u.concurrency_key

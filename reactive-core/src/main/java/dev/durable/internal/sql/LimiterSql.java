@@ -21,8 +21,8 @@ public final class LimiterSql {
     private final String lockGates;
 
     /**
-     * Recounts every gate counter from the executing rows and drops empty counters; emits how many
-     * were wrong. The trigger keeps counters exact, this heals manual edits and restores.
+     * Recounts every gate counter from the executing rows and the live permits, drops expired
+     * permits and empty counters; emits how many were wrong. The trigger keeps counters exact, this heals manual edits and restores.
      * Index: the counters' primary key; executing rows through the lease index. Locks: the counters,
      * which {@link #lockGates} already holds, so the count cannot race a pick.
      */
@@ -46,10 +46,100 @@ public final class LimiterSql {
      */
     private final String liveGateClaims;
 
+    /**
+     * Makes sure the counter of gate $1, key $2, shard $3 exists (capacity $4, nothing held) before
+     * {@link #acquireSlots} locks it. Index: the counters' primary key. Locks: none when it exists.
+     */
+    private final String ensureCounter;
+
+    /**
+     * Takes $6 slots of counter ($1, $2, $3) of capacity $4 for permit holder $5 with a lease of $7
+     * ms, when they all fit; else takes nothing. The counter is locked first, the expired permits of
+     * the counter are counted off it (a crashed caller's slots come free here), then the permit is
+     * recorded and counted on when it fits. Returns (granted, changed). Index: the counters' primary
+     * key, the permits' counter index. Locks: the counter row, to the end of the transaction (a pick
+     * skips it meanwhile, as it skips any locked counter).
+     */
+    private final String acquireSlots;
+
+    /**
+     * Extends permit $1's lease to $2 ms from now, unless it had already ended. Index: the permits'
+     * primary key. Locks: the permit row.
+     */
+    private final String renewSlots;
+
+    /**
+     * Deletes permit $1 and counts its slots off its counter; nothing when it is gone already.
+     * Index: the permits' and the counters' primary keys. Locks: both rows.
+     */
+    private final String releaseSlots;
+
+    /**
+     * Takes $3 of window $1, partition $2 (slot length $4 ms, limit $5) when the live slots of its ring
+     * (the last {@link dev.durable.Limits.Window#SLOTS} + 1) plus $3 stay within the limit; else takes
+     * nothing. A row not there yet is empty. Index: the windows' primary key. Locks: the window row, to
+     * the end of the statement; a concurrent take waits and re-checks the updated row, so the limit holds.
+     */
+    private final String takeWindow;
+
     private final Db db;
 
     public LimiterSql(Db db, Tables tables) {
         this.db = db;
+        int ring = dev.durable.Limits.Window.SLOTS + 1;
+        String slot = "floor(extract(epoch FROM now()) * 1000 / $4::bigint)::bigint";
+        String position = "(" + slot + " % " + ring + ")::int + 1";
+        this.takeWindow = tables.render("""
+                INSERT INTO {windows} AS w (name, partition_key, slots, counts, slot_millis)
+                SELECT $1::text, $2::text, array_fill({slot}, ARRAY[{ring}]),
+                       ARRAY(SELECT CASE WHEN i = {position} THEN $3::int ELSE 0 END FROM generate_series(1, {ring}) i),
+                       $4::bigint
+                 WHERE $3::int <= $5::int
+                ON CONFLICT (name, partition_key) DO UPDATE
+                   SET counts[{position}] = CASE WHEN w.slots[{position}] = {slot} THEN w.counts[{position}] ELSE 0 END + $3,
+                       slots[{position}] = {slot}, slot_millis = $4
+                 WHERE (SELECT coalesce(sum(u.c), 0) FROM unnest(w.slots, w.counts) AS u(s, c)
+                         WHERE u.s > {slot} - {ring}) + $3 <= $5
+                RETURNING w.name""").replace("{position}", position).replace("{slot}", slot)
+                .replace("{ring}", Integer.toString(ring));
+        this.ensureCounter = tables.render("""
+                INSERT INTO {gate_slots} (gate, key, shard, capacity, held, admitted) VALUES ($1, $2, $3, $4, 0, 0)
+                ON CONFLICT (gate, key, shard) DO NOTHING""");
+        this.acquireSlots = tables.render("""
+                WITH counter AS (
+                    SELECT s.held FROM {gate_slots} s WHERE (s.gate, s.key, s.shard) = ($1, $2, $3) FOR UPDATE
+                ), expired AS (
+                    DELETE FROM {permits} p
+                     WHERE (p.gate, p.key, p.shard) = ($1, $2, $3) AND p.expires_at <= now()
+                    RETURNING p.slots
+                ), freed AS (
+                    SELECT coalesce(sum(e.slots), 0)::int AS slots FROM expired e
+                ), granted AS (
+                    INSERT INTO {permits} (holder, gate, key, shard, slots, expires_at)
+                    SELECT $5, $1, $2, $3, $6, now() + $7 * interval '1 millisecond'
+                      FROM counter c, freed f
+                     WHERE greatest(0, c.held - f.slots) + $6 <= $4
+                    RETURNING slots
+                ), counted AS (
+                    UPDATE {gate_slots} s
+                       SET held = greatest(0, s.held - f.slots) + coalesce((SELECT sum(g.slots) FROM granted g), 0)::int,
+                           capacity = $4
+                      FROM freed f
+                     WHERE (s.gate, s.key, s.shard) = ($1, $2, $3) AND (f.slots > 0 OR EXISTS (SELECT 1 FROM granted))
+                    RETURNING s.held
+                )
+                SELECT (SELECT count(*) FROM granted) AS granted, (SELECT count(*) FROM counted) AS counted""");
+        this.renewSlots = tables.render("""
+                UPDATE {permits} SET expires_at = now() + $2 * interval '1 millisecond'
+                 WHERE holder = $1 AND expires_at > now()
+                RETURNING holder""");
+        this.releaseSlots = tables.render("""
+                WITH gone AS (
+                    DELETE FROM {permits} WHERE holder = $1 RETURNING gate, key, shard, slots
+                )
+                UPDATE {gate_slots} s SET held = greatest(0, s.held - g.slots)
+                  FROM gone g
+                 WHERE (s.gate, s.key, s.shard) = (g.gate, g.key, g.shard)""");
         this.draw = tables.render("""
                 INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
                 SELECT $1::text, $2::text, $4::float8 - $3::int, now(), $3::int WHERE $3::int <= $4::float8
@@ -67,8 +157,13 @@ public final class LimiterSql {
                  GROUP BY g.ord
                  ORDER BY g.ord""");
         this.reconcileGates = tables.render("""
-                WITH counted AS (
-                    SELECT s.gate, s.key, s.shard, count(i.id) AS executing
+                WITH expired AS (
+                    DELETE FROM {permits} p WHERE p.expires_at <= now() RETURNING p.holder
+                ), counted AS (
+                    SELECT s.gate, s.key, s.shard, count(i.id) + coalesce((
+                               SELECT sum(p.slots) FROM {permits} p
+                                WHERE (p.gate, p.key, p.shard) = (s.gate, s.key, s.shard) AND p.expires_at > now()), 0)
+                               AS executing
                       FROM {gate_slots} s
                       LEFT JOIN {instances} i
                         ON i.status = 'executing' AND i.gate_name = s.gate AND i.concurrency_key = s.key
@@ -112,5 +207,46 @@ public final class LimiterSql {
                                 .bind(0, gates).bind(1, keys).bind(2, shards).execute())
                         .concatMap(result -> result.map(row -> row.get(0, Long.class))))
                 .collectList();
+    }
+
+    /**
+     * Takes {@code slots} slots of a gate counter for a permit, all or none; emits whether it did.
+     * Two statements in one short transaction: the counter must exist before it is locked.
+     */
+    public Mono<Boolean> acquireSlots(String holder, String gate, String key, int shard, int capacity, int slots,
+            long leaseMillis) {
+        return db.inTransaction(connection -> Flux.from(connection.createStatement(ensureCounter)
+                                .bind(0, gate).bind(1, key).bind(2, shard).bind(3, capacity).execute())
+                        .concatMap(result -> result.getRowsUpdated())
+                        .thenMany(Flux.from(connection.createStatement(acquireSlots)
+                                .bind(0, gate).bind(1, key).bind(2, shard).bind(3, capacity).bind(4, holder)
+                                .bind(5, slots).bind(6, leaseMillis).execute()))
+                        .concatMap(result -> result.map(row -> row.get("granted", Long.class) == 1L)))
+                .single();
+    }
+
+    /** Extends a permit's lease; emits false when it had ended (or was released). */
+    public Mono<Boolean> renewSlots(String holder, long leaseMillis) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(renewSlots)
+                                .bind(0, holder).bind(1, leaseMillis).execute())
+                        .concatMap(result -> result.map(row -> true)))
+                .hasElements();
+    }
+
+    /** Gives a permit's slots back; nothing when it is gone already. */
+    public Mono<Void> releaseSlots(String holder) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(releaseSlots)
+                                .bind(0, holder).execute())
+                        .concatMap(result -> result.getRowsUpdated()))
+                .then();
+    }
+
+    /** Takes {@code weight} of a sliding window's partition; emits whether it fitted. */
+    public Mono<Boolean> takeWindow(String window, String partition, int weight, long slotMillis, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(takeWindow)
+                                .bind(0, window).bind(1, partition).bind(2, weight).bind(3, slotMillis)
+                                .bind(4, limit).execute())
+                        .concatMap(result -> result.map(row -> true)))
+                .hasElements();
     }
 }

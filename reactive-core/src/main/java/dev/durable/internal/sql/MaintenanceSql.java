@@ -55,6 +55,16 @@ public final class MaintenanceSql {
      */
     private final String sweepBuckets;
 
+    /**
+     * Deletes up to $1 sliding-window rows whose every slot is older than their ring by one slot more
+     * (counted in the row's own slot length): such a row counts nothing, and a missing row is an
+     * empty window, so deleting it changes no admission; the extra slot covers a taker whose clock
+     * started before the sweep's. Index: none, a scan of the windows (one row per window and
+     * partition used within about a window, which is what this keeps small). Locks: the deleted
+     * rows, skipping those a taker holds.
+     */
+    private final String sweepWindows;
+
     private final Db db;
 
     public MaintenanceSql(Db db, Tables tables) {
@@ -117,6 +127,18 @@ public final class MaintenanceSql {
                 )
                 DELETE FROM {buckets} b USING idle i
                  WHERE b.name = i.name AND b.partition_key = i.partition_key""");
+        this.sweepWindows = tables.render("""
+                WITH idle AS (
+                    SELECT w.name, w.partition_key
+                      FROM {windows} w
+                     WHERE (SELECT max(s) FROM unnest(w.slots) s)
+                           < floor(extract(epoch FROM now()) * 1000 / w.slot_millis)::bigint - {ring} - 1
+                     LIMIT $1
+                       FOR UPDATE OF w SKIP LOCKED
+                )
+                DELETE FROM {windows} w USING idle i
+                 WHERE w.name = i.name AND w.partition_key = i.partition_key""")
+                .replace("{ring}", Integer.toString(Limits.Window.SLOTS + 1));
     }
 
     /** Bounds every statement of the transaction on {@code connection} by {@code timeout}. */
@@ -159,6 +181,14 @@ public final class MaintenanceSql {
         return db.inTransaction(connection -> boundStatements(connection, timeout)
                         .thenMany(Flux.from(connection.createStatement(sweepBuckets).bind(0, names).bind(1, rates)
                                 .bind(2, bursts).bind(3, idleMillis).bind(4, limit).execute()))
+                        .concatMap(result -> result.getRowsUpdated()))
+                .reduce(0L, Long::sum);
+    }
+
+    /** Deletes up to {@code limit} sliding-window rows that count nothing any more; emits how many. */
+    public Mono<Long> sweepWindows(int limit, Duration timeout) {
+        return db.inTransaction(connection -> boundStatements(connection, timeout)
+                        .thenMany(Flux.from(connection.createStatement(sweepWindows).bind(0, limit).execute()))
                         .concatMap(result -> result.getRowsUpdated()))
                 .reduce(0L, Long::sum);
     }

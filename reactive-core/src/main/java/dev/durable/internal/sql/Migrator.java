@@ -27,7 +27,8 @@ public final class Migrator {
     static final List<Migration> MIGRATIONS = List.of(new Migration(1, "durable_schema"),
             new Migration(2, "engine_registry"), new Migration(3, "settled_history"),
             new Migration(4, "admin"), new Migration(5, "queue_pauses"), new Migration(6, "conflict_policies"),
-            new Migration(7, "workflow_versions"), new Migration(8, "replay"), new Migration(9, "trace_context"));
+            new Migration(7, "workflow_versions"), new Migration(8, "replay"), new Migration(9, "trace_context"),
+            new Migration(11, "limit_permits"));
 
     /** Advisory lock class for Durable's migrations; the object id is the schema's hash. */
     private static final int LOCK_CLASS = 0x0D0AB1E;

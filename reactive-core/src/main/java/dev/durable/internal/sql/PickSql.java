@@ -120,6 +120,18 @@ public final class PickSql {
                            < %1$s.rate_weight)""";
 
     /**
+     * True when the sliding window of the row aliased {@code %1$s} (a window's name in its rate
+     * slot) cannot take the row's weight on top of what its live slots counted; needs the
+     * {@code wins} CTE. Index: the windows' primary key. Locks: none.
+     */
+    private static final String WINDOW_FULL = """
+            EXISTS (SELECT 1 FROM {windows} w JOIN wins x ON x.name = w.name
+                     WHERE w.name = %1$s.rate_limit AND w.partition_key = COALESCE(%1$s.rate_partition, '')
+                       AND (SELECT coalesce(sum(u.c), 0) FROM unnest(w.slots, w.counts) AS u(s, c)
+                             WHERE u.s > floor(extract(epoch FROM now()) * 1000 / x.slot_ms)::bigint - {ring})
+                           + %1$s.rate_weight > x.lim)""";
+
+    /**
      * The tokens bucket {@code b} holds now: what it held at its last admission, refilled at the
      * rate ({@code %2$s}) for the time since, capped at the burst ({@code %1$s}). A bucket's clock only
      * moves forward, so a transaction that started before another's admission cannot rewind it and
@@ -146,16 +158,25 @@ public final class PickSql {
 
     /**
      * The pick of an engine that knows gates or rate limits (the PostgreSQL limiter), in one
-     * statement: as {@link #pick}, and the limits are admitted in it. Of the candidates left after
-     * the per-key guard, rows of a rate limit are admitted in urgency order while their bucket
-     * (refilled by the time since its last admission, capped at its burst) holds their cumulative
-     * weight; the bucket row is upserted and the tokens taken recorded on it. Of those, rows of a
-     * gate are admitted while their (gate, key, shard) counter has room, upserted and counted up
-     * the same way. Candidates whose bucket or counter is already known to be full are skipped
+     * statement: as {@link #pick}, and the limits are admitted in it, all or nothing: a row is
+     * claimed only when each of its limits admits it, and no limit spends anything on a row another
+     * refuses. Of the candidates left after the per-key guard, the gate counters are locked and read
+     * first, without taking anything: rows of a gate pass while their rank on their (gate, key,
+     * shard) counter is within its room. Only those are offered to their buckets, in urgency order
+     * while the bucket (refilled by the time since its last admission, capped at its burst) holds
+     * their cumulative weight; the bucket row is upserted and the tokens taken recorded on it. The
+     * rows both admitted are then counted up on their counters, which this statement holds locked,
+     * so the room it read is still there (the one exception: a counter that did not exist yet and
+     * that a concurrent pick creates first; its insert then admits what is left, and a row it cannot
+     * seat has spent its tokens). Candidates whose bucket or counter is already known to be full are skipped
      * before the LIMIT, so throttled rows never crowd unrelated work out of a pick. Rows of limits
      * this engine does not know are left for an engine that does. $5-$7 are the gates (name,
      * capacity, shards), $8-$10 the rate limits (name, tokens a second, burst), $11-$12 the known
-     * types and their versions. A bucket's clock
+     * types and their versions, $13-$15 the sliding windows (name, slot length in ms, limit). A
+     * row's rate slot names a bucket or a window: a window's rows are admitted as a bucket's are (in
+     * urgency order while their cumulative weight fits on top of what the window's live slots
+     * counted), recorded on its row (upserted, in key order, locked by the upsert) in its current
+     * slot; a window known to be full skips its rows before the LIMIT as an empty bucket does. A bucket's clock
      * only moves forward, so a pick whose transaction started before another's admission cannot
      * rewind it and over-refill.
      *
@@ -204,6 +225,11 @@ public final class PickSql {
     private final String[] rateNames;
     private final Double[] rates;
     private final Integer[] bursts;
+    private final String[] windowNames;
+    private final Long[] windowSlots;
+    private final Integer[] windowLimits;
+    /** The names a row's rate slot may hold: rate limits, then sliding windows. */
+    private final String[] rateSlotNames;
     private final String[] types;
     /** Per known type its current version, then per known type (same order) the lowest it runs. */
     private final Integer[] versions;
@@ -211,17 +237,24 @@ public final class PickSql {
     /** The statements of an engine that knows these limits, and these types at these versions (and every older one). */
     public PickSql(Db db, Tables tables, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits,
             Map<String, Integer> knownTypes) {
-        this(db, tables, gates, rateLimits, knownTypes, Map.of());
+        this(db, tables, gates, rateLimits, List.of(), knownTypes, Map.of());
     }
 
     /**
-     * The statements of an engine that knows these limits, and these types at these versions, each
-     * down to its lowest version in {@code lowestVersions} (1 when absent).
+     * The statements of an engine that knows these limits (a row's rate slot names a token bucket or a
+     * sliding window, admitted the same way: in urgency order, all or nothing with the row's gate), and
+     * these types at these versions, each down to its lowest version in {@code lowestVersions} (1 when
+     * absent).
      */
     public PickSql(Db db, Tables tables, Collection<Limits.Gate> gates, Collection<Limits.RateLimit> rateLimits,
-            Map<String, Integer> knownTypes, Map<String, Integer> lowestVersions) {
+            Collection<Limits.Window> windows, Map<String, Integer> knownTypes, Map<String, Integer> lowestVersions) {
         this.db = db;
-        this.limits = !gates.isEmpty() || !rateLimits.isEmpty();
+        this.limits = !gates.isEmpty() || !rateLimits.isEmpty() || !windows.isEmpty();
+        this.windowNames = windows.stream().map(Limits.Window::name).toArray(String[]::new);
+        this.windowSlots = windows.stream().map(Limits.Window::slotMillis).toArray(Long[]::new);
+        this.windowLimits = windows.stream().map(Limits.Window::limit).toArray(Integer[]::new);
+        this.rateSlotNames = java.util.stream.Stream.concat(rateLimits.stream().map(Limits.RateLimit::name),
+                windows.stream().map(Limits.Window::name)).toArray(String[]::new);
         this.gateNames = gates.stream().map(Limits.Gate::name).toArray(String[]::new);
         this.gateCapacities = gates.stream().map(Limits.Gate::capacity).toArray(Integer[]::new);
         this.gateShards = gates.stream().map(Limits.Gate::shards).toArray(Integer[]::new);
@@ -240,14 +273,41 @@ public final class PickSql {
                     SELECT * FROM unnest($5::text[], $6::int[], $7::int[]) AS g(name, capacity, shards)
                 ), rates AS (
                     SELECT * FROM unnest($8::text[], $9::float8[], $10::int[]) AS r(name, rate, burst)
+                ), wins AS (
+                    SELECT * FROM unnest($13::text[], $14::bigint[], $15::int[]) AS x(name, slot_ms, lim)
                 ),\s""" + CANDIDATES.formatted("$12", "$11",
                 "AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT " + GATE_FULL.formatted("c") + "))\n"
-                + "AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT " + BUCKET_SHORT.formatted("c") + "))")
+                + "AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT " + BUCKET_SHORT.formatted("c") + ")\n"
+                + "     OR (c.rate_limit = ANY ($13) AND NOT " + WINDOW_FULL.formatted("c") + "))")
                 + """
-                , rate_wanted AS (
-                    SELECT o.*, sum(o.rate_weight) OVER (PARTITION BY o.rate_limit, o.rate_partition
-                                                         ORDER BY o.priority, o.eligible_at, o.id) AS rate_cum
+                , gate_wanted AS (
+                    SELECT o.*, row_number() OVER (PARTITION BY o.gate_name, o.concurrency_key, o.gate_shard
+                                                   ORDER BY o.priority, o.eligible_at, o.id) AS gate_rank
                       FROM one_per_key o
+                ), gate_locked AS (
+                    SELECT s.gate, s.key, s.shard, s.held FROM {gate_slots} s
+                     WHERE (s.gate, s.key, s.shard) IN (SELECT gate_name, concurrency_key, gate_shard FROM gate_wanted)
+                     ORDER BY s.gate, s.key, s.shard
+                       FOR UPDATE OF s SKIP LOCKED
+                ), gate_checked AS (
+                    SELECT w.*, cap.capacity AS gate_capacity, CASE
+                               WHEN w.gate_name IS NULL THEN true
+                               WHEN l.gate IS NOT NULL THEN w.gate_rank <= cap.capacity - l.held
+                               WHEN NOT EXISTS (SELECT 1 FROM {gate_slots} e
+                                                 WHERE (e.gate, e.key, e.shard) = (w.gate_name, w.concurrency_key, w.gate_shard))
+                                    THEN w.gate_rank <= cap.capacity
+                               ELSE false END AS gate_ok
+                      FROM gate_wanted w
+                      LEFT JOIN gate_locked l ON (l.gate, l.key, l.shard) = (w.gate_name, w.concurrency_key, w.gate_shard)
+                      LEFT JOIN gates g ON g.name = w.gate_name
+                     CROSS JOIN LATERAL (SELECT g.capacity / g.shards
+                                                + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
+                                                AS capacity) cap
+                ), rate_wanted AS (
+                    SELECT c.*, sum(c.rate_weight) OVER (PARTITION BY c.rate_limit, c.rate_partition
+                                                         ORDER BY c.priority, c.eligible_at, c.id) AS rate_cum
+                      FROM gate_checked c
+                     WHERE c.gate_ok
                 ), rate_taken AS (
                     INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
                     SELECT w.rate_limit, w.rate_partition,
@@ -269,46 +329,54 @@ public final class PickSql {
                                   AND w.rate_cum <= {refilled}), 0),
                            refilled_at = greatest(b.refilled_at, now())
                     RETURNING b.name, b.partition_key, b.taken
+                ), window_taken AS (
+                    INSERT INTO {windows} AS w (name, partition_key, slots, counts, slot_millis, taken)
+                    SELECT g.name, g.partition_key, array_fill(g.slot, ARRAY[{ring}]),
+                           ARRAY(SELECT CASE WHEN i = (g.slot % {ring})::int + 1 THEN g.fits ELSE 0 END
+                                   FROM generate_series(1, {ring}) i),
+                           g.slot_ms, g.fits
+                      FROM (SELECT v.rate_limit AS name, v.rate_partition AS partition_key, x.slot_ms,
+                                   floor(extract(epoch FROM now()) * 1000 / x.slot_ms)::bigint AS slot,
+                                   coalesce(max(v.rate_cum) FILTER (WHERE v.rate_cum <= x.lim), 0)::int AS fits
+                              FROM rate_wanted v JOIN wins x ON x.name = v.rate_limit
+                             GROUP BY v.rate_limit, v.rate_partition, x.slot_ms, x.lim) g
+                     ORDER BY g.name, g.partition_key
+                    ON CONFLICT (name, partition_key) DO UPDATE
+                       SET taken = {fits},
+                           counts[{pos}] = CASE WHEN w.slots[{pos}] = EXCLUDED.slots[1] THEN w.counts[{pos}] ELSE 0 END
+                                           + {fits},
+                           slots[{pos}] = EXCLUDED.slots[1],
+                           slot_millis = EXCLUDED.slot_millis
+                    RETURNING w.name, w.partition_key, w.taken
                 ), rate_admitted AS (
-                    SELECT w.* FROM rate_wanted w
+                    SELECT w.*, row_number() OVER (PARTITION BY w.gate_name, w.concurrency_key, w.gate_shard
+                                                   ORDER BY w.priority, w.eligible_at, w.id) AS slot_rank
+                      FROM rate_wanted w
                       LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
-                     WHERE w.rate_limit IS NULL OR w.rate_cum <= t.taken
-                ), gate_wanted AS (
-                    SELECT a.*, row_number() OVER (PARTITION BY a.gate_name, a.concurrency_key, a.gate_shard
-                                                   ORDER BY a.priority, a.eligible_at, a.id) AS gate_rank
-                      FROM rate_admitted a
-                ), gate_locked AS (
-                    SELECT s.gate, s.key, s.shard FROM {gate_slots} s
-                     WHERE (s.gate, s.key, s.shard) IN (SELECT gate_name, concurrency_key, gate_shard FROM gate_wanted)
-                     ORDER BY s.gate, s.key, s.shard
-                       FOR UPDATE OF s SKIP LOCKED
+                      LEFT JOIN window_taken wt ON wt.name = w.rate_limit AND wt.partition_key = w.rate_partition
+                     WHERE w.rate_limit IS NULL OR w.rate_cum <= coalesce(t.taken, wt.taken)
                 ), gate_taken AS (
                     INSERT INTO {gate_slots} AS s (gate, key, shard, capacity, held, admitted)
-                    SELECT w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity,
-                           least(count(*), cap.capacity), least(count(*), cap.capacity)
-                      FROM gate_wanted w
-                      JOIN gates g ON g.name = w.gate_name
-                     CROSS JOIN LATERAL (SELECT g.capacity / g.shards
-                                                + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
-                                                AS capacity) cap
-                     WHERE (w.gate_name, w.concurrency_key, w.gate_shard) IN (SELECT gate, key, shard FROM gate_locked)
-                        OR NOT EXISTS (SELECT 1 FROM {gate_slots} e
-                                        WHERE (e.gate, e.key, e.shard) = (w.gate_name, w.concurrency_key, w.gate_shard))
-                     GROUP BY w.gate_name, w.concurrency_key, w.gate_shard, cap.capacity
-                     ORDER BY w.gate_name, w.concurrency_key, w.gate_shard
+                    SELECT a.gate_name, a.concurrency_key, a.gate_shard, a.gate_capacity,
+                           least(count(*), a.gate_capacity), least(count(*), a.gate_capacity)
+                      FROM rate_admitted a
+                     WHERE a.gate_name IS NOT NULL
+                     GROUP BY a.gate_name, a.concurrency_key, a.gate_shard, a.gate_capacity
+                     ORDER BY a.gate_name, a.concurrency_key, a.gate_shard
                     ON CONFLICT (gate, key, shard) DO UPDATE
                        SET capacity = EXCLUDED.capacity,
                            admitted = greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held)),
                            held = s.held + greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held))
                     RETURNING s.gate, s.key, s.shard, s.admitted
                 ), admitted AS (
-                    SELECT w.id FROM gate_wanted w
-                      LEFT JOIN gate_taken t ON t.gate = w.gate_name AND t.key = w.concurrency_key AND t.shard = w.gate_shard
-                     WHERE w.gate_name IS NULL OR w.gate_rank <= t.admitted
+                    SELECT a.id FROM rate_admitted a
+                      LEFT JOIN gate_taken t ON t.gate = a.gate_name AND t.key = a.concurrency_key AND t.shard = a.gate_shard
+                     WHERE a.gate_name IS NULL OR a.slot_rank <= t.admitted
                 ), peek AS (
                     SELECT p.id, p.type,
                 """ + "p.gate_name IS NOT NULL AND " + GATE_FULL.formatted("p") + " AS gate_full,\n"
-                + "p.rate_limit IS NOT NULL AND " + BUCKET_SHORT.formatted("p") + " AS rate_short\n" + """
+                + "p.rate_limit IS NOT NULL AND (" + BUCKET_SHORT.formatted("p") + " OR " + WINDOW_FULL.formatted("p")
+                + ") AS rate_short\n" + """
                       FROM priorities s CROSS JOIN LATERAL (
                            SELECT * FROM {instances} p
                             WHERE p.queue = $1 AND p.priority = s.priority AND p.status = 'runnable'
@@ -323,11 +391,14 @@ public final class PickSql {
                     UNION ALL
                     SELECT 'rate', w.id, w.type FROM rate_wanted w
                       LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
-                     WHERE w.rate_limit IS NOT NULL AND w.rate_cum > coalesce(t.taken, 0)
+                      LEFT JOIN window_taken wt ON wt.name = w.rate_limit AND wt.partition_key = w.rate_partition
+                     WHERE w.rate_limit IS NOT NULL AND w.rate_cum > coalesce(t.taken, wt.taken, 0)
                     UNION ALL
-                    SELECT 'gate', w.id, w.type FROM gate_wanted w
-                      LEFT JOIN gate_taken t ON t.gate = w.gate_name AND t.key = w.concurrency_key AND t.shard = w.gate_shard
-                     WHERE w.gate_name IS NOT NULL AND w.gate_rank > coalesce(t.admitted, 0)
+                    SELECT 'gate', c.id, c.type FROM gate_checked c WHERE NOT c.gate_ok
+                    UNION ALL
+                    SELECT 'gate', a.id, a.type FROM rate_admitted a
+                      LEFT JOIN gate_taken t ON t.gate = a.gate_name AND t.key = a.concurrency_key AND t.shard = a.gate_shard
+                     WHERE a.gate_name IS NOT NULL AND a.slot_rank > coalesce(t.admitted, 0)
                 ), throttled AS (
                     SELECT count(*) FILTER (WHERE reason = 'gate') AS gate_held,
                            min(id) FILTER (WHERE reason = 'gate') AS gate_sample_id,
@@ -340,7 +411,15 @@ public final class PickSql {
                 """ + CLAIM.formatted("admitted") + ClaimColumns.SELECT + """
                 )
                 SELECT claimed.*, throttled.* FROM throttled LEFT JOIN claimed ON true""")
-                .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"));
+                .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"))
+                .replace("{fits}", """
+                        coalesce((SELECT max(v.rate_cum) FROM rate_wanted v, wins x
+                                   WHERE v.rate_limit = w.name AND v.rate_partition = w.partition_key AND x.name = w.name
+                                     AND v.rate_cum <= x.lim - (SELECT coalesce(sum(u.c), 0)
+                                                                  FROM unnest(w.slots, w.counts) AS u(s, c)
+                                                                 WHERE u.s > EXCLUDED.slots[1] - {ring})), 0)::int""")
+                .replace("{pos}", "(EXCLUDED.slots[1] % {ring})::int + 1")
+                .replace("{ring}", Integer.toString(Limits.Window.SLOTS + 1));
         this.lockCandidates = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$8", "$7", """
                        AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
                             (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
@@ -405,7 +484,8 @@ public final class PickSql {
                     .map(rows -> new Picked(rows, Throttled.NONE, Throttled.NONE));
         }
         statement.bind(4, gateNames).bind(5, gateCapacities).bind(6, gateShards)
-                .bind(7, rateNames).bind(8, rates).bind(9, bursts).bind(10, types).bind(11, versions);
+                .bind(7, rateNames).bind(8, rates).bind(9, bursts).bind(10, types).bind(11, versions)
+                .bind(12, windowNames).bind(13, windowSlots).bind(14, windowLimits);
         Throttled[] held = {Throttled.NONE, Throttled.NONE};
         return Flux.from(statement.execute())
                 .concatMap(result -> result.map(row -> {
@@ -432,7 +512,7 @@ public final class PickSql {
     public Flux<Candidate> lockCandidates(Connection connection, String queue, int limit, String[] refusedGates,
             String[] refusedRates) {
         return Flux.from(connection.createStatement(lockCandidates)
-                        .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateNames)
+                        .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateSlotNames)
                         .bind(4, refusedGates).bind(5, refusedRates).bind(6, types).bind(7, versions).execute())
                 .concatMap(result -> result.map(PickSql::toCandidate));
     }

@@ -3,7 +3,7 @@ package dev.durable.internal.sql;
 /**
  * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
  * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}}, {@code {history}} and
- * {@code {instances_all}}, {@code {attempts}} and {@code {queue_pauses}} placeholders and rendered once per engine, so no
+ * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}}, {@code {permits}} and {@code {windows}} placeholders and rendered once per engine, so no
  * statement is assembled on a hot path.
  */
 public final class Tables {
@@ -31,6 +31,8 @@ public final class Tables {
                 .replace("{attempts}", table("durable_attempts"))
                 .replace("{queue_pauses}", table("durable_queue_pauses"))
                 .replace("{step_inputs}", table("durable_step_inputs"))
-                .replace("{forks}", table("durable_forks"));
+                .replace("{forks}", table("durable_forks"))
+                .replace("{permits}", table("durable_limit_permits"))
+                .replace("{windows}", table("durable_window_counters"));
     }
 }

@@ -17,6 +17,16 @@ public final class LimiterScripts {
             local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
             """;
 
+    /**
+     * Lets the counter KEYS[1] outlive its slots by one TTL ({@code ttl}), never shortening what a
+     * longer permit lease set.
+     */
+    private static final String EXTEND_COUNTER = """
+            if redis.call('PTTL', KEYS[1]) < ttl * 2 then
+                redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            end
+            """;
+
     /** The prefix of a stand-in: a slot the ledger holds for a live claim it forgot. */
     private static final String STANDIN = """
             local standin = '\\0standin:'
@@ -66,7 +76,7 @@ public final class LimiterScripts {
                     out[#out + 1] = '0'
                 end
             end
-            redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            """ + EXTEND_COUNTER + """
             redis.call('PEXPIRE', KEYS[2], math.max(ttl * 2, 3600000))
             return table.concat(out)
             """;
@@ -100,9 +110,30 @@ public final class LimiterScripts {
                 end
                 redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
             end
-            redis.call('PEXPIRE', KEYS[1], ttl * 2)
+            """ + EXTEND_COUNTER + """
             redis.call('PEXPIRE', KEYS[2], math.max(ttl * 2, 3600000))
             return missing
+            """;
+
+    /**
+     * Renews a permit's slots without taking lost ones again (a permit whose lease ended is gone:
+     * its gate may have admitted others since). KEYS[1]: the counter; ARGV: slot TTL (ms), then the
+     * holders. Expired slots are dropped first. Returns how many were still there and renewed.
+     */
+    public static final String PERMIT_RENEW = NOW + """
+            local ttl = tonumber(ARGV[1])
+            redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+            local renewed = 0
+            for i = 2, #ARGV do
+                if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+                    redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+                    renewed = renewed + 1
+                end
+            end
+            if renewed > 0 then
+            """ + EXTEND_COUNTER + """
+            end
+            return renewed
             """;
 
     /** Gives gate slots back. KEYS[1]: the counter; ARGV: the holders. Returns how many it removed. */
@@ -112,6 +143,49 @@ public final class LimiterScripts {
                 removed = removed + redis.call('ZREM', KEYS[1], ARGV[i])
             end
             return removed
+            """;
+
+    /**
+     * Takes from a sliding window, with the PostgreSQL limiter's semantics. KEYS[1]: the window's
+     * partition, a hash of slot (Redis time / slot length) to what it admitted. ARGV: slot length
+     * (ms), limit, ring size (slots per window + 1), then the weights of the claims in order. Slots
+     * older than the ring are dropped; claims are admitted in order while the ring's sum plus their
+     * weight stays within the limit, the first that does not fit refusing the rest. Returns one
+     * character per claim, '1' admitted, '0' refused. The hash expires a ring after its last use.
+     */
+    public static final String WINDOW_TAKE = NOW + """
+            local slotms = tonumber(ARGV[1])
+            local limit = tonumber(ARGV[2])
+            local ring = tonumber(ARGV[3])
+            local slot = math.floor(now / slotms)
+            local saved = redis.call('HGETALL', KEYS[1])
+            local used = 0
+            for i = 1, #saved, 2 do
+                if tonumber(saved[i]) > slot - ring then
+                    used = used + tonumber(saved[i + 1])
+                else
+                    redis.call('HDEL', KEYS[1], saved[i])
+                end
+            end
+            local out = {}
+            local open = true
+            local taken = 0
+            for i = 4, #ARGV do
+                local weight = tonumber(ARGV[i])
+                if open and used + weight <= limit then
+                    used = used + weight
+                    taken = taken + weight
+                    out[#out + 1] = '1'
+                else
+                    open = false
+                    out[#out + 1] = '0'
+                end
+            end
+            if taken > 0 then
+                redis.call('HINCRBY', KEYS[1], string.format('%d', slot), taken)
+                redis.call('PEXPIRE', KEYS[1], slotms * ring + 1000)
+            end
+            return table.concat(out)
             """;
 
     /**

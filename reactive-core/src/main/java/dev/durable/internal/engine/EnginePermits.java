@@ -1,0 +1,300 @@
+package dev.durable.internal.engine;
+
+import dev.durable.EngineClosedException;
+import dev.durable.InvalidRequestException;
+import dev.durable.JobRequest;
+import dev.durable.Limits;
+import dev.durable.limit.EngineLimits;
+import dev.durable.limit.LimitClaim;
+import dev.durable.limit.Limiter;
+import dev.durable.limit.Permit;
+import dev.durable.limit.PermitTimeoutException;
+import dev.durable.limit.UnknownLimitException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
+import reactor.core.publisher.Mono;
+import reactor.util.Logger;
+import reactor.util.Loggers;
+import reactor.util.retry.Retry;
+
+/**
+ * {@code engine.limits()}: permits from the engine's limiter for code outside jobs. A try is one
+ * call to the limiter (a gate: {@link Limiter#acquireSlots} on a shard drawn at random, so a
+ * sharded gate's shards are all tried over the retries; a rate limit: {@link Limiter#draw}; a sliding
+ * window: {@link Limiter#takeWindow}); a wait
+ * is tries with a growing, jittered pause (10 ms to 500 ms) until the bound, never a blocked thread.
+ */
+public final class EnginePermits implements EngineLimits {
+
+    private static final Logger log = Loggers.getLogger(EnginePermits.class);
+    private static final Duration FIRST_PAUSE = Duration.ofMillis(10);
+    private static final Duration MAX_PAUSE = Duration.ofMillis(500);
+
+    /** A try the limit refused, to be retried (never seen by a caller). */
+    private static final class Refused extends RuntimeException {
+
+        private static final long serialVersionUID = 1L;
+
+        Refused() {
+            super("refused", null, false, false);
+        }
+    }
+
+    private final String engine;
+    private final Map<String, Limits.Gate> gates;
+    private final Map<String, Limits.RateLimit> rateLimits;
+    private final Map<String, Limits.Window> windows;
+    private final Supplier<@Nullable Limiter> limiter;
+
+    /** Permits of these limits, asked of the limiter {@code limiter} gives (null while the engine is not running). */
+    public EnginePermits(String engine, Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits,
+            Map<String, Limits.Window> windows, Supplier<@Nullable Limiter> limiter) {
+        this.engine = engine;
+        this.gates = gates;
+        this.rateLimits = rateLimits;
+        this.windows = windows;
+        this.limiter = limiter;
+    }
+
+    @Override
+    public Mono<Permit> acquire(String name, String key, int weight, Duration maxWait, Duration lease) {
+        return Mono.defer(() -> {
+            checkDuration("maxWait", maxWait);
+            Request request = request(name, key, weight, lease);
+            // Deferred: each retry is a new try (a new holder, another shard).
+            return Mono.defer(() -> tryOnce(request))
+                    .flatMap(permit -> permit.<Mono<Permit>>map(Mono::just).orElseGet(() -> Mono.error(new Refused())))
+                    .retryWhen(Retry.backoff(Long.MAX_VALUE, FIRST_PAUSE).maxBackoff(MAX_PAUSE).jitter(0.5)
+                            .filter(Refused.class::isInstance))
+                    .timeout(maxWait, Mono.error(() -> new PermitTimeoutException("no permit of " + request.what()
+                            + " within " + maxWait)));
+        });
+    }
+
+    @Override
+    public Mono<Optional<Permit>> tryAcquire(String name, String key, int weight, Duration lease) {
+        return Mono.defer(() -> tryOnce(request(name, key, weight, lease)));
+    }
+
+    /** A checked request; throws (inside a defer) the typed error of a bad one. */
+    private Request request(@Nullable String name, @Nullable String key, int weight, @Nullable Duration lease) {
+        if (name == null) {
+            throw new UnknownLimitException("limit name must not be null");
+        }
+        if (key == null) {
+            throw new InvalidRequestException("the key of limit " + name + " must not be null (empty for none)");
+        }
+        if (key.getBytes(StandardCharsets.UTF_8).length > JobRequest.MAX_KEY_BYTES) {
+            throw new InvalidRequestException("the key of limit " + name + " must be at most "
+                    + JobRequest.MAX_KEY_BYTES + " bytes in UTF-8");
+        }
+        if (weight < 1) {
+            throw new InvalidRequestException("the weight of a permit of " + name + " must be at least 1, was " + weight);
+        }
+        checkDuration("lease", lease);
+        Limits.Gate gate = gates.get(name);
+        if (gate != null) {
+            // The largest shard's share: a weight above it could never be granted, and would wait in vain.
+            if (weight > gate.shardCapacity(0)) {
+                throw new InvalidRequestException("the weight of a permit of gate " + name + " must be at most "
+                        + gate.shardCapacity(0) + " (its capacity per shard), was " + weight);
+            }
+            return new Request(gate, null, null, key, weight, lease);
+        }
+        Limits.RateLimit rate = rateLimits.get(name);
+        if (rate != null) {
+            if (weight > rate.burst()) {
+                throw new InvalidRequestException("the weight of a permit of rate limit " + name + " must be at most "
+                        + rate.burst() + " (its burst), was " + weight);
+            }
+            return new Request(null, rate, null, key, weight, lease);
+        }
+        Limits.Window window = windows.get(name);
+        if (window != null) {
+            if (weight > window.limit()) {
+                throw new InvalidRequestException("the weight of a permit of window " + name + " must be at most "
+                        + window.limit() + " (its limit), was " + weight);
+            }
+            return new Request(null, null, window, key, weight, lease);
+        }
+        throw new UnknownLimitException("unknown limit '" + name + "': configure it with EngineOptions.gate,"
+                + " rateLimit or window (gates: " + gates.keySet() + ", rate limits: " + rateLimits.keySet()
+                + ", windows: " + windows.keySet() + ")");
+    }
+
+    private static void checkDuration(String what, @Nullable Duration duration) {
+        if (duration == null || duration.isNegative() || duration.isZero()) {
+            throw new InvalidRequestException(what + " must be positive, was " + duration);
+        }
+    }
+
+    private Mono<Optional<Permit>> tryOnce(Request request) {
+        Limiter current = limiter.get();
+        if (current == null) {
+            return Mono.error(new EngineClosedException(engine));
+        }
+        String holder = engine + ":permit:" + UUID.randomUUID();
+        if (request.window() != null) {
+            return current.takeWindow(request.window(), request.key(), request.weight())
+                    .map(granted -> granted ? Optional.of(new TokenPermit(request)) : Optional.empty());
+        }
+        if (request.gate() == null) {
+            Limits.RateLimit rate = request.rate();
+            return current.draw(new LimitClaim(0, holder, null, null, 0, rate.name(), request.key(), request.weight()))
+                    .map(granted -> granted ? Optional.of(new TokenPermit(request)) : Optional.empty());
+        }
+        Limits.Gate gate = request.gate();
+        int shard = gate.shards() == 1 ? 0 : ThreadLocalRandom.current().nextInt(gate.shards());
+        AtomicBoolean answered = new AtomicBoolean();
+        return current.acquireSlots(holder, gate, request.key(), shard, request.weight(), request.lease())
+                .doOnNext(granted -> answered.set(true))
+                // A try cancelled in flight (the wait's bound, the caller) may have been granted: give it back.
+                .doOnCancel(() -> {
+                    if (!answered.get()) {
+                        current.releaseSlots(holder, gate, request.key(), shard, request.weight())
+                                .subscribe(null, error -> log.debug("a cancelled permit of {} expires by itself: {}",
+                                        gate.name(), error.toString()));
+                    }
+                })
+                .map(granted -> granted
+                        ? Optional.of(new SlotPermit(current, holder, request, shard, Instant.now().plus(request.lease())))
+                        : Optional.empty());
+    }
+
+    /** One permit request, checked: of a gate or of a rate limit. */
+    private record Request(Limits.@Nullable Gate gate, Limits.@Nullable RateLimit rate,
+            Limits.@Nullable Window window, String key, int weight, Duration lease) {
+
+        String name() {
+            return gate != null ? gate.name() : rate != null ? rate.name() : window.name();
+        }
+
+        String what() {
+            return (gate != null ? "gate " : rate != null ? "rate limit " : "window ") + name() + " (key '" + key
+                    + "', weight " + weight + ")";
+        }
+    }
+
+    /** Tokens spent, or a window's count taken: nothing to hold. */
+    private record TokenPermit(Request request, Instant expiresAt) implements Permit {
+
+        TokenPermit(Request request) {
+            this(request, Instant.now());
+        }
+
+        @Override
+        public String limit() {
+            return request.name();
+        }
+
+        @Override
+        public String key() {
+            return request.key();
+        }
+
+        @Override
+        public int weight() {
+            return request.weight();
+        }
+
+        @Override
+        public boolean holdsSlots() {
+            return false;
+        }
+
+        @Override
+        public Mono<Boolean> renew() {
+            return Mono.just(true);
+        }
+
+        @Override
+        public Mono<Void> release() {
+            return Mono.empty();
+        }
+
+        @Override
+        public String toString() {
+            return "Permit{" + request.what() + ", tokens spent}";
+        }
+    }
+
+    /** Gate slots held in the limiter under {@code holder} until released or the lease ends. */
+    private static final class SlotPermit implements Permit {
+
+        private final Limiter limiter;
+        private final String holder;
+        private final Request request;
+        private final int shard;
+        private volatile Instant expiresAt;
+        private final AtomicBoolean released = new AtomicBoolean();
+
+        SlotPermit(Limiter limiter, String holder, Request request, int shard, Instant expiresAt) {
+            this.limiter = limiter;
+            this.holder = holder;
+            this.request = request;
+            this.shard = shard;
+            this.expiresAt = expiresAt;
+        }
+
+        @Override
+        public String limit() {
+            return request.name();
+        }
+
+        @Override
+        public String key() {
+            return request.key();
+        }
+
+        @Override
+        public int weight() {
+            return request.weight();
+        }
+
+        @Override
+        public boolean holdsSlots() {
+            return true;
+        }
+
+        @Override
+        public Instant expiresAt() {
+            return expiresAt;
+        }
+
+        @Override
+        public Mono<Boolean> renew() {
+            return Mono.defer(() -> {
+                if (released.get()) {
+                    return Mono.just(false);
+                }
+                Instant next = Instant.now().plus(request.lease());
+                return limiter.renewSlots(holder, request.gate(), request.key(), shard, request.weight(), request.lease())
+                        .doOnNext(renewed -> {
+                            if (renewed) {
+                                expiresAt = next;
+                            }
+                        });
+            });
+        }
+
+        @Override
+        public Mono<Void> release() {
+            return Mono.defer(() -> released.compareAndSet(false, true)
+                    ? limiter.releaseSlots(holder, request.gate(), request.key(), shard, request.weight())
+                    : Mono.empty());
+        }
+
+        @Override
+        public String toString() {
+            return "Permit{" + request.what() + ", shard " + shard + ", until " + expiresAt + "}";
+        }
+    }
+}

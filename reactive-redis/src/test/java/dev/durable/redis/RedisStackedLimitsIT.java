@@ -1,0 +1,146 @@
+package dev.durable.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.durable.DurableEngine;
+import dev.durable.InstanceStatus;
+import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
+import dev.durable.QueueOptions;
+import dev.durable.redis.testing.RedisExtension;
+import dev.durable.redis.testing.TestRedisServer;
+import dev.durable.support.Engines;
+import dev.durable.support.Eventually;
+import dev.durable.support.Sql;
+import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestDatabase;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/** A row's limits are admitted all or nothing by the Redis limiter (issue 21). */
+@ExtendWith({PostgresExtension.class, RedisExtension.class})
+class RedisStackedLimitsIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private static final double TRICKLE = 0.001;
+
+    @RegisterExtension
+    final Engines engines = new Engines();
+
+    private TestDatabase db;
+    private TestRedisServer redis;
+
+    @BeforeEach
+    void setUp(TestDatabase database, TestRedisServer server) {
+        db = database;
+        redis = server;
+        engines.on(database);
+    }
+
+    private static QueueOptions queue(String name) {
+        return QueueOptions.builder(name).pollInterval(Duration.ofMillis(50)).maxPollInterval(Duration.ofMillis(200))
+                .build();
+    }
+
+    @Test
+    void aGateThatRefusesARowSpendsNoneOfItsTokensAndTheBucketAdmitsItsWholeBudget() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger holding = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("rstacked", String.class, (String s) -> {
+            if (s.equals("holder")) {
+                holding.incrementAndGet();
+                return release.asMono().thenReturn(s);
+            }
+            return Mono.just(s);
+        }).queue("rstacked");
+        DurableEngine engine = engines.start(engines.options("rstacked").limiter(RedisLimiters.redis(redis.uri()))
+                .gate("rnarrow", 1).rateLimit("rbudget", TRICKLE, 6).queue(queue("rstacked")), job);
+        long holder = engine.insert(JobRequest.of("rstacked", "holder").gate("rnarrow", "k")).block(WAIT);
+        Eventually.until("the holder running", WAIT, () -> holding.get() == 1);
+
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            requests.add(JobRequest.of("rstacked", "r" + i).gate("rnarrow", "k").rateLimit("rbudget"));
+        }
+        engine.insertAll(requests).block(WAIT);
+        long picks = engine.queueStats("rstacked").orElseThrow().picks();
+        Eventually.until("several picks with the gate full", WAIT,
+                () -> engine.queueStats("rstacked").orElseThrow().picks() >= picks + 5);
+        release.tryEmitValue(true);
+        assertThat(engines.awaitSettled(engine, holder, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+
+        // One at a time through the gate, each spending only its own token: the whole budget of six runs.
+        Eventually.until("all six done", WAIT, () -> Sql.count(db, "queue = 'rstacked' AND status = 'done'") == 7);
+        assertThat(Sql.count(db, "queue = 'rstacked' AND status = 'runnable'")).isZero();
+    }
+
+    @Test
+    void aWindowInTheRateSlotAdmitsItsLimitAllOrNothingWithTheGate() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger holding = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("rwindowed", String.class, (String s) -> {
+            if (s.equals("holder")) {
+                holding.incrementAndGet();
+                return release.asMono().thenReturn(s);
+            }
+            return Mono.just(s);
+        }).queue("rwindowed");
+        DurableEngine engine = engines.start(engines.options("rwindowed").limiter(RedisLimiters.redis(redis.uri())).gate("rone", 1)
+                .window("rhourly", 4, Duration.ofHours(1)).queue(queue("rwindowed")), job);
+        long holder = engine.insert(JobRequest.of("rwindowed", "holder").gate("rone", "k")).block(WAIT);
+        Eventually.until("the holder running", WAIT, () -> holding.get() == 1);
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            requests.add(JobRequest.of("rwindowed", "g" + i).gate("rone", "k").window("rhourly", 1, "tenant"));
+        }
+        for (int i = 0; i < 3; i++) {
+            requests.add(JobRequest.of("rwindowed", "w" + i).window("rhourly", 1, "other"));
+        }
+        engine.insertAll(requests).block(WAIT);
+        // The window alone: all three of the other partition run.
+        Eventually.until("the other partition's rows done", WAIT,
+                () -> Sql.count(db, "queue = 'rwindowed' AND status = 'done'") == 3);
+        long picks = engine.queueStats("rwindowed").orElseThrow().picks();
+        Eventually.until("several picks with the gate full", WAIT,
+                () -> engine.queueStats("rwindowed").orElseThrow().picks() >= picks + 5);
+        release.tryEmitValue(true);
+        assertThat(engines.awaitSettled(engine, holder, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        // Through the gate one at a time, the window counting only the rows it admitted: four of six.
+        Eventually.until("four gated rows done", WAIT,
+                () -> Sql.count(db, "queue = 'rwindowed' AND status = 'done'") == 8);
+        long before = engine.queueStats("rwindowed").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("rwindowed").orElseThrow().picks() >= before + 5);
+        assertThat(Sql.count(db, "queue = 'rwindowed' AND status = 'done'")).isEqualTo(8);
+        assertThat(Sql.count(db, "queue = 'rwindowed' AND status = 'runnable'")).isEqualTo(2);
+    }
+
+    @Test
+    void aRowItsBucketRefusesHoldsNoGateSlot() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger running = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("rslotless", String.class, (String s) -> {
+            running.incrementAndGet();
+            return release.asMono().thenReturn(s);
+        }).queue("rslotless");
+        DurableEngine engine = engines.start(engines.options("rslotless").limiter(RedisLimiters.redis(redis.uri())).gate("rtwo", 2)
+                .rateLimit("ronce", TRICKLE, 1).queue(queue("rslotless")), job);
+        engine.insertAll(List.of(JobRequest.of("rslotless", "a").gate("rtwo", "k").rateLimit("ronce"),
+                JobRequest.of("rslotless", "b").gate("rtwo", "k").rateLimit("ronce"))).block(WAIT);
+        Eventually.until("one running", WAIT, () -> running.get() == 1);
+        long picks = engine.queueStats("rslotless").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("rslotless").orElseThrow().picks() >= picks + 5);
+        // The second row's bucket was empty: it holds no slot, so one of the two is still free.
+        assertThat(running.get()).isEqualTo(1);
+        assertThat(engine.limits().tryAcquire("rtwo", "k", 1).block(WAIT)).isPresent();
+        assertThat(engine.limits().tryAcquire("rtwo", "k", 1).block(WAIT)).isEmpty();
+        release.tryEmitValue(true);
+    }
+}
