@@ -105,7 +105,8 @@ class PickShapeIT {
             if (limits) {
                 explain.bind(4, new String[0]).bind(5, new Integer[0]).bind(6, new Integer[0])
                         .bind(7, new String[0]).bind(8, new Double[0]).bind(9, new Integer[0])
-                        .bind(10, new String[] {"t"}).bind(11, new Integer[] {1});
+                        .bind(10, new String[] {"t"}).bind(11, new Integer[] {1})
+                        .bind(12, new String[0]).bind(13, new Long[0]).bind(14, new Integer[0]);
             } else {
                 explain.bind(4, new String[] {"t"}).bind(5, new Integer[] {1});
             }
