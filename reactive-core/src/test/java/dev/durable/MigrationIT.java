@@ -29,15 +29,15 @@ class MigrationIT {
                     .block(Duration.ofSeconds(60));
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
-                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5, 6);
-            assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_gate_slots", "durable_history",
+                    row -> row.get(0, Integer.class))).containsExactly(1, 2, 3, 4, 5, 6, 10);
+            assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_fair_keys", "durable_gate_slots", "durable_history",
                     "durable_instances", "durable_instances_all", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
                     "durable_signals");
 
             // Idempotent: nothing left to apply.
             assertThat(first.migrate().block()).isEqualTo(LATEST);
             assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_schema_version",
-                    row -> row.get(0, Long.class))).containsExactly((long) LATEST);
+                    row -> row.get(0, Long.class))).containsExactly(7L); // 1-6 and 10 (7-9 are reserved for parallel work)
 
             // The down path removes every table but the version record, and up works again.
             assertThat(first.migrateDown(0).block()).isZero();
@@ -51,7 +51,7 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 6;
+    private static final int LATEST = 10;
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -100,6 +100,10 @@ class MigrationIT {
             assertThat(upgraded.insertWithResult(JobRequest.of("echo", "second").correlationKey("v6")
                     .runIn(Duration.ofHours(1)).onConflict(ConflictPolicy.replace())).block())
                     .isEqualTo(new InsertResult(held, InsertResult.Disposition.REPLACED));
+            // Version 10 (fair share): a keyed row activates its key.
+            upgraded.insert(JobRequest.of("echo", "fair").fairnessKey("tenant-a").runIn(Duration.ofHours(1))).block();
+            assertThat(Sql.query(db, "SELECT fairness_key || ' ' || active FROM {schema}.durable_fair_keys",
+                    row -> row.get(0, String.class))).containsExactly("tenant-a true");
         } finally {
             upgraded.closeLater().block();
         }
@@ -110,9 +114,9 @@ class MigrationIT {
             assertThat(tables(db)).doesNotContain("durable_history");
             assertThat(Sql.query(db, "SELECT status, count(*)::int FROM {schema}.durable_instances GROUP BY status",
                     row -> row.get(0, String.class) + " " + row.get(1, Integer.class)))
-                    .containsExactlyInAnyOrder("done 2", "runnable 1");
+                    .containsExactlyInAnyOrder("done 2", "runnable 2"); // the v6 and v10 rows, an hour ahead
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
-                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until')",
+                    + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until', 'fairness_key')",
                     row -> row.get(0, Integer.class))).containsExactly(0);
         } finally {
             tool.closeLater().block();
@@ -133,5 +137,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U5__queue_pauses.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V6__conflict_policies.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U6__conflict_policies.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V10__fair_share.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U10__fair_share.sql")).isNotNull();
     }
 }

@@ -11,6 +11,7 @@ import dev.durable.JobRequest;
 import dev.durable.Limits;
 import dev.durable.PayloadTooLargeException;
 import dev.durable.QueueNames;
+import dev.durable.QueueOptions;
 import dev.durable.UnknownTypeException;
 import dev.durable.internal.sql.Rows.NewInstance;
 import java.nio.charset.StandardCharsets;
@@ -178,7 +179,21 @@ public final class RequestMapper {
         return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,
                 request.runAt() == null ? null : request.runAt().toString(), delayMillis, parentId,
                 request.concurrencyKey(), request.correlationKey(), occupied, request.gate(), gateShards,
-                request.rateLimit(), request.rateWeight(), request.ratePartition(), onConflict);
+                request.rateLimit(), request.rateWeight(), request.ratePartition(), fairnessKey(queue, request),
+                onConflict);
+    }
+
+    /**
+     * The row's fairness key: the request's, checked; on a queue this engine runs with fairness, a
+     * request without one shares the key "" (the fair pick reads only keyed rows).
+     */
+    private @Nullable String fairnessKey(String queue, JobRequest request) {
+        if (request.fairnessKey() != null) {
+            checkKey("fairnessKey", request.fairnessKey());
+            return request.fairnessKey();
+        }
+        QueueOptions options = this.options.queues().get(queue);
+        return options != null && options.fairness().enabled() ? "" : null;
     }
 
     /** The configured gate of that name, or an {@link InvalidRequestException} naming it. */

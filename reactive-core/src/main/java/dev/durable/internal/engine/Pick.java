@@ -1,9 +1,11 @@
 package dev.durable.internal.engine;
 
+import dev.durable.Fairness;
 import dev.durable.internal.Errors;
 import java.time.Duration;
 import dev.durable.internal.sql.PickSql;
 import dev.durable.limit.Limiter;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.util.retry.Retry;
 
@@ -25,8 +27,17 @@ final class Pick implements QueueScheduler.Picker {
     private final Limiter limiter;
     private final Admission admission;
     private final Telemetry telemetry;
+    private final PickSql.@Nullable FairShare fair;
 
     Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry) {
+        this(queue, retries, picks, limiter, admission, telemetry, Fairness.none());
+    }
+
+    /** A pick that shares claims across keys as {@code fairness} says (the PostgreSQL pick only). */
+    Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry,
+            Fairness fairness) {
+        this.fair = fairness.enabled() ? new PickSql.FairShare(fairness.weights().keySet().toArray(String[]::new),
+                fairness.weights().values().toArray(Double[]::new), fairness.defaultWeight()) : null;
         this.telemetry = telemetry;
         this.queue = queue;
         this.retries = retries;
@@ -39,7 +50,7 @@ final class Pick implements QueueScheduler.Picker {
     public Mono<QueueScheduler.Picked> pick(int limit) {
         SchedulerCounters counters = queue.counters();
         Mono<QueueScheduler.Picked> once = limiter.admitsInPick()
-                ? picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis())
+                ? picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis(), fair)
                         .map(picked -> {
                             throttled(true, picked.byGate());
                             throttled(false, picked.byRate());

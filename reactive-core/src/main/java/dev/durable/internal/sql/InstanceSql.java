@@ -94,6 +94,7 @@ public final class InstanceSql {
             .text("rate_limit", i -> i.row().rateLimit())
             .integer("rate_weight", i -> i.row().rateWeight())
             .text("rate_partition", i -> i.row().ratePartition())
+            .text("fairness_key", i -> i.row().fairnessKey())
             .text("claimer", Insertion::claimer);
     }
 
@@ -108,7 +109,7 @@ public final class InstanceSql {
      * Inserts many instances in one round trip from parallel arrays. WITH ORDINALITY and ORDER BY
      * keep identity values, and so the returned rows, in the order of the request. A row's eligible
      * time is its absolute run-at when given, else now() plus its delay. A row with a claimer is
-     * inserted already claimed by that idle local worker with a lease of $20 ms (claim-on-insert,
+     * inserted already claimed by that idle local worker with a lease of $21 ms (claim-on-insert,
      * which saves an idle queue the pick's round trip).
      * Index: writes the primary key, then the pick index (runnable) or the lease index (claimed),
      * and the correlation index for a keyed row. Locks: none but the new rows; a live correlation
@@ -221,14 +222,15 @@ public final class InstanceSql {
                 INSERT INTO {instances} AS i (type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
                                          correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
-                                         rate_partition, status, claimed_by, lease_expires_at, attempt)
+                                         rate_partition, fairness_key, status, claimed_by, lease_expires_at, attempt)
                 SELECT u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
                        COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
                        u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                        u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
                        u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                       u.fairness_key,
                        CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END, u.claimer,
-                       CASE WHEN u.claimer IS NOT NULL THEN now() + $20 * interval '1 millisecond' END,
+                       CASE WHEN u.claimer IS NOT NULL THEN now() + $21 * interval '1 millisecond' END,
                        CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END
                   FROM\s""" + INSERT_COLUMNS.unnest(1, "u", true) + """
 
@@ -248,15 +250,16 @@ public final class InstanceSql {
                     INSERT INTO {instances} AS i (id, type, type_version, queue, priority, step, state, max_attempts,
                                              eligible_at, parent_id, concurrency_key, correlation_key,
                                              correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
-                                             rate_partition, status, claimed_by, lease_expires_at, attempt)
+                                             rate_partition, fairness_key, status, claimed_by, lease_expires_at, attempt)
                     SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb,
                            u.max_attempts,
                            COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
                            u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                            u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
                            u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                       u.fairness_key,
                            u.first_status, u.claimer,
-                           CASE WHEN u.claimer IS NOT NULL THEN now() + $20 * interval '1 millisecond' END,
+                           CASE WHEN u.claimer IS NOT NULL THEN now() + $21 * interval '1 millisecond' END,
                            CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END
                       FROM slotted u
                      ORDER BY u.slot NULLS LAST, u.ord
@@ -283,12 +286,13 @@ public final class InstanceSql {
                 INSERT INTO {instances} AS i (id, type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
                                          correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
-                                         rate_partition, status, claimed_by, lease_expires_at, attempt,
+                                         rate_partition, fairness_key, status, claimed_by, lease_expires_at, attempt,
                                          debounce_until)
                 SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
                        u.run_time, u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                        u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
                        u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                       u.fairness_key,
                        u.first_status, u.claimer,
                        CASE WHEN u.claimer IS NOT NULL THEN now() + $%d * interval '1 millisecond' END,
                        CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.bound

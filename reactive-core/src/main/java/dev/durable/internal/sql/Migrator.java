@@ -26,7 +26,8 @@ public final class Migrator {
     /** Every migration, in order. A new version adds a line here and its V and U files. */
     static final List<Migration> MIGRATIONS = List.of(new Migration(1, "durable_schema"),
             new Migration(2, "engine_registry"), new Migration(3, "settled_history"),
-            new Migration(4, "admin"), new Migration(5, "queue_pauses"), new Migration(6, "conflict_policies"));
+            new Migration(4, "admin"), new Migration(5, "queue_pauses"), new Migration(6, "conflict_policies"),
+            new Migration(10, "fair_share"));
 
     /** Advisory lock class for Durable's migrations; the object id is the schema's hash. */
     private static final int LOCK_CLASS = 0x0D0AB1E;

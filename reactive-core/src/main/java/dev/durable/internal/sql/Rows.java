@@ -36,13 +36,14 @@ public final class Rows {
             @Nullable String rateLimit,
             int rateWeight,
             @Nullable String ratePartition,
+            @Nullable String fairnessKey,
             ConflictPolicy onConflict) {
 
         /** The same row under another conflict policy. */
         public NewInstance withOnConflict(ConflictPolicy policy) {
             return new NewInstance(type, typeVersion, queue, priority, step, stateJson, maxAttempts, runAt, delayMillis,
                     parentId, concurrencyKey, correlationKey, occupiedStatuses, gate, gateShards, rateLimit, rateWeight,
-                    ratePartition, policy);
+                    ratePartition, fairnessKey, policy);
         }
 
         /** Whether the row goes in under a policy other than reject (skip, replace, debounce). */

@@ -3,7 +3,7 @@ package dev.durable.internal.sql;
 /**
  * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
  * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}}, {@code {history}} and
- * {@code {instances_all}}, {@code {attempts}} and {@code {queue_pauses}} placeholders and rendered once per engine, so no
+ * {@code {instances_all}}, {@code {attempts}} and {@code {queue_pauses}}, {@code {fair_keys}} placeholders and rendered once per engine, so no
  * statement is assembled on a hot path.
  */
 public final class Tables {
@@ -29,6 +29,7 @@ public final class Tables {
                 .replace("{history}", table("durable_history"))
                 .replace("{instances_all}", table("durable_instances_all"))
                 .replace("{attempts}", table("durable_attempts"))
-                .replace("{queue_pauses}", table("durable_queue_pauses"));
+                .replace("{queue_pauses}", table("durable_queue_pauses"))
+                .replace("{fair_keys}", table("durable_fair_keys"));
     }
 }

@@ -1,0 +1,184 @@
+package dev.durable;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Fair share across the keys (typically tenants) of one queue: when the queue is contended, each
+ * pick shares its claims among the keys with due work in proportion to their weights (stride
+ * scheduling: a key's virtual pass advances by 1 / weight per claim, the pick serves the least
+ * passes first), so one key's backlog never delays another key's first job by more than a pick or
+ * two, and an idle key's share goes to the others. Rows carry their key ({@link
+ * JobRequest#fairnessKey}); a row without one shares the key {@code ""}.
+ *
+ * <p>Options: weights (a static map and a default, 1 unless set), a cap of executing claims per
+ * key across the fleet, and priority aging (a runnable row waiting longer than a step gains one
+ * priority level per step, down to a floor). Immutable; build with {@link #builder()}.
+ */
+public final class Fairness {
+
+    /** The largest weight: claims are shared in ratios up to a million to one. */
+    public static final double MAX_WEIGHT = 1_000_000;
+
+    private static final Fairness NONE = new Fairness(false, Map.of(), 1, 0, null, 0);
+
+    private final boolean enabled;
+    private final Map<String, Double> weights;
+    private final double defaultWeight;
+    private final int maxExecutingPerKey;
+    private final @Nullable Duration agingStep;
+    private final int agingFloor;
+
+    private Fairness(boolean enabled, Map<String, Double> weights, double defaultWeight, int maxExecutingPerKey,
+            @Nullable Duration agingStep, int agingFloor) {
+        this.enabled = enabled;
+        this.weights = Map.copyOf(weights);
+        this.defaultWeight = defaultWeight;
+        this.maxExecutingPerKey = maxExecutingPerKey;
+        this.agingStep = agingStep;
+        this.agingFloor = agingFloor;
+    }
+
+    /** No fairness: the queue's pick is the plain urgency-order pick. The default. */
+    public static Fairness none() {
+        return NONE;
+    }
+
+    /** Fairness with every key at weight 1. */
+    public static Fairness equalShares() {
+        return builder().build();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public boolean enabled() {
+        return enabled;
+    }
+
+    /** The weights given by key; other keys weigh {@link #defaultWeight()}. */
+    public Map<String, Double> weights() {
+        return weights;
+    }
+
+    public double defaultWeight() {
+        return defaultWeight;
+    }
+
+    /** The weight of {@code key}. */
+    public double weight(String key) {
+        return weights.getOrDefault(key, defaultWeight);
+    }
+
+    /** At most this many claims of one key execute at once across the fleet; 0 for no cap. */
+    public int maxExecutingPerKey() {
+        return maxExecutingPerKey;
+    }
+
+    /** The wait after which a runnable row gains one priority level, or null for no aging. */
+    public @Nullable Duration agingStep() {
+        return agingStep;
+    }
+
+    /** The most urgent priority aging lifts a row to. */
+    public int agingFloor() {
+        return agingFloor;
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof Fairness f && enabled == f.enabled && weights.equals(f.weights)
+                && defaultWeight == f.defaultWeight && maxExecutingPerKey == f.maxExecutingPerKey
+                && Objects.equals(agingStep, f.agingStep) && agingFloor == f.agingFloor;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(enabled, weights, defaultWeight, maxExecutingPerKey, agingStep, agingFloor);
+    }
+
+    @Override
+    public String toString() {
+        return !enabled ? "Fairness{none}" : "Fairness{weights=" + weights + ", defaultWeight=" + defaultWeight
+                + ", maxExecutingPerKey=" + maxExecutingPerKey + ", agingStep=" + agingStep
+                + ", agingFloor=" + agingFloor + "}";
+    }
+
+    public static final class Builder {
+
+        private final Map<String, Double> weights = new LinkedHashMap<>();
+        private double defaultWeight = 1;
+        private int maxExecutingPerKey;
+        private @Nullable Duration agingStep;
+        private int agingFloor = JobRequest.MIN_PRIORITY;
+
+        private Builder() {
+        }
+
+        /** The weight of one key (greater than 0, at most {@link #MAX_WEIGHT}). */
+        public Builder weight(String key, double weight) {
+            weights.put(requireKey(key), requireWeight("weight of key '" + key + "'", weight));
+            return this;
+        }
+
+        /** The weights of these keys, as {@link #weight(String, double)} each. */
+        public Builder weights(Map<String, ? extends Number> weights) {
+            Objects.requireNonNull(weights, "weights");
+            weights.forEach((key, weight) -> weight(key, Objects.requireNonNull(weight, "weight").doubleValue()));
+            return this;
+        }
+
+        /** The weight of keys without one of their own; 1 unless set. */
+        public Builder defaultWeight(double weight) {
+            this.defaultWeight = requireWeight("defaultWeight", weight);
+            return this;
+        }
+
+        /** At most this many executing claims per key across the fleet (at least 1); unset: no cap. */
+        public Builder maxExecutingPerKey(int max) {
+            this.maxExecutingPerKey = Options.requireAtLeast("maxExecutingPerKey", max, 1);
+            return this;
+        }
+
+        /**
+         * Priority aging: a runnable row that has waited longer than {@code step} past its eligible
+         * time gains one priority level (its number drops by one) per further step, but never below
+         * {@code floor}, so low priorities cannot starve for ever.
+         */
+        public Builder aging(Duration step, int floor) {
+            this.agingStep = Options.requirePositive("aging step", step);
+            if (floor < JobRequest.MIN_PRIORITY || floor > JobRequest.MAX_PRIORITY) {
+                throw new IllegalArgumentException("aging floor must be a priority from " + JobRequest.MIN_PRIORITY
+                        + " to " + JobRequest.MAX_PRIORITY + ", was " + floor);
+            }
+            this.agingFloor = floor;
+            return this;
+        }
+
+        public Fairness build() {
+            return new Fairness(true, weights, defaultWeight, maxExecutingPerKey, agingStep, agingFloor);
+        }
+
+        private static String requireKey(String key) {
+            Objects.requireNonNull(key, "fairness key");
+            if (key.getBytes(StandardCharsets.UTF_8).length > JobRequest.MAX_KEY_BYTES) {
+                throw new IllegalArgumentException("a fairness key must be at most " + JobRequest.MAX_KEY_BYTES
+                        + " bytes in UTF-8, was " + key.getBytes(StandardCharsets.UTF_8).length);
+            }
+            return key;
+        }
+
+        private static double requireWeight(String option, double weight) {
+            if (!(weight > 0) || weight > MAX_WEIGHT) {
+                throw new IllegalArgumentException(option + " must be greater than 0 and at most " + MAX_WEIGHT
+                        + ", was " + weight);
+            }
+            return weight;
+        }
+    }
+}

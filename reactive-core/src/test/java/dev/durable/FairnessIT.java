@@ -1,0 +1,182 @@
+package dev.durable;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.durable.internal.Db;
+import dev.durable.internal.sql.PickSql;
+import dev.durable.internal.sql.Rows.ClaimedRow;
+import dev.durable.internal.sql.Tables;
+import dev.durable.support.Sql;
+import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestDatabase;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Fair share across the keys of a queue, on the real database: the shares of saturated keys follow
+ * their weights (counted in claims over picks, never in time), a key that arrives late is served in
+ * its first pick or two whatever another key's backlog, an idle key's share goes to the others, and
+ * the options are validated.
+ */
+@ExtendWith(PostgresExtension.class)
+class FairnessIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(120);
+
+    @Test
+    void saturatedKeysShareClaimsByWeight(TestDatabase db) {
+        PickSql picks = picks(db);
+        insert(db, "weighted", "gold", 2_000);
+        insert(db, "weighted", "silver", 2_000);
+        insert(db, "weighted", "bronze", 2_000);
+        PickSql.FairShare weights = share(Map.of("gold", 3.0, "silver", 2.0), 1);
+
+        int claimed = 0;
+        for (int i = 0; i < 50; i++) {
+            List<ClaimedRow> rows = picks.pick("weighted", 12, "w", 60_000, weights).block(WAIT).rows();
+            assertThat(rows).as("pick %d is full (work-conserving)", i).hasSize(12);
+            claimed += rows.size();
+        }
+        Map<String, Long> shares = executingByKey(db, "weighted");
+        assertThat(claimed).isEqualTo(600);
+        assertThat(shares.get("gold")).as("gold's share of %s", shares).isBetween(291L, 309L);
+        assertThat(shares.get("silver")).as("silver's share of %s", shares).isBetween(191L, 209L);
+        assertThat(shares.get("bronze")).as("bronze's share of %s", shares).isBetween(91L, 109L);
+    }
+
+    @Test
+    void aLateKeyIsServedInItsFirstPickOrTwoDespiteABacklog(TestDatabase db) {
+        PickSql picks = picks(db);
+        insert(db, "late", "whale", 100_000);
+        PickSql.FairShare weights = share(Map.of(), 1);
+        for (int i = 0; i < 3; i++) {
+            assertThat(picks.pick("late", 10, "w", 60_000, weights).block(WAIT).rows()).hasSize(10);
+        }
+        insert(db, "late", "minnow", 3);
+
+        List<ClaimedRow> first = picks.pick("late", 10, "w", 60_000, weights).block(WAIT).rows();
+        List<ClaimedRow> second = picks.pick("late", 10, "w", 60_000, weights).block(WAIT).rows();
+
+        assertThat(first.size() + second.size()).isEqualTo(20);
+        assertThat(executingByKey(db, "late").get("minnow")).as("the late key's rows claimed in its first two picks")
+                .isEqualTo(3L);
+    }
+
+    @Test
+    void anIdleKeysShareGoesToTheOthers(TestDatabase db) {
+        PickSql picks = picks(db);
+        insert(db, "idle", "a", 500);
+        insert(db, "idle", "b", 500);
+        insert(db, "idle", "c", 4);
+        PickSql.FairShare weights = share(Map.of(), 1);
+        int total = 0;
+        for (int i = 0; i < 20; i++) {
+            total += picks.pick("idle", 12, "w", 60_000, weights).block(WAIT).rows().size();
+        }
+        Map<String, Long> shares = executingByKey(db, "idle");
+        assertThat(shares.get("c")).isEqualTo(4L);
+        // c's drained share went to a and b: at most one pick came back short, while c ran dry.
+        assertThat(total).isGreaterThanOrEqualTo(240 - 12);
+        assertThat(Math.abs(shares.get("a") - shares.get("b"))).isLessThanOrEqualTo(12L);
+        // The drained key is parked: later picks do not walk it.
+        assertThat(Sql.query(db, "SELECT active FROM {schema}.durable_fair_keys WHERE queue = 'idle' AND fairness_key = 'c'",
+                row -> row.get(0, Boolean.class))).containsExactly(false);
+    }
+
+    @Test
+    void scheduledRowsOfAParkedKeyAreServedOnceDue(TestDatabase db) {
+        PickSql picks = picks(db);
+        db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, fairness_key, eligible_at)"
+                + " VALUES ('t', 'scheduled', 'run', 5, 'later', now() + interval '1 second')");
+        PickSql.FairShare weights = share(Map.of(), 1);
+        assertThat(picks.pick("scheduled", 5, "w", 60_000, weights).block(WAIT).rows()).isEmpty();
+        assertThat(Sql.query(db, "SELECT active FROM {schema}.durable_fair_keys WHERE queue = 'scheduled' AND fairness_key = 'later'",
+                row -> row.get(0, Boolean.class))).containsExactly(false);
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        int claimed = 0;
+        while (claimed == 0 && System.nanoTime() < deadline) {
+            claimed = picks.pick("scheduled", 5, "w", 60_000, weights).block(WAIT).rows().size();
+        }
+        assertThat(claimed).isEqualTo(1);
+    }
+
+    @Test
+    void theEngineRunsAFairQueueAndKeylessRowsShareTheEmptyKey(TestDatabase db) {
+        JobDefinition<String, String> echo = JobDefinition.of("echo", String.class, (String s) -> reactor.core.publisher.Mono.just(s))
+                .queue("fair");
+        DurableEngine engine = DurableEngine.builder(db.engineOptions()
+                        .queue(QueueOptions.builder("fair").pollInterval(Duration.ofMillis(50))
+                                .fairness(Fairness.builder().weight("acme", 3).build()).build()).build())
+                .register(echo).build();
+        try {
+            engine.start().block(WAIT);
+            // Scheduled a moment ahead, so they go in runnable (an idle worker would claim due rows as they go in).
+            long keyed = engine.insert(JobRequest.of("echo", "a").fairnessKey("acme").runIn(Duration.ofMillis(300)))
+                    .block(WAIT);
+            long keyless = engine.insert(JobRequest.of("echo", "b").runIn(Duration.ofMillis(300))).block(WAIT);
+            assertThat(engine.awaitSettled(keyed, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            assertThat(engine.awaitSettled(keyless, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            assertThat(Sql.query(db, "SELECT fairness_key FROM {schema}.durable_fair_keys WHERE queue = 'fair' ORDER BY 1",
+                    row -> row.get(0, String.class))).containsExactly("", "acme");
+            assertThatThrownBy(() -> engine.insert(JobRequest.of("echo", "c").fairnessKey("x".repeat(2000))).block(WAIT))
+                    .isInstanceOf(InvalidRequestException.class).hasMessageContaining("fairnessKey");
+        } finally {
+            engine.closeLater().block(WAIT);
+        }
+    }
+
+    @Test
+    void badFairnessOptionsAreRefusedNamingTheOption() {
+        assertThatThrownBy(() -> Fairness.builder().weight("a", 0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("weight of key 'a'");
+        assertThatThrownBy(() -> Fairness.builder().defaultWeight(Double.NaN))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("defaultWeight");
+        assertThatThrownBy(() -> Fairness.builder().weight("k".repeat(1025), 1))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("fairness key");
+        assertThatThrownBy(() -> Fairness.builder().maxExecutingPerKey(0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxExecutingPerKey");
+        assertThatThrownBy(() -> Fairness.builder().aging(Duration.ZERO, 0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("aging step");
+        assertThatThrownBy(() -> Fairness.builder().aging(Duration.ofSeconds(1), 40_000))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("aging floor");
+        assertThat(QueueOptions.of("q").fairness().enabled()).isFalse();
+        assertThat(QueueOptions.builder("q").fairness(Fairness.equalShares()).build().mutate().build().fairness())
+                .isEqualTo(Fairness.equalShares());
+    }
+
+    static PickSql picks(TestDatabase db) {
+        DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
+        schema.migrate().block(WAIT);
+        schema.closeLater().block(WAIT);
+        return new PickSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()), List.of(), List.of(),
+                Map.of("t", 1));
+    }
+
+    static PickSql.FairShare share(Map<String, Double> weights, double defaultWeight) {
+        return new PickSql.FairShare(weights.keySet().toArray(String[]::new), weights.values().toArray(Double[]::new),
+                defaultWeight);
+    }
+
+    static String instances(TestDatabase db) {
+        return "\"" + db.schema() + "\".durable_instances";
+    }
+
+    static void insert(TestDatabase db, String queue, String key, int rows) {
+        db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, fairness_key, eligible_at)"
+                + " SELECT 't', '" + queue + "', 'run', 5, '" + key + "', now() - interval '1 second'"
+                + " FROM generate_series(1, " + rows + ")");
+    }
+
+    static Map<String, Long> executingByKey(TestDatabase db, String queue) {
+        Map<String, Long> shares = new HashMap<>();
+        Sql.query(db, "SELECT fairness_key, count(*) FROM {schema}.durable_instances WHERE status = 'executing'"
+                        + " AND queue = '" + queue + "' GROUP BY fairness_key", row -> Map.entry(row.get(0, String.class), row.get(1, Long.class)))
+                .forEach(e -> shares.put(e.getKey(), e.getValue()));
+        return shares;
+    }
+}
