@@ -61,6 +61,15 @@ public final class Fairness {
         return enabled;
     }
 
+    /**
+     * The name of the gate that caps the executing claims per key of a fair queue: the engine
+     * declares it with the queue, and a row of the queue without a gate or concurrency key of its own
+     * holds it, keyed by its fairness key, so the cap is admitted in the pick like any gate.
+     */
+    public static String capGate(String queue) {
+        return "fairness." + queue;
+    }
+
     /** The weights given by key; other keys weigh {@link #defaultWeight()}. */
     public Map<String, Double> weights() {
         return weights;
@@ -75,7 +84,10 @@ public final class Fairness {
         return weights.getOrDefault(key, defaultWeight);
     }
 
-    /** At most this many claims of one key execute at once across the fleet; 0 for no cap. */
+    /**
+     * At most this many claims of one key execute at once across the fleet; 0 for no cap. Rows with
+     * a gate or concurrency key of their own are not counted (a row holds one gate).
+     */
     public int maxExecutingPerKey() {
         return maxExecutingPerKey;
     }

@@ -131,6 +131,40 @@ class FairnessIT {
     }
 
     @Test
+    void aPerKeyCapHoldsAcrossTheQueue(TestDatabase db) {
+        Map<String, java.util.concurrent.atomic.AtomicInteger> running = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<String, java.util.concurrent.atomic.AtomicInteger> most = new java.util.concurrent.ConcurrentHashMap<>();
+        JobDefinition<String, String> capped = JobDefinition.of("capped", String.class, (String key) -> {
+            int now = running.computeIfAbsent(key, k -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
+            most.computeIfAbsent(key, k -> new java.util.concurrent.atomic.AtomicInteger()).accumulateAndGet(now, Math::max);
+            return reactor.core.publisher.Mono.delay(Duration.ofMillis(100))
+                    .then(reactor.core.publisher.Mono.fromCallable(() -> {
+                        running.get(key).decrementAndGet();
+                        return key;
+                    }));
+        }).queue("capped");
+        DurableEngine engine = DurableEngine.builder(db.engineOptions()
+                        .queue(QueueOptions.builder("capped").concurrency(10).pollInterval(Duration.ofMillis(50))
+                                .fairness(Fairness.builder().maxExecutingPerKey(2).build()).build()).build())
+                .register(capped).build();
+        try {
+            engine.start().block(WAIT);
+            List<Long> ids = new java.util.ArrayList<>();
+            for (int i = 0; i < 12; i++) {
+                String key = i % 2 == 0 ? "a" : "b";
+                ids.add(engine.insert(JobRequest.of("capped", key).fairnessKey(key)).block(WAIT));
+            }
+            for (long id : ids) {
+                assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            }
+            assertThat(most.get("a").get()).as("most executing at once for key a").isBetween(1, 2);
+            assertThat(most.get("b").get()).as("most executing at once for key b").isBetween(1, 2);
+        } finally {
+            engine.closeLater().block(WAIT);
+        }
+    }
+
+    @Test
     void badFairnessOptionsAreRefusedNamingTheOption() {
         assertThatThrownBy(() -> Fairness.builder().weight("a", 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("weight of key 'a'");

@@ -176,11 +176,21 @@ public final class RequestMapper {
         ArgumentCheck.check(definition, request.args(), state, options.codec());
         String step = definition != null ? definition.initialStep() : JobDefinition.STEP;
         int version = definition != null ? definition.version() : 1;
+        String fairnessKey = fairnessKey(queue, request);
+        String concurrencyKey = request.concurrencyKey();
+        String gate = request.gate();
+        QueueOptions queueOptions = options.queues().get(queue);
+        if (fairnessKey != null && gate == null && concurrencyKey == null && queueOptions != null
+                && queueOptions.fairness().maxExecutingPerKey() > 0) {
+            // The queue's per-key cap: the row holds the cap gate, keyed by its fairness key.
+            gate = dev.durable.Fairness.capGate(queue);
+            concurrencyKey = fairnessKey;
+            gateShards = 1;
+        }
         return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,
                 request.runAt() == null ? null : request.runAt().toString(), delayMillis, parentId,
-                request.concurrencyKey(), request.correlationKey(), occupied, request.gate(), gateShards,
-                request.rateLimit(), request.rateWeight(), request.ratePartition(), fairnessKey(queue, request),
-                onConflict);
+                concurrencyKey, request.correlationKey(), occupied, gate, gateShards,
+                request.rateLimit(), request.rateWeight(), request.ratePartition(), fairnessKey, onConflict);
     }
 
     /**

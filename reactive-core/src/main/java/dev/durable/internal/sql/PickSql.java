@@ -98,7 +98,8 @@ public final class PickSql {
      * and the same guards as {@link #CANDIDATES}, shared across keys by stride scheduling. The walk
      * reads the queue's active keys in pass order (their pass index), at most $2 of them, plus parked
      * keys whose scheduled rows came due (their wake index), which join at the queue's virtual time
-     * (the least pass walked); keys without work are parked and cost nothing. Each walked key is
+     * (the least pass walked); keys without work are parked and cost nothing. A key at its cap
+     * (the queue's cap gate, {@code Fairness.capGate}, full for it) is stepped over, not walked. Each walked key is
      * offered slots j = 1..$2 finishing at pass + j / weight; the $2 earliest finishes are the
      * pick's quotas (weights: the engine's $%4$d/$%5$d arrays by key, else the weight stored on the key,
      * else $%6$d). Then one lateral per key with a quota reads that key's due rows in urgency order
@@ -122,6 +123,9 @@ public final class PickSql {
                   FROM {fair_keys} k
                  WHERE k.queue = $1 AND k.active
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
+                   AND NOT EXISTS (SELECT 1 FROM {gate_slots} s
+                                    WHERE s.gate = 'fairness.' || $1 AND s.key = k.fairness_key AND s.shard = 0
+                                      AND s.held >= s.capacity)
                  ORDER BY k.pass, k.fairness_key
                  LIMIT $2
             ), fair_woken AS MATERIALIZED (
