@@ -158,9 +158,12 @@ public final class Fairness {
         }
 
         /**
-         * Priority aging: a runnable row that has waited longer than {@code step} past its eligible
-         * time gains one priority level (its number drops by one) per further step, but never below
-         * {@code floor}, so low priorities cannot starve for ever.
+         * Priority aging: a runnable row gains one priority level (its number drops by one) per
+         * {@code step} it has waited past its eligible time (database clock), but never below
+         * {@code floor}, so low priorities cannot starve for ever. The scheduler's pick ages its queue
+         * once a second (or once a step if shorter), up to 1,000 rows at a time; each level gained
+         * moves the row's eligible time one step later (the wait it spent), so within its new level it
+         * sorts by when it got there.
          */
         public Builder aging(Duration step, int floor) {
             this.agingStep = Options.requirePositive("aging step", step);

@@ -165,6 +165,57 @@ class FairnessIT {
     }
 
     @Test
+    void agingLiftsAWaitingRowOneLevelPerStepDownToTheFloor(TestDatabase db) {
+        dev.durable.testing.TestClock clock = dev.durable.testing.TestClock.on(db);
+        JobDefinition<String, String> echo = JobDefinition.of("echo", String.class,
+                (String s) -> reactor.core.publisher.Mono.just(s)).queue("aging");
+        DurableEngine engine = DurableEngine.builder(clock.engineOptions()
+                        .queue(QueueOptions.builder("aging").pollInterval(Duration.ofMillis(50))
+                                .maxPollInterval(Duration.ofMillis(100))
+                                .fairness(Fairness.builder().aging(Duration.ofHours(1), -1).build()).build()).build())
+                .register(echo).build();
+        try {
+            engine.migrate().block(WAIT);
+            // A type this engine does not run: its picks leave the rows alone, its aging does not.
+            db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, priority, eligible_at)"
+                    + " VALUES ('other', 'aging', 'run', 5, 2, now()), ('other', 'aging', 'run', 5, -3, now())");
+            engine.start().block(WAIT);
+            clock.advance(Duration.ofMinutes(150));
+            awaitPriorities(db, "0,-3");
+            clock.advance(Duration.ofHours(5));
+            awaitPriorities(db, "-1,-3");
+            // At the floor it stays, however long it waits.
+            clock.advance(Duration.ofHours(5));
+            sleep(Duration.ofSeconds(3));
+            assertThat(priorities(db)).isEqualTo("-1,-3");
+        } finally {
+            engine.closeLater().block(WAIT);
+        }
+    }
+
+    private static String priorities(TestDatabase db) {
+        return String.join(",", Sql.query(db, "SELECT priority::text FROM {schema}.durable_instances"
+                + " WHERE queue = 'aging' ORDER BY id", row -> row.get(0, String.class)));
+    }
+
+    private static void awaitPriorities(TestDatabase db, String expected) {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!priorities(db).equals(expected) && System.nanoTime() < deadline) {
+            sleep(Duration.ofMillis(100));
+        }
+        assertThat(priorities(db)).isEqualTo(expected);
+    }
+
+    private static void sleep(Duration duration) {
+        try {
+            Thread.sleep(duration.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
     void badFairnessOptionsAreRefusedNamingTheOption() {
         assertThatThrownBy(() -> Fairness.builder().weight("a", 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("weight of key 'a'");

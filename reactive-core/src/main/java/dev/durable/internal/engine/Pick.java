@@ -28,6 +28,12 @@ final class Pick implements QueueScheduler.Picker {
     private final Admission admission;
     private final Telemetry telemetry;
     private final PickSql.@Nullable FairShare fair;
+    private final Fairness fairness;
+    /** When (System.nanoTime) priorities were last aged; aging runs before a pick. */
+    private long agedAt = System.nanoTime();
+
+    /** The most rows one aging statement lifts (the rest wait for the next step). */
+    static final int AGING_BATCH = 1_000;
 
     Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry) {
         this(queue, retries, picks, limiter, admission, telemetry, Fairness.none());
@@ -38,6 +44,7 @@ final class Pick implements QueueScheduler.Picker {
             Fairness fairness) {
         this.fair = fairness.enabled() ? new PickSql.FairShare(fairness.weights().keySet().toArray(String[]::new),
                 fairness.weights().values().toArray(Double[]::new), fairness.defaultWeight()) : null;
+        this.fairness = fairness;
         this.telemetry = telemetry;
         this.queue = queue;
         this.retries = retries;
@@ -59,13 +66,31 @@ final class Pick implements QueueScheduler.Picker {
                             return new QueueScheduler.Picked(picked.rows(), 0);
                         })
                 : admission.pick(limit);
-        return once
+        return aging().then(once)
                 // After a short random pause: two picks that raced for a key must not race again in step.
                 .retryWhen(Retry.backoff(retries, RETRY_PAUSE).maxBackoff(RETRY_PAUSE.multipliedBy(8)).jitter(0.75)
                         .filter(error -> Errors.isExecutingKeyTaken(error) || Errors.isDeadlock(error))
                         .doBeforeRetry(retry -> counters.pickRetries.incrementAndGet()))
                 .doOnSubscribe(subscription -> counters.picks.incrementAndGet())
                 .doOnError(error -> counters.pickFailures.incrementAndGet());
+    }
+
+    /**
+     * Ages the queue's priorities before a pick, once a second or once a step if shorter (the rows'
+     * waits are by the database clock). A failure is left for the next step: aging is an aid,
+     * never a reason to skip a pick.
+     */
+    private Mono<Void> aging() {
+        java.time.Duration step = fairness.agingStep();
+        long now = System.nanoTime();
+        // At most once a second, at least once a step: each run lifts a row only by the steps it has waited.
+        if (step == null || now - agedAt < Math.min(step.toNanos(), 1_000_000_000L)) {
+            return Mono.empty();
+        }
+        agedAt = now;
+        return picks.age(queue.queue(), step.toMillis(), fairness.agingFloor(), AGING_BATCH)
+                .onErrorResume(error -> Mono.empty())
+                .then();
     }
 
     private void throttled(boolean byGate, PickSql.Throttled held) {

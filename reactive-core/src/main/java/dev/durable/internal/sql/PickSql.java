@@ -365,6 +365,20 @@ public final class PickSql {
     /** As {@link #pickWithLimits} for a fair queue: {@link #FAIR_CANDIDATES}, then {@link #FAIR_MOVES}; $13-$15 the weights. */
     private final @Nullable String fairPickWithLimits;
 
+    /**
+     * Priority aging of queue $1: runnable rows due at least a step ($2 ms, database clock) ago whose
+     * priority is above (less urgent than) $3 gain one level and spend one step of their wait (their
+     * eligible time moves a step later, still in the past), at most $4 of them, least urgent
+     * priorities first and oldest first within each; returns how many. So a row gains exactly one
+     * level per step it has waited, down to the floor, however often this runs, and the pick index's
+     * order stays the pick's order (the entry moves with the new priority; within its new level the
+     * row sorts by when it reached it).
+     * Index: the pick index, one range per distinct priority above the floor (a recursive descent,
+     * as the pick's), reading only rows due before the step. Locks: the aged rows (skip locked, so
+     * a pick in progress is never waited on).
+     */
+    private final String age;
+
     private final Db db;
     private final boolean limits;
     private final String[] gateNames;
@@ -517,6 +531,29 @@ public final class PickSql {
                         "AND c.gate_name IS NULL AND c.rate_limit IS NULL", 7, 8, 9)
                 + FAIR_MOVES.formatted("one_per_key")
                 + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
+        this.age = tables.render("""
+                WITH RECURSIVE levels AS (
+                    SELECT (SELECT max(f.priority) FROM {instances} f
+                             WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > $3) AS priority
+                    UNION ALL
+                    SELECT (SELECT max(f.priority) FROM {instances} f
+                             WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > $3 AND f.priority < l.priority)
+                      FROM levels l
+                     WHERE l.priority IS NOT NULL
+                ), aged AS (
+                    SELECT a.id FROM levels l CROSS JOIN LATERAL (
+                        SELECT i.id FROM {instances} i
+                         WHERE i.queue = $1 AND i.status = 'runnable' AND i.priority = l.priority
+                           AND i.eligible_at <= now() - $2 * interval '1 millisecond'
+                         ORDER BY i.eligible_at, i.id
+                         LIMIT $4
+                           FOR UPDATE OF i SKIP LOCKED) a
+                     LIMIT $4
+                )
+                UPDATE {instances} i SET priority = i.priority - 1,
+                                         eligible_at = i.eligible_at + $2 * interval '1 millisecond'
+                  FROM aged a
+                 WHERE i.id = a.id AND i.status = 'runnable' AND i.priority > $3""");
         this.fairPickWithLimits = limits ? fairVariant(tables, pickWithLimits, "$12", "$11", 13, "admitted") : null;
     }
 
@@ -621,6 +658,14 @@ public final class PickSql {
                 .filter(Optional::isPresent).map(Optional::get)
                 .collectList()
                 .map(rows -> new Picked(rows, held[0], held[1]));
+    }
+
+    /** Ages up to {@code batch} rows of {@code queue}; see {@link #age}. */
+    public Mono<Long> age(String queue, long stepMillis, int floor, int batch) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(age)
+                        .bind(0, queue).bind(1, stepMillis).bind(2, floor).bind(3, batch).execute())
+                        .flatMap(result -> Mono.from(result.getRowsUpdated())))
+                .reduce(0L, Long::sum);
     }
 
     private static void bindFair(Statement statement, int index, @Nullable FairShare fair) {
