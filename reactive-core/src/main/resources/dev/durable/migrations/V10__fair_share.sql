@@ -6,9 +6,11 @@
 ALTER TABLE durable_instances ADD COLUMN fairness_key text;
 
 -- The fair pick reads one key's due rows at a time, in urgency order. Partial: unfair queues and
--- keyless rows write no entry here.
+-- keyless rows write no entry here. Its leading column is (queue, key) as one value, so that a
+-- per-key read can only be served by this index: on (queue, fairness_key, ...) the planner may read
+-- the pick index instead, walking every other key's rows of the queue (it did, with a 1M-row key).
 CREATE INDEX durable_instances_fair_pick_idx
-    ON durable_instances (queue, fairness_key, priority, eligible_at, id)
+    ON durable_instances ((queue || chr(31) || fairness_key), priority, eligible_at, id)
     WHERE status = 'runnable' AND fairness_key IS NOT NULL;
 
 -- One row per (queue, key) that ever had work. pass: the key's virtual time (stride scheduling):
@@ -61,3 +63,23 @@ CREATE TRIGGER durable_fair_runnable
     FOR EACH ROW
     WHEN (NEW.fairness_key IS NOT NULL AND NEW.status = 'runnable' AND OLD.status <> 'runnable')
     EXECUTE FUNCTION durable_fair_activate();
+
+-- A follow-up (migration 6) keeps the fairness key of the request it was made from, so a fair
+-- queue's follow-up is picked as its key's (a keyless row is not read by the fair pick).
+CREATE OR REPLACE FUNCTION durable_follow_up() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO durable_instances (id, type, type_version, queue, priority, step, state, max_attempts, eligible_at,
+                                   concurrency_key, correlation_key, correlation_statuses, gate_name, gate_shard,
+                                   rate_limit, rate_weight, rate_partition, debounce_until, fairness_key)
+    SELECT (f->>'id')::bigint, f->>'type', (f->>'type_version')::int, f->>'queue', (f->>'priority')::int,
+           f->>'step', NULLIF(f->'state', 'null'::jsonb), (f->>'max_attempts')::int,
+           (f->>'eligible_at')::timestamptz, f->>'concurrency_key', f->>'correlation_key',
+           ARRAY(SELECT jsonb_array_elements_text(f->'correlation_statuses')),
+           f->>'gate_name', (f->>'gate_shard')::int, f->>'rate_limit', (f->>'rate_weight')::int,
+           f->>'rate_partition', (f->>'debounce_until')::timestamptz, f->>'fairness_key'
+      FROM (SELECT OLD.follow_up AS f) x
+    ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING;
+    RETURN NULL;
+END
+$$;

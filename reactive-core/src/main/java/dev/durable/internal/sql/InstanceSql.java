@@ -359,7 +359,7 @@ public final class InstanceSql {
                         'correlation_statuses', to_jsonb(EXCLUDED.correlation_statuses),
                         'gate_name', EXCLUDED.gate_name, 'gate_shard', EXCLUDED.gate_shard,
                         'rate_limit', EXCLUDED.rate_limit, 'rate_weight', EXCLUDED.rate_weight,
-                        'rate_partition', EXCLUDED.rate_partition) END,
+                        'rate_partition', EXCLUDED.rate_partition, 'fairness_key', EXCLUDED.fairness_key) END,
                     updated_at = CASE WHEN %2$s THEN i.updated_at ELSE now() END
                 """.formatted(fresh, settled, debounced.formatted("i.debounce_until"), debounced.formatted(followBound),
                         followBound) + returning + """

@@ -103,8 +103,11 @@ public final class PickSql {
      * offered slots j = 1..$2 finishing at pass + j / weight; the $2 earliest finishes are the
      * pick's quotas (weights: the engine's $%4$d/$%5$d arrays by key, else the weight stored on the key,
      * else $%6$d). Then one lateral per key with a quota reads that key's due rows in urgency order
-     * from the fair pick index (queue, fairness_key, priority, eligible_at, id) and locks at most its
-     * quota, so one key's backlog is never walked for another. When keys hold fewer due rows than
+     * from the fair pick index ((queue, fairness_key), priority, eligible_at, id) and locks at most its
+     * quota (the index leads with queue and key as one value, and the lateral names the key only
+     * that way, so only this index can serve it: the pick index would walk every other key's rows;
+     * the key's IS NOT NULL is spelled out, as a partial index's predicate is proven from plain
+     * conditions only), so one key's backlog is never walked for another. When keys hold fewer due rows than
      * their quotas, the pick stays full (work-conserving): the keys that filled theirs offer further
      * rows, after their last, and the earliest finishes take the slots left. A key's future rows of a more urgent
      * priority are walked in its lateral (no per-key priority skip). {@code priorities} is kept for
@@ -153,8 +156,9 @@ public final class PickSql {
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
                   FROM {instances} c
-                 WHERE c.queue = $1 AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
-                   AND c.eligible_at <= now()
+                 WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
+                   AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
+                   AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
                    AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
                         WHEN EXISTS (SELECT 1 FROM {instances} e
@@ -184,8 +188,9 @@ public final class PickSql {
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
                   FROM {instances} c
-                 WHERE c.queue = $1 AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
-                   AND c.eligible_at <= now()
+                 WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
+                   AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
+                   AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
                    AND (c.priority, c.eligible_at, c.id) > (last.priority, last.eligible_at, last.id)
                    AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
@@ -234,7 +239,9 @@ public final class PickSql {
                   FROM fair_walk w LEFT JOIN fair_quota q ON q.fairness_key = w.fairness_key
             ), fair_looked AS (
                 SELECT s.*, (SELECT r.eligible_at FROM {instances} r
-                              WHERE r.queue = $1 AND r.fairness_key = s.fairness_key AND r.status = 'runnable'
+                              WHERE (r.queue || chr(31) || r.fairness_key) = ($1 || chr(31) || s.fairness_key)
+                                AND r.fairness_key = s.fairness_key AND r.status = 'runnable'
+                                AND r.fairness_key IS NOT NULL
                               ORDER BY r.priority, r.eligible_at, r.id
                               LIMIT 1) AS next_eligible
                   FROM fair_served s
