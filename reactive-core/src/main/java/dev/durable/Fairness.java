@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -15,28 +16,34 @@ import org.jspecify.annotations.Nullable;
  * two, and an idle key's share goes to the others. Rows carry their key ({@link
  * JobRequest#fairnessKey}); a row without one shares the key {@code ""}.
  *
- * <p>Options: weights (a static map and a default, 1 unless set), a cap of executing claims per
+ * <p>Options: weights (a static map, a function of the key, and a default, 1 unless set), a cap of executing claims per
  * key across the fleet, and priority aging (a runnable row waiting longer than a step gains one
  * priority level per step, down to a floor). Immutable; build with {@link #builder()}.
  */
 public final class Fairness {
 
+    /** How often a queue's scheduler asks the weigher again for the keys with work. */
+    public static final Duration WEIGHER_REFRESH = Duration.ofSeconds(5);
+
     /** The largest weight: claims are shared in ratios up to a million to one. */
     public static final double MAX_WEIGHT = 1_000_000;
 
-    private static final Fairness NONE = new Fairness(false, Map.of(), 1, 0, null, 0);
+    private static final Fairness NONE = new Fairness(false, Map.of(), null, 1, 0, null, 0);
 
     private final boolean enabled;
     private final Map<String, Double> weights;
+    private final @Nullable Function<String, ? extends @Nullable Number> weigher;
     private final double defaultWeight;
     private final int maxExecutingPerKey;
     private final @Nullable Duration agingStep;
     private final int agingFloor;
 
-    private Fairness(boolean enabled, Map<String, Double> weights, double defaultWeight, int maxExecutingPerKey,
+    private Fairness(boolean enabled, Map<String, Double> weights,
+            @Nullable Function<String, ? extends @Nullable Number> weigher, double defaultWeight, int maxExecutingPerKey,
             @Nullable Duration agingStep, int agingFloor) {
         this.enabled = enabled;
         this.weights = Map.copyOf(weights);
+        this.weigher = weigher;
         this.defaultWeight = defaultWeight;
         this.maxExecutingPerKey = maxExecutingPerKey;
         this.agingStep = agingStep;
@@ -79,9 +86,23 @@ public final class Fairness {
         return defaultWeight;
     }
 
-    /** The weight of {@code key}. */
+    /** The function that weighs keys without a static weight, or null. */
+    public @Nullable Function<String, ? extends @Nullable Number> weigher() {
+        return weigher;
+    }
+
+    /**
+     * The weight of {@code key}: its static weight, else the weigher's answer (when it gives a valid
+     * weight), else the default.
+     */
     public double weight(String key) {
-        return weights.getOrDefault(key, defaultWeight);
+        Double fixed = weights.get(key);
+        if (fixed != null) {
+            return fixed;
+        }
+        Number weighed = weigher == null ? null : weigher.apply(key);
+        double value = weighed == null ? defaultWeight : weighed.doubleValue();
+        return value > 0 && value <= MAX_WEIGHT ? value : defaultWeight;
     }
 
     /**
@@ -105,18 +126,20 @@ public final class Fairness {
     @Override
     public boolean equals(Object other) {
         return other instanceof Fairness f && enabled == f.enabled && weights.equals(f.weights)
+                && Objects.equals(weigher, f.weigher)
                 && defaultWeight == f.defaultWeight && maxExecutingPerKey == f.maxExecutingPerKey
                 && Objects.equals(agingStep, f.agingStep) && agingFloor == f.agingFloor;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(enabled, weights, defaultWeight, maxExecutingPerKey, agingStep, agingFloor);
+        return Objects.hash(enabled, weights, weigher, defaultWeight, maxExecutingPerKey, agingStep, agingFloor);
     }
 
     @Override
     public String toString() {
         return !enabled ? "Fairness{none}" : "Fairness{weights=" + weights + ", defaultWeight=" + defaultWeight
+                + (weigher != null ? ", weigher=" + weigher : "")
                 + ", maxExecutingPerKey=" + maxExecutingPerKey + ", agingStep=" + agingStep
                 + ", agingFloor=" + agingFloor + "}";
     }
@@ -124,6 +147,7 @@ public final class Fairness {
     public static final class Builder {
 
         private final Map<String, Double> weights = new LinkedHashMap<>();
+        private @Nullable Function<String, ? extends @Nullable Number> weigher;
         private double defaultWeight = 1;
         private int maxExecutingPerKey;
         private @Nullable Duration agingStep;
@@ -142,6 +166,19 @@ public final class Fairness {
         public Builder weights(Map<String, ? extends Number> weights) {
             Objects.requireNonNull(weights, "weights");
             weights.forEach((key, weight) -> weight(key, Objects.requireNonNull(weight, "weight").doubleValue()));
+            return this;
+        }
+
+        /**
+         * Weighs keys without a static weight, e.g. by plan tier: null, or a value out of (0,
+         * {@link #MAX_WEIGHT}], means the default. The scheduler of the queue calls it for the keys
+         * with work (at most 1,000, those next in line) every {@link #WEIGHER_REFRESH} and stores the
+         * answers with the keys, where every engine's pick reads them; a new key weighs the default
+         * until then. It runs on the scheduler's thread: it must be quick and must not block (look a
+         * tier up in a map the application keeps current).
+         */
+        public Builder weigher(Function<String, ? extends @Nullable Number> weigher) {
+            this.weigher = Objects.requireNonNull(weigher, "weigher");
             return this;
         }
 
@@ -176,7 +213,7 @@ public final class Fairness {
         }
 
         public Fairness build() {
-            return new Fairness(true, weights, defaultWeight, maxExecutingPerKey, agingStep, agingFloor);
+            return new Fairness(true, weights, weigher, defaultWeight, maxExecutingPerKey, agingStep, agingFloor);
         }
 
         private static String requireKey(String key) {

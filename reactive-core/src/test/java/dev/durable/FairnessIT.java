@@ -219,6 +219,46 @@ class FairnessIT {
     }
 
     @Test
+    void aWeigherWeighsTheKeysInLineAndThePickFollowsTheStoredWeights(TestDatabase db) {
+        JobDefinition<String, String> echo = JobDefinition.of("echo", String.class,
+                (String s) -> reactor.core.publisher.Mono.just(s)).queue("weighed");
+        DurableEngine engine = DurableEngine.builder(db.engineOptions()
+                        .queue(QueueOptions.builder("weighed").pollInterval(Duration.ofMillis(50))
+                                .fairness(Fairness.builder().weigher(key -> key.startsWith("pro") ? 4 : null).build())
+                                .build()).build())
+                .register(echo).build();
+        try {
+            engine.migrate().block(WAIT);
+            // Of a type this engine does not run, so they stay runnable and their keys in line.
+            for (String key : List.of("pro-1", "free-1")) {
+                db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, fairness_key)"
+                        + " SELECT 'other', 'weighed', 'run', 5, '" + key + "' FROM generate_series(1, 600)");
+            }
+            engine.start().block(WAIT);
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (weights(db).size() < 2 && System.nanoTime() < deadline) {
+                sleep(Duration.ofMillis(100));
+            }
+            assertThat(weights(db)).containsExactly("free-1 1", "pro-1 4");
+        } finally {
+            engine.closeLater().block(WAIT);
+        }
+        // Any engine's pick reads the stored weights: 4:1.
+        PickSql picks = picks(db, "other");
+        PickSql.FairShare none = share(Map.of(), 1);
+        for (int i = 0; i < 20; i++) {
+            assertThat(picks.pick("weighed", 10, "w", 60_000, none).block(WAIT).rows()).hasSize(10);
+        }
+        Map<String, Long> shares = executingByKey(db, "weighed");
+        assertThat(shares.get("pro-1")).as("shares %s", shares).isBetween(155L, 165L);
+    }
+
+    private static List<String> weights(TestDatabase db) {
+        return Sql.query(db, "SELECT fairness_key || ' ' || weight FROM {schema}.durable_fair_keys"
+                + " WHERE queue = 'weighed' AND weight IS NOT NULL ORDER BY 1", row -> row.get(0, String.class));
+    }
+
+    @Test
     void badFairnessOptionsAreRefusedNamingTheOption() {
         assertThatThrownBy(() -> Fairness.builder().weight("a", 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("weight of key 'a'");
@@ -241,8 +281,12 @@ class FairnessIT {
         DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
         schema.migrate().block(WAIT);
         schema.closeLater().block(WAIT);
+        return picks(db, "t");
+    }
+
+    static PickSql picks(TestDatabase db, String type) {
         return new PickSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()), List.of(), List.of(),
-                Map.of("t", 1));
+                Map.of(type, 1));
     }
 
     static PickSql.FairShare share(Map<String, Double> weights, double defaultWeight) {

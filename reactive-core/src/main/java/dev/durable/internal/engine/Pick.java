@@ -32,6 +32,12 @@ final class Pick implements QueueScheduler.Picker {
     /** When (System.nanoTime) priorities were last aged; aging runs before a pick. */
     private long agedAt = System.nanoTime();
 
+    /** When (System.nanoTime) the weigher last weighed the keys in line; 0 before the first pick. */
+    private long weighedAt;
+
+    /** The most keys the weigher is asked about at once (those next in line). */
+    static final int WEIGHED_KEYS = 1_000;
+
     /** The most rows one aging statement lifts (the rest wait for the next step). */
     static final int AGING_BATCH = 1_000;
 
@@ -66,7 +72,7 @@ final class Pick implements QueueScheduler.Picker {
                             return new QueueScheduler.Picked(picked.rows(), 0);
                         })
                 : admission.pick(limit);
-        return aging().then(once)
+        return weighing().then(aging()).then(once)
                 // After a short random pause: two picks that raced for a key must not race again in step.
                 .retryWhen(Retry.backoff(retries, RETRY_PAUSE).maxBackoff(RETRY_PAUSE.multipliedBy(8)).jitter(0.75)
                         .filter(error -> Errors.isExecutingKeyTaken(error) || Errors.isDeadlock(error))
@@ -89,6 +95,26 @@ final class Pick implements QueueScheduler.Picker {
         }
         agedAt = now;
         return picks.age(queue.queue(), step.toMillis(), fairness.agingFloor(), AGING_BATCH)
+                .onErrorResume(error -> Mono.empty())
+                .then();
+    }
+
+    /**
+     * Asks the queue's weigher for the weights of the keys next in line, every
+     * {@link Fairness#WEIGHER_REFRESH}, and stores those that changed, where every engine's pick reads
+     * them. A failure (of the weigher or the database) is left for the next refresh.
+     */
+    private Mono<Void> weighing() {
+        long now = System.nanoTime();
+        if (fairness.weigher() == null || (weighedAt != 0 && now - weighedAt < Fairness.WEIGHER_REFRESH.toNanos())) {
+            return Mono.empty();
+        }
+        weighedAt = now;
+        return picks.keysInLine(queue.queue(), WEIGHED_KEYS)
+                .filter(key -> !fairness.weights().containsKey(key.key()))
+                .map(key -> new PickSql.KeyWeight(key.key(), fairness.weight(key.key())))
+                .collectList()
+                .flatMap(weights -> weights.isEmpty() ? Mono.empty() : picks.storeWeights(queue.queue(), weights))
                 .onErrorResume(error -> Mono.empty())
                 .then();
     }

@@ -386,6 +386,18 @@ public final class PickSql {
      */
     private final String age;
 
+    /**
+     * The keys of queue $1 next in line (active, least pass first, at most $2) and their stored
+     * weights, for the scheduler to weigh. Index: the fair keys' pass index. Locks: none.
+     */
+    private final String keysInLine;
+
+    /**
+     * Stores weights $3 of keys $2 of queue $1 where they differ. Index: the fair keys' primary key.
+     * Locks: the rows it changes.
+     */
+    private final String storeWeights;
+
     private final Db db;
     private final boolean limits;
     private final String[] gateNames;
@@ -538,6 +550,12 @@ public final class PickSql {
                         "AND c.gate_name IS NULL AND c.rate_limit IS NULL", 7, 8, 9)
                 + FAIR_MOVES.formatted("one_per_key")
                 + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
+        this.keysInLine = tables.render("SELECT fairness_key, weight FROM {fair_keys} WHERE queue = $1 AND active"
+                + " ORDER BY pass, fairness_key LIMIT $2");
+        this.storeWeights = tables.render("""
+                UPDATE {fair_keys} k SET weight = w.weight
+                  FROM unnest($2::text[], $3::float8[]) AS w(fairness_key, weight)
+                 WHERE k.queue = $1 AND k.fairness_key = w.fairness_key AND k.weight IS DISTINCT FROM w.weight""");
         this.age = tables.render("""
                 WITH RECURSIVE levels AS (
                     SELECT (SELECT max(f.priority) FROM {instances} f
@@ -665,6 +683,27 @@ public final class PickSql {
                 .filter(Optional::isPresent).map(Optional::get)
                 .collectList()
                 .map(rows -> new Picked(rows, held[0], held[1]));
+    }
+
+    /** A key next in line in a fair queue, and the weight stored with it (null for none). */
+    public record KeyWeight(String key, @Nullable Double weight) {
+    }
+
+    /** Up to {@code limit} keys next in line in {@code queue}; see {@link #keysInLine}. */
+    public Flux<KeyWeight> keysInLine(String queue, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(keysInLine)
+                        .bind(0, queue).bind(1, limit).execute())
+                .concatMap(result -> result.map(row -> new KeyWeight(row.get(0, String.class),
+                        row.get(1, Double.class)))));
+    }
+
+    /** Stores these keys' weights in {@code queue}; see {@link #storeWeights}. */
+    public Mono<Long> storeWeights(String queue, List<KeyWeight> weights) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(storeWeights)
+                        .bind(0, queue).bind(1, weights.stream().map(KeyWeight::key).toArray(String[]::new))
+                        .bind(2, weights.stream().map(KeyWeight::weight).toArray(Double[]::new)).execute())
+                        .flatMap(result -> Mono.from(result.getRowsUpdated())))
+                .reduce(0L, Long::sum);
     }
 
     /** Ages up to {@code batch} rows of {@code queue}; see {@link #age}. */
