@@ -259,6 +259,54 @@ class FairnessIT {
     }
 
     @Test
+    void aPicksCostDoesNotGrowWithTenantsWithoutWorkNorWithAnotherTenantsBacklog(TestDatabase db) {
+        PickSql picks = picks(db);
+        for (String key : List.of("a", "b", "c")) {
+            insert(db, "cost", key, 20);
+        }
+        db.execute("ANALYZE " + instances(db));
+        long alone = buffers(db, picks.fairPickText());
+
+        insert(db, "cost", "whale", 100_000);
+        db.execute("INSERT INTO \"" + db.schema() + "\".durable_fair_keys (queue, fairness_key, pass, active)"
+                + " SELECT 'cost', 'idle-' || g, 0, false FROM generate_series(1, 10000) g");
+        db.execute("VACUUM ANALYZE " + instances(db));
+        long crowded = buffers(db, picks.fairPickText());
+
+        assertThat(crowded).as("pages of a fair pick beside 10,000 idle tenants and a 100k backlog (alone: %d)", alone)
+                .isLessThanOrEqualTo(2 * alone + 50);
+    }
+
+    /** The shared pages one fair pick of 32 touches (EXPLAIN ANALYZE, BUFFERS), rolled back. */
+    private static long buffers(TestDatabase db, String pick) {
+        io.r2dbc.spi.Connection connection = reactor.core.publisher.Mono.from(db.connectionFactory().create()).block(WAIT);
+        try {
+            var explain = connection.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + pick)
+                    .bind(0, "cost").bind(1, 32).bind(2, "w").bind(3, 30_000L)
+                    .bind(4, new String[] {"t"}).bind(5, new Integer[] {1})
+                    .bind(6, new String[0]).bind(7, new Double[0]).bind(8, 1.0);
+            List<String> plan = reactor.core.publisher.Mono.from(connection.beginTransaction())
+                    .thenMany(reactor.core.publisher.Flux.from(explain.execute())
+                            .concatMap(result -> result.map(row -> row.get(0, String.class))))
+                    .collectList()
+                    .flatMap(lines -> reactor.core.publisher.Mono.from(connection.rollbackTransaction()).thenReturn(lines))
+                    .block(WAIT);
+            assertThat(plan.get(0)).as("the pick claims 32 rows:\n%s", String.join("\n", plan)).contains("rows=32 loops=1");
+            String line = plan.stream().filter(l -> l.contains("Buffers: shared")).findFirst().orElseThrow();
+            long pages = 0;
+            for (String part : line.substring(line.indexOf("shared") + 6).trim().split(" ")) {
+                int eq = part.indexOf('=');
+                if (eq > 0 && (part.startsWith("hit") || part.startsWith("read"))) {
+                    pages += Long.parseLong(part.substring(eq + 1));
+                }
+            }
+            return pages;
+        } finally {
+            reactor.core.publisher.Mono.from(connection.close()).block(WAIT);
+        }
+    }
+
+    @Test
     void badFairnessOptionsAreRefusedNamingTheOption() {
         assertThatThrownBy(() -> Fairness.builder().weight("a", 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("weight of key 'a'");
