@@ -55,6 +55,16 @@ public final class Fairness {
         return NONE;
     }
 
+    /**
+     * Priority aging alone, on a queue without fair share: its pick stays the plain one, and a
+     * runnable row gains a level per {@code step} it waits, down to {@code floor} (see
+     * {@link Builder#aging}).
+     */
+    public static Fairness priorityAgingOnly(Duration step, int floor) {
+        Fairness aging = builder().aging(step, floor).build();
+        return new Fairness(false, Map.of(), null, 1, 0, aging.agingStep, aging.agingFloor);
+    }
+
     /** Fairness with every key at weight 1. */
     public static Fairness equalShares() {
         return builder().build();
@@ -64,6 +74,7 @@ public final class Fairness {
         return new Builder();
     }
 
+    /** Whether claims are shared across keys (false for {@link #none()} and {@link #priorityAgingOnly}). */
     public boolean enabled() {
         return enabled;
     }
@@ -138,7 +149,11 @@ public final class Fairness {
 
     @Override
     public String toString() {
-        return !enabled ? "Fairness{none}" : "Fairness{weights=" + weights + ", defaultWeight=" + defaultWeight
+        if (!enabled) {
+            return agingStep == null ? "Fairness{none}"
+                    : "Fairness{agingStep=" + agingStep + ", agingFloor=" + agingFloor + "}";
+        }
+        return "Fairness{weights=" + weights + ", defaultWeight=" + defaultWeight
                 + (weigher != null ? ", weigher=" + weigher : "")
                 + ", maxExecutingPerKey=" + maxExecutingPerKey + ", agingStep=" + agingStep
                 + ", agingFloor=" + agingFloor + "}";

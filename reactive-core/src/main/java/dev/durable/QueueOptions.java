@@ -104,7 +104,7 @@ public final class QueueOptions {
         return "QueueOptions{name=" + name + ", concurrency=" + concurrency + ", prefetch=" + prefetch
                 + ", minDemand=" + minDemand + ", pollInterval=" + pollInterval
                 + ", maxPollInterval=" + maxPollInterval + ", drainTimeout=" + drainTimeout
-                + (fairness.enabled() ? ", fairness=" + fairness : "") + "}";
+                + (fairness.equals(Fairness.none()) ? "" : ", fairness=" + fairness) + "}";
     }
 
     public static final class Builder {

@@ -175,7 +175,7 @@ class FairnessIT {
         DurableEngine engine = DurableEngine.builder(clock.engineOptions()
                         .queue(QueueOptions.builder("aging").pollInterval(Duration.ofMillis(50))
                                 .maxPollInterval(Duration.ofMillis(100))
-                                .fairness(Fairness.builder().aging(Duration.ofHours(1), -1).build()).build()).build())
+                                .fairness(Fairness.priorityAgingOnly(Duration.ofHours(1), -1)).build()).build())
                 .register(echo).build();
         try {
             engine.migrate().block(WAIT);
@@ -321,6 +321,8 @@ class FairnessIT {
         assertThatThrownBy(() -> Fairness.builder().aging(Duration.ofSeconds(1), 40_000))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("aging floor");
         assertThat(QueueOptions.of("q").fairness().enabled()).isFalse();
+        assertThat(Fairness.priorityAgingOnly(Duration.ofMinutes(1), 0).enabled()).isFalse();
+        assertThat(Fairness.priorityAgingOnly(Duration.ofMinutes(1), 0).agingStep()).isEqualTo(Duration.ofMinutes(1));
         assertThat(QueueOptions.builder("q").fairness(Fairness.equalShares()).build().mutate().build().fairness())
                 .isEqualTo(Fairness.equalShares());
     }
