@@ -44,6 +44,12 @@ import reactor.core.publisher.Mono;
  * <p>Rows of an ungated key whose row is executing are still walked one by one (each a heap fetch
  * and a probe): none of the hot table's indexes carries the key of a runnable row, so no scan can
  * step over one key's rows. benchmarks/README.md measures that shape and what would flatten it.
+ *
+ * <p>A fair queue ({@code QueueOptions.fairness}) has its own candidates ({@link #FAIR_CANDIDATES}:
+ * claims shared across the rows' fairness keys by weight) and moves ({@link #FAIR_MOVES}: the keys'
+ * passes advanced, keys without work parked), in the same one statement, with or without limits;
+ * the other queues' statements are unchanged. The queue's scheduler also runs {@link #age} (priority
+ * aging) and stores the weigher's weights ({@link #storeWeights}), each at most every few seconds.
  */
 public final class PickSql {
 
@@ -95,23 +101,28 @@ public final class PickSql {
 
     /**
      * The candidates of a fair queue ({@code Fairness}), with the same columns (and the row's key)
-     * and the same guards as {@link #CANDIDATES}, shared across keys by stride scheduling. The walk
-     * reads the queue's active keys in pass order (their pass index), at most $2 of them, plus parked
-     * keys whose scheduled rows came due (their wake index), which join at the queue's virtual time
-     * (the least pass walked); keys without work are parked and cost nothing. A key at its cap
-     * (the queue's cap gate, {@code Fairness.capGate}, full for it) is stepped over, not walked. Each walked key is
-     * offered slots j = 1..$2 finishing at pass + j / weight; the $2 earliest finishes are the
-     * pick's quotas (weights: the engine's $%4$d/$%5$d arrays by key, else the weight stored on the key,
-     * else $%6$d). Then one lateral per key with a quota reads that key's due rows in urgency order
-     * from the fair pick index ((queue, fairness_key), priority, eligible_at, id) and locks at most its
-     * quota (the index leads with queue and key as one value, and the lateral names the key only
-     * that way, so only this index can serve it: the pick index would walk every other key's rows;
-     * the key's IS NOT NULL is spelled out, as a partial index's predicate is proven from plain
-     * conditions only), so one key's backlog is never walked for another. When keys hold fewer due rows than
-     * their quotas, the pick stays full (work-conserving): the keys that filled theirs offer further
-     * rows, after their last, and the earliest finishes take the slots left. A key's future rows of a more urgent
-     * priority are walked in its lateral (no per-key priority skip). {@code priorities} is kept for
-     * the statements that read the head of the queue through it.
+     * and the same guards as {@link #CANDIDATES}, shared across keys by stride scheduling.
+     * <ul>
+     * <li>The walk reads the queue's active keys in pass order (their pass index), at most $2, plus
+     *     parked keys whose scheduled rows came due (their wake index), which join at the queue's
+     *     virtual time (the least pass walked); keys without work are parked and cost nothing. A key
+     *     at its cap (the queue's cap gate, {@code Fairness.capGate}, full for it) is stepped over.
+     * <li>Each walked key is offered slots j = 1..$2 finishing at pass + j / weight; the $2 earliest
+     *     finishes are the pick's quotas. Weights: the pick's arrays of keys and weights (the fourth
+     *     and fifth format arguments name their parameters), else the weight stored with the key,
+     *     else the default (the sixth).
+     * <li>One lateral per key with a quota reads that key's due rows in urgency order from the fair
+     *     pick index ((queue, fairness_key), priority, eligible_at, id) and locks at most its quota,
+     *     so one key's backlog is never walked for another. The index leads with queue and key as
+     *     one value and the lateral names the key that way, so only this index can serve it (the
+     *     pick index would walk every other key's rows); the key's IS NOT NULL is spelled out, as a
+     *     partial index's predicate is proven from plain conditions only.
+     * <li>When keys hold fewer due rows than their quotas, the pick stays full (work-conserving):
+     *     the keys that filled theirs offer further rows, after their last, and the earliest
+     *     finishes take the slots left.
+     * </ul>
+     * A key's future rows of a more urgent priority are walked in its lateral (no per-key priority
+     * skip). {@code priorities} is kept for the statements that read the head of the queue through it.
      */
     private static final String FAIR_CANDIDATES = """
             priorities AS (
