@@ -307,6 +307,34 @@ class FairnessIT {
     }
 
     @Test
+    void aFollowUpInAFairQueueKeepsItsKeyAndRuns(TestDatabase db) {
+        reactor.core.publisher.Sinks.One<Void> release = reactor.core.publisher.Sinks.one();
+        JobDefinition<String, String> slow = JobDefinition.of("slow", String.class,
+                (String s) -> s.equals("first") ? release.asMono().thenReturn(s) : reactor.core.publisher.Mono.just(s))
+                .queue("follow");
+        DurableEngine engine = DurableEngine.builder(db.engineOptions()
+                        .queue(QueueOptions.builder("follow").pollInterval(Duration.ofMillis(50))
+                                .fairness(Fairness.equalShares()).build()).build())
+                .register(slow).build();
+        try {
+            engine.start().block(WAIT);
+            long first = engine.insert(JobRequest.of("slow", "first").fairnessKey("t").correlationKey("k")).block(WAIT);
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (engine.get(first).block(WAIT).status() != InstanceStatus.EXECUTING && System.nanoTime() < deadline) {
+                sleep(Duration.ofMillis(50));
+            }
+            InsertResult followUp = engine.insertWithResult(JobRequest.of("slow", "second").fairnessKey("t")
+                    .correlationKey("k").onConflict(ConflictPolicy.replace())).block(WAIT);
+            assertThat(followUp.disposition()).isEqualTo(InsertResult.Disposition.FOLLOW_UP);
+            release.tryEmitEmpty();
+            assertThat(engine.awaitSettled(first, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            assertThat(engine.awaitSettled(followUp.id(), WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        } finally {
+            engine.closeLater().block(WAIT);
+        }
+    }
+
+    @Test
     void badFairnessOptionsAreRefusedNamingTheOption() {
         assertThatThrownBy(() -> Fairness.builder().weight("a", 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("weight of key 'a'");
