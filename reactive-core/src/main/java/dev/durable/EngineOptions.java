@@ -543,7 +543,10 @@ public final class EngineOptions {
         /** A queue this engine runs; names are unique. */
         public Builder queue(QueueOptions queue) {
             Options.requireNonNull("queue", queue);
-            return add(QUEUES, "queue", queue.name(), queue);
+            add(QUEUES, "queue", queue.name(), queue);
+            // A per-key cap of a fair queue is a gate keyed by the fairness key (Fairness#capGate).
+            int cap = queue.fairness().maxExecutingPerKey();
+            return cap > 0 ? gate(Fairness.capGate(queue.name()), cap) : this;
         }
 
         /** A queue with default knobs. */

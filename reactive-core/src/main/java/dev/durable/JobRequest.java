@@ -55,6 +55,7 @@ public final class JobRequest {
     private @Nullable String rateLimit;
     private int rateWeight = 1;
     private @Nullable String ratePartition;
+    private @Nullable String fairnessKey;
     private ConflictPolicy onConflict = ConflictPolicy.reject();
 
     private JobRequest(String type, @Nullable Object args) {
@@ -77,9 +78,19 @@ public final class JobRequest {
         copy.rateLimit = rateLimit;
         copy.rateWeight = rateWeight;
         copy.ratePartition = ratePartition;
+        copy.fairnessKey = fairnessKey;
         copy.onConflict = onConflict;
         change.accept(copy);
         return copy;
+    }
+
+    /**
+     * The key (typically a tenant) whose share of a fair queue this job's claims count against
+     * ({@link QueueOptions.Builder#fairness}). At most {@link #MAX_KEY_BYTES} bytes in UTF-8; on a queue
+     * without fairness it is kept and ignored.
+     */
+    public JobRequest fairnessKey(String fairnessKey) {
+        return with(r -> r.fairnessKey = fairnessKey);
     }
 
     /** A request for {@code type} with {@code args} (any value the codec can encode, or null). */
@@ -238,6 +249,10 @@ public final class JobRequest {
         return correlationKey;
     }
 
+    public @Nullable String fairnessKey() {
+        return fairnessKey;
+    }
+
     public Set<InstanceStatus> occupiedStatuses() {
         return occupiedStatuses;
     }
@@ -267,6 +282,7 @@ public final class JobRequest {
         return "JobRequest{type=" + type + ", queue=" + queue + ", priority=" + priority
                 + (runAt != null ? ", runAt=" + runAt : "") + (runIn != null ? ", runIn=" + runIn : "")
                 + (correlationKey != null ? ", correlationKey=" + correlationKey : "")
+                + (fairnessKey != null ? ", fairnessKey=" + fairnessKey : "")
                 + (onConflict.kind() != ConflictPolicy.Kind.REJECT ? ", onConflict=" + onConflict : "")
                 + (concurrencyKey != null ? ", concurrencyKey=" + concurrencyKey : "")
                 + (gate != null ? ", gate=" + gate : "") + (rateLimit != null ? ", rateLimit=" + rateLimit : "") + "}";

@@ -32,6 +32,7 @@ public final class QueueOptions {
     private final Duration pollInterval;
     private final Duration maxPollInterval;
     private final Duration drainTimeout;
+    private final Fairness fairness;
 
     private QueueOptions(Builder builder) {
         this.name = builder.name;
@@ -41,6 +42,7 @@ public final class QueueOptions {
         this.pollInterval = builder.pollInterval;
         this.maxPollInterval = builder.maxPollInterval;
         this.drainTimeout = builder.drainTimeout;
+        this.fairness = builder.fairness;
     }
 
     public static Builder builder(String name) {
@@ -55,7 +57,7 @@ public final class QueueOptions {
     /** A builder holding these options, to change some of them. */
     public Builder mutate() {
         return new Builder(name).concurrency(concurrency).prefetch(prefetch).minDemand(minDemand)
-                .pollInterval(pollInterval).maxPollInterval(maxPollInterval).drainTimeout(drainTimeout);
+                .pollInterval(pollInterval).maxPollInterval(maxPollInterval).drainTimeout(drainTimeout).fairness(fairness);
     }
 
     public String name() {
@@ -92,11 +94,17 @@ public final class QueueOptions {
         return drainTimeout;
     }
 
+    /** How claims are shared across the keys of this queue; {@link Fairness#none()} by default. */
+    public Fairness fairness() {
+        return fairness;
+    }
+
     @Override
     public String toString() {
         return "QueueOptions{name=" + name + ", concurrency=" + concurrency + ", prefetch=" + prefetch
                 + ", minDemand=" + minDemand + ", pollInterval=" + pollInterval
-                + ", maxPollInterval=" + maxPollInterval + ", drainTimeout=" + drainTimeout + "}";
+                + ", maxPollInterval=" + maxPollInterval + ", drainTimeout=" + drainTimeout
+                + (fairness.equals(Fairness.none()) ? "" : ", fairness=" + fairness) + "}";
     }
 
     public static final class Builder {
@@ -108,6 +116,7 @@ public final class QueueOptions {
         private Duration pollInterval = DEFAULT_POLL_INTERVAL;
         private Duration maxPollInterval = DEFAULT_MAX_POLL_INTERVAL;
         private Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
+        private Fairness fairness = Fairness.none();
 
         private Builder(String name) {
             this.name = QueueNames.require("queue name", name);
@@ -140,6 +149,12 @@ public final class QueueOptions {
 
         public Builder drainTimeout(Duration drainTimeout) {
             this.drainTimeout = Options.requireNonNegative("drainTimeout", drainTimeout);
+            return this;
+        }
+
+        /** Fair share across the keys of this queue (weights, per-key cap, aging); see {@link Fairness}. */
+        public Builder fairness(Fairness fairness) {
+            this.fairness = Options.requireNonNull("fairness", fairness);
             return this;
         }
 

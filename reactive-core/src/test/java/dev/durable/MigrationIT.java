@@ -30,7 +30,7 @@ class MigrationIT {
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
                     row -> row.get(0, Integer.class))).containsExactlyElementsOf(VERSIONS);
-            assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_forks",
+            assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_fair_keys", "durable_forks",
                     "durable_gate_slots", "durable_history", "durable_instances", "durable_instances_all",
                     "durable_limit_permits", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
                     "durable_signals", "durable_step_inputs", "durable_window_counters");
@@ -54,7 +54,7 @@ class MigrationIT {
     /** The newest schema version this build ships. */
     private static final int LATEST = 11;
     /** The versions this build ships. */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 11);
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -115,6 +115,10 @@ class MigrationIT {
             assertThat(Sql.query(db, "SELECT count(*)::int FROM {schema}.durable_instances_all"
                     + " WHERE trace_context IS NOT NULL OR trace_last IS NOT NULL", row -> row.get(0, Integer.class)))
                     .containsExactly(0);
+            // Version 10 (fair share): a keyed row activates its key.
+            upgraded.insert(JobRequest.of("echo", "fair").fairnessKey("tenant-a").runIn(Duration.ofHours(1))).block();
+            assertThat(Sql.query(db, "SELECT fairness_key || ' ' || active FROM {schema}.durable_fair_keys",
+                    row -> row.get(0, String.class))).containsExactly("tenant-a true");
         } finally {
             upgraded.closeLater().block();
         }
@@ -133,10 +137,10 @@ class MigrationIT {
             assertThat(tables(db)).doesNotContain("durable_history", "durable_step_inputs", "durable_forks");
             assertThat(Sql.query(db, "SELECT status, count(*)::int FROM {schema}.durable_instances GROUP BY status",
                     row -> row.get(0, String.class) + " " + row.get(1, Integer.class)))
-                    .containsExactlyInAnyOrder("done 2", "runnable 1");
+                    .containsExactlyInAnyOrder("done 2", "runnable 2"); // the v6 and v10 rows, an hour ahead
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
                     + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until', 'lowest_versions', 'trace_context',"
-                    + " 'trace_last')",
+                    + " 'trace_last', 'fairness_key')",
                     row -> row.get(0, Integer.class))).containsExactly(0);
         } finally {
             tool.closeLater().block();
@@ -165,5 +169,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U9__trace_context.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V11__limit_permits.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U11__limit_permits.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V10__fair_share.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U10__fair_share.sql")).isNotNull();
     }
 }

@@ -11,6 +11,7 @@ import dev.durable.JobRequest;
 import dev.durable.Limits;
 import dev.durable.PayloadTooLargeException;
 import dev.durable.QueueNames;
+import dev.durable.QueueOptions;
 import dev.durable.UnknownTypeException;
 import dev.durable.internal.sql.Rows.NewInstance;
 import java.nio.charset.StandardCharsets;
@@ -184,10 +185,35 @@ public final class RequestMapper {
         ArgumentCheck.check(definition, request.args(), state, options.codec());
         String step = definition != null ? definition.initialStep() : JobDefinition.STEP;
         int version = definition != null ? definition.version() : 1;
+        String fairnessKey = fairnessKey(queue, request);
+        String concurrencyKey = request.concurrencyKey();
+        String gate = request.gate();
+        QueueOptions queueOptions = options.queues().get(queue);
+        if (fairnessKey != null && gate == null && concurrencyKey == null && queueOptions != null
+                && queueOptions.fairness().maxExecutingPerKey() > 0) {
+            // The queue's per-key cap: the row holds the cap gate, keyed by its fairness key.
+            gate = dev.durable.Fairness.capGate(queue);
+            concurrencyKey = fairnessKey;
+            gateShards = 1;
+        }
         return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,
                 request.runAt() == null ? null : request.runAt().toString(), delayMillis, parentId,
-                request.concurrencyKey(), request.correlationKey(), occupied, request.gate(), gateShards,
-                request.rateLimit(), request.rateWeight(), request.ratePartition(), onConflict, traceContext);
+                concurrencyKey, request.correlationKey(), occupied, gate, gateShards,
+                request.rateLimit(), request.rateWeight(), request.ratePartition(), fairnessKey, onConflict,
+                traceContext);
+    }
+
+    /**
+     * The row's fairness key: the request's, checked; on a queue this engine runs with fairness, a
+     * request without one shares the key "" (the fair pick reads only keyed rows).
+     */
+    private @Nullable String fairnessKey(String queue, JobRequest request) {
+        if (request.fairnessKey() != null) {
+            checkKey("fairnessKey", request.fairnessKey());
+            return request.fairnessKey();
+        }
+        QueueOptions options = this.options.queues().get(queue);
+        return options != null && options.fairness().enabled() ? "" : null;
     }
 
     /** The configured gate of that name, or an {@link InvalidRequestException} naming it. */

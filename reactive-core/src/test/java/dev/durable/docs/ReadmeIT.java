@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.durable.ConflictPolicy;
 import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
+import dev.durable.Fairness;
 import dev.durable.InsertResult;
 import dev.durable.Instance;
 import dev.durable.InstanceStatus;
@@ -18,6 +19,7 @@ import dev.durable.testing.TestPostgres;
 import java.time.Duration;
 import java.time.Month;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -152,6 +154,31 @@ class ReadmeIT {
         // end::limits[]
         assertThat(options.gates()).containsKeys("partner-api", "tenant");
         assertThat(options.rateLimits()).containsKey("smtp");
+    }
+
+    @Test
+    void fairShareAcrossTenants() {
+        // tag::fair-share[]
+        Map<String, Integer> tiers = Map.of("initech", 4);                // kept current by the application
+        EngineOptions options = EngineOptions.builder()
+                .url(databaseUrl)
+                .queue(QueueOptions.builder("reports")
+                        .fairness(Fairness.builder()
+                                .weights(Map.of("acme", 3, "globex", 2))   // static weights
+                                .weigher(tenant -> tiers.get(tenant))      // the others, e.g. by plan tier
+                                .maxExecutingPerKey(8)                     // per tenant, across the fleet
+                                .aging(Duration.ofMinutes(5), -10)         // priorities cannot starve
+                                .build())
+                        .build())
+                .build();
+        JobRequest report = JobRequest.of("render-report", "q3").queue("reports").fairnessKey("acme");
+        // end::fair-share[]
+        Fairness fairness = options.queues().get("reports").fairness();
+        assertThat(fairness.weight("acme")).isEqualTo(3.0);
+        assertThat(fairness.weight("initech")).isEqualTo(4.0);
+        assertThat(fairness.weight("hooli")).isEqualTo(1.0);
+        assertThat(options.gates()).containsKey(Fairness.capGate("reports"));
+        assertThat(report.fairnessKey()).isEqualTo("acme");
     }
 
     record Cart(String id, List<String> items) {

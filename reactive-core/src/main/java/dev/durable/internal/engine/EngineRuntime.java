@@ -90,7 +90,12 @@ public final class EngineRuntime {
             SchedulerCounters counters = new SchedulerCounters();
             QueueContext context = new QueueContext(name, worker, leaseMillis, counters);
             Admission admission = new Admission(context, sql.db(), sql.picks(), limiter, telemetry);
-            Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission, telemetry);
+            if (queue.fairness().enabled() && !limiter.admitsInPick()) {
+                throw new IllegalArgumentException("queue " + name + ": fairness needs the PostgreSQL pick; a limiter"
+                        + " outside the database (Redis) does not share claims across keys yet");
+            }
+            Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission, telemetry,
+                    queue.fairness());
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
                     options.heartbeatInterval().toMillis(), sql.leases(), delays, admission);

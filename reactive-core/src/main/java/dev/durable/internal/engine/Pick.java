@@ -1,9 +1,11 @@
 package dev.durable.internal.engine;
 
+import dev.durable.Fairness;
 import dev.durable.internal.Errors;
 import java.time.Duration;
 import dev.durable.internal.sql.PickSql;
 import dev.durable.limit.Limiter;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.util.retry.Retry;
 
@@ -25,8 +27,30 @@ final class Pick implements QueueScheduler.Picker {
     private final Limiter limiter;
     private final Admission admission;
     private final Telemetry telemetry;
+    private final PickSql.@Nullable FairShare fair;
+    private final Fairness fairness;
+    /** When (System.nanoTime) priorities were last aged; aging runs before a pick. */
+    private long agedAt = System.nanoTime();
+
+    /** When (System.nanoTime) the weigher last weighed the keys in line; 0 before the first pick. */
+    private long weighedAt;
+
+    /** The most keys the weigher is asked about at once (those next in line). */
+    static final int WEIGHED_KEYS = 1_000;
+
+    /** The most rows one aging statement lifts (the rest wait for the next step). */
+    static final int AGING_BATCH = 1_000;
 
     Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry) {
+        this(queue, retries, picks, limiter, admission, telemetry, Fairness.none());
+    }
+
+    /** A pick that shares claims across keys as {@code fairness} says (the PostgreSQL pick only). */
+    Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry,
+            Fairness fairness) {
+        this.fair = fairness.enabled() ? new PickSql.FairShare(fairness.weights().keySet().toArray(String[]::new),
+                fairness.weights().values().toArray(Double[]::new), fairness.defaultWeight()) : null;
+        this.fairness = fairness;
         this.telemetry = telemetry;
         this.queue = queue;
         this.retries = retries;
@@ -39,7 +63,7 @@ final class Pick implements QueueScheduler.Picker {
     public Mono<QueueScheduler.Picked> pick(int limit) {
         SchedulerCounters counters = queue.counters();
         Mono<QueueScheduler.Picked> once = limiter.admitsInPick()
-                ? picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis())
+                ? picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis(), fair)
                         .map(picked -> {
                             throttled(true, picked.byGate());
                             throttled(false, picked.byRate());
@@ -48,13 +72,51 @@ final class Pick implements QueueScheduler.Picker {
                             return new QueueScheduler.Picked(picked.rows(), 0);
                         })
                 : admission.pick(limit);
-        return once
+        return weighing().then(aging()).then(once)
                 // After a short random pause: two picks that raced for a key must not race again in step.
                 .retryWhen(Retry.backoff(retries, RETRY_PAUSE).maxBackoff(RETRY_PAUSE.multipliedBy(8)).jitter(0.75)
                         .filter(error -> Errors.isExecutingKeyTaken(error) || Errors.isDeadlock(error))
                         .doBeforeRetry(retry -> counters.pickRetries.incrementAndGet()))
                 .doOnSubscribe(subscription -> counters.picks.incrementAndGet())
                 .doOnError(error -> counters.pickFailures.incrementAndGet());
+    }
+
+    /**
+     * Ages the queue's priorities before a pick, once a second or once a step if shorter (the rows'
+     * waits are by the database clock). A failure is left for the next step: aging is an aid,
+     * never a reason to skip a pick.
+     */
+    private Mono<Void> aging() {
+        java.time.Duration step = fairness.agingStep();
+        long now = System.nanoTime();
+        // At most once a second, at least once a step: each run lifts a row only by the steps it has waited.
+        if (step == null || now - agedAt < Math.min(step.toNanos(), 1_000_000_000L)) {
+            return Mono.empty();
+        }
+        agedAt = now;
+        return picks.age(queue.queue(), step.toMillis(), fairness.agingFloor(), AGING_BATCH)
+                .onErrorResume(error -> Mono.empty())
+                .then();
+    }
+
+    /**
+     * Asks the queue's weigher for the weights of the keys next in line, every
+     * {@link Fairness#WEIGHER_REFRESH}, and stores those that changed, where every engine's pick reads
+     * them. A failure (of the weigher or the database) is left for the next refresh.
+     */
+    private Mono<Void> weighing() {
+        long now = System.nanoTime();
+        if (fairness.weigher() == null || (weighedAt != 0 && now - weighedAt < Fairness.WEIGHER_REFRESH.toNanos())) {
+            return Mono.empty();
+        }
+        weighedAt = now;
+        return picks.keysInLine(queue.queue(), WEIGHED_KEYS)
+                .filter(key -> !fairness.weights().containsKey(key.key()))
+                .map(key -> new PickSql.KeyWeight(key.key(), fairness.weight(key.key())))
+                .collectList()
+                .flatMap(weights -> weights.isEmpty() ? Mono.empty() : picks.storeWeights(queue.queue(), weights))
+                .onErrorResume(error -> Mono.empty())
+                .then();
     }
 
     private void throttled(boolean byGate, PickSql.Throttled held) {

@@ -44,6 +44,12 @@ import reactor.core.publisher.Mono;
  * <p>Rows of an ungated key whose row is executing are still walked one by one (each a heap fetch
  * and a probe): none of the hot table's indexes carries the key of a runnable row, so no scan can
  * step over one key's rows. benchmarks/README.md measures that shape and what would flatten it.
+ *
+ * <p>A fair queue ({@code QueueOptions.fairness}) has its own candidates ({@link #FAIR_CANDIDATES}:
+ * claims shared across the rows' fairness keys by weight) and moves ({@link #FAIR_MOVES}: the keys'
+ * passes advanced, keys without work parked), in the same one statement, with or without limits;
+ * the other queues' statements are unchanged. The queue's scheduler also runs {@link #age} (priority
+ * aging) and stores the weigher's weights ({@link #storeWeights}), each at most every few seconds.
  */
 public final class PickSql {
 
@@ -97,6 +103,200 @@ public final class PickSql {
                                ORDER BY priority, eligible_at, id) AS key_rank
                       FROM candidates) ranked
                  WHERE key_rank = 1
+            )""";
+
+    /**
+     * The candidates of a fair queue ({@code Fairness}), with the same columns (and the row's key)
+     * and the same guards as {@link #CANDIDATES}, shared across keys by stride scheduling.
+     * <ul>
+     * <li>The walk reads the queue's active keys in pass order (their pass index), at most $2, plus
+     *     parked keys whose scheduled rows came due (their wake index), which join at the queue's
+     *     virtual time (the least pass walked); keys without work are parked and cost nothing. A key
+     *     at its cap (the queue's cap gate, {@code Fairness.capGate}, full for it) is stepped over.
+     * <li>Each walked key is offered slots j = 1..$2 finishing at pass + j / weight; the $2 earliest
+     *     finishes are the pick's quotas. Weights: the pick's arrays of keys and weights (the fourth
+     *     and fifth format arguments name their parameters), else the weight stored with the key,
+     *     else the default (the sixth).
+     * <li>One lateral per key with a quota reads that key's due rows in urgency order from the fair
+     *     pick index ((queue, fairness_key), priority, eligible_at, id) and locks at most its quota,
+     *     so one key's backlog is never walked for another. The index leads with queue and key as
+     *     one value and the lateral names the key that way, so only this index can serve it (the
+     *     pick index would walk every other key's rows); the key's IS NOT NULL is spelled out, as a
+     *     partial index's predicate is proven from plain conditions only.
+     * <li>When keys hold fewer due rows than their quotas, the pick stays full (work-conserving):
+     *     the keys that filled theirs offer further rows, after their last, and the earliest
+     *     finishes take the slots left.
+     * </ul>
+     * A key's future rows of a more urgent priority are walked in its lateral (no per-key priority
+     * skip). {@code priorities} is kept for the statements that read the head of the queue through it.
+     */
+    private static final String FAIR_CANDIDATES = """
+            priorities AS (
+                SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable') AS priority
+                UNION ALL
+                SELECT (SELECT min(f.priority) FROM {instances} f
+                         WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > s.priority)
+                  FROM priorities s
+                 WHERE s.priority IS NOT NULL
+            ), fair_active AS MATERIALIZED (
+                SELECT k.fairness_key, k.pass, k.weight, true AS was_active
+                  FROM {fair_keys} k
+                 WHERE k.queue = $1 AND k.active
+                   AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
+                   AND NOT EXISTS (SELECT 1 FROM {gate_slots} s
+                                    WHERE s.gate = 'fairness.' || $1 AND s.key = k.fairness_key AND s.shard = 0
+                                      AND s.held >= s.capacity)
+                 ORDER BY k.pass, k.fairness_key
+                 LIMIT $2
+            ), fair_woken AS MATERIALIZED (
+                SELECT k.fairness_key, greatest(k.pass, COALESCE((SELECT min(a.pass) FROM fair_active a), k.pass)) AS pass,
+                       k.weight, false AS was_active
+                  FROM {fair_keys} k
+                 WHERE k.queue = $1 AND NOT k.active AND k.wake_at <= now()
+                   AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
+                 ORDER BY k.wake_at
+                 LIMIT $2
+            ), fair_walk AS (
+                SELECT w.fairness_key, w.pass, w.was_active,
+                       COALESCE(($%5$d::float8[])[array_position($%4$d::text[], w.fairness_key)], w.weight, $%6$d::float8)
+                           AS weight
+                  FROM (SELECT * FROM fair_active UNION ALL SELECT * FROM fair_woken) w
+            ), fair_quota AS MATERIALIZED (
+                SELECT f.fairness_key, count(*)::int AS quota FROM (
+                    SELECT w.fairness_key FROM fair_walk w CROSS JOIN generate_series(1, $2) j
+                     ORDER BY w.pass + j / w.weight, w.fairness_key
+                     LIMIT $2) f
+                 GROUP BY f.fairness_key
+            ), fair_first AS (
+                SELECT c.* FROM fair_quota q CROSS JOIN LATERAL (
+                SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
+                       c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
+                       CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
+                  FROM {instances} c
+                 WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
+                   AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
+                   AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
+                   AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
+                   AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
+                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
+                        WHEN EXISTS (SELECT 1 FROM {instances} e
+                                      WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
+                                        AND e.gate_name IS NULL) THEN false
+                        ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
+                   %3$s
+                 ORDER BY c.priority, c.eligible_at, c.id
+                 LIMIT q.quota
+                   FOR UPDATE OF c SKIP LOCKED) c
+            ), fair_short AS (
+                SELECT $2 - count(*) AS slots FROM fair_first
+            ), fair_more AS (
+                SELECT c.*, w.pass + (q.quota + row_number() OVER (PARTITION BY c.fairness_key
+                                                                   ORDER BY c.priority, c.eligible_at, c.id)) / w.weight
+                           AS finish
+                  FROM fair_quota q
+                  JOIN fair_walk w ON w.fairness_key = q.fairness_key
+                   AND q.quota = (SELECT count(*) FROM fair_first f WHERE f.fairness_key = q.fairness_key)
+                 CROSS JOIN LATERAL (
+                       SELECT f.priority, f.eligible_at, f.id FROM fair_first f
+                        WHERE f.fairness_key = q.fairness_key
+                        ORDER BY f.priority DESC, f.eligible_at DESC, f.id DESC
+                        LIMIT 1) last
+                 CROSS JOIN LATERAL (
+                SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
+                       c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
+                       CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
+                  FROM {instances} c
+                 WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
+                   AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
+                   AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
+                   AND (c.priority, c.eligible_at, c.id) > (last.priority, last.eligible_at, last.id)
+                   AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
+                   AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
+                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
+                        WHEN EXISTS (SELECT 1 FROM {instances} e
+                                      WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
+                                        AND e.gate_name IS NULL) THEN false
+                        ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
+                   %3$s
+                 ORDER BY c.priority, c.eligible_at, c.id
+                 LIMIT (SELECT slots FROM fair_short)
+                   FOR UPDATE OF c SKIP LOCKED) c
+            ), candidates AS (
+                SELECT * FROM fair_first
+                UNION ALL
+                (SELECT id, type, priority, eligible_at, gate_name, concurrency_key, gate_shard, rate_limit,
+                        rate_partition, rate_weight, ungated_key, fairness_key
+                   FROM fair_more
+                  ORDER BY finish, fairness_key
+                  LIMIT (SELECT slots FROM fair_short))
+            ), one_per_key AS (
+                SELECT * FROM (
+                    SELECT candidates.*, row_number() OVER (
+                               PARTITION BY ungated_key, CASE WHEN ungated_key IS NULL THEN id END
+                               ORDER BY priority, eligible_at, id) AS key_rank
+                      FROM candidates) ranked
+                 WHERE key_rank = 1
+            )""";
+
+    /**
+     * What a fair pick does to the keys it walked, after it claims the rows of the CTE named by
+     * {@code %s} (by id). A key served advances its pass by claims / weight (from the joined virtual
+     * time if it was parked). A key with a quota that yielded nothing is looked at once more: with due
+     * rows (locked by another pick, or held by a key) it stays active and steps back by one slot, so
+     * it cannot hold the head of the walk; with only scheduled rows it parks until the earliest comes
+     * due; with none it parks, to be walked once more a second later (a row a concurrent transaction
+     * inserted while the key looked active is found then), then for good until a row of it becomes
+     * runnable (trigger of migration 10). A woken key without a quota becomes active. Index: the fair
+     * keys' primary key; the fair pick index for the look. Locks: the served keys' rows, in key order
+     * (every pick takes them in that order; a deadlock with anything else is retried as a pick's),
+     * then the other walked keys' rows, skip locked: parking and waking are left to the next pick
+     * rather than wait, e.g. for a caller's transaction whose insert is activating the key.
+     */
+    private static final String FAIR_MOVES = """
+            , fair_served AS (
+                SELECT w.fairness_key, w.pass, w.weight, w.was_active, COALESCE(q.quota, 0) AS quota,
+                       (SELECT count(*) FROM one_per_key o
+                         WHERE o.fairness_key = w.fairness_key AND o.id IN (SELECT id FROM %s)) AS served
+                  FROM fair_walk w LEFT JOIN fair_quota q ON q.fairness_key = w.fairness_key
+            ), fair_looked AS (
+                SELECT s.*, (SELECT r.eligible_at FROM {instances} r
+                              WHERE (r.queue || chr(31) || r.fairness_key) = ($1 || chr(31) || s.fairness_key)
+                                AND r.fairness_key = s.fairness_key AND r.status = 'runnable'
+                                AND r.fairness_key IS NOT NULL
+                              ORDER BY r.priority, r.eligible_at, r.id
+                              LIMIT 1) AS next_eligible
+                  FROM fair_served s
+                 WHERE s.served = 0 AND s.quota > 0
+                UNION ALL
+                SELECT s.*, NULL FROM fair_served s WHERE s.served > 0 OR (s.quota = 0 AND NOT s.was_active)
+            ), fair_locked_served AS (
+                SELECT k.fairness_key FROM {fair_keys} k
+                 WHERE k.queue = $1 AND k.fairness_key IN (SELECT fairness_key FROM fair_looked WHERE served > 0)
+                 ORDER BY k.fairness_key
+                   FOR UPDATE OF k
+            ), fair_locked_rest AS (
+                SELECT k.fairness_key FROM {fair_keys} k
+                 WHERE k.queue = $1 AND k.fairness_key IN (SELECT fairness_key FROM fair_looked WHERE served = 0)
+                 ORDER BY k.fairness_key
+                   FOR UPDATE OF k SKIP LOCKED
+            ), fair_locked AS (
+                SELECT fairness_key FROM fair_locked_served
+                UNION ALL
+                SELECT fairness_key FROM fair_locked_rest
+            ), fair_moved AS (
+                UPDATE {fair_keys} k
+                   SET pass = CASE WHEN l.served > 0 THEN CASE WHEN k.active THEN k.pass ELSE greatest(k.pass, l.pass) END
+                                                        + l.served / l.weight
+                                   WHEN l.quota = 0 THEN greatest(k.pass, l.pass)
+                                   WHEN l.next_eligible <= now() THEN k.pass + 1 / l.weight
+                                   ELSE k.pass END,
+                       active = l.served > 0 OR l.quota = 0 OR COALESCE(l.next_eligible <= now(), false),
+                       wake_at = CASE WHEN l.served > 0 OR l.quota = 0 OR l.next_eligible <= now() THEN NULL
+                                      WHEN l.next_eligible IS NOT NULL THEN l.next_eligible
+                                      WHEN k.active THEN now() + interval '1 second' END
+                  FROM fair_locked f JOIN fair_looked l ON l.fairness_key = f.fairness_key
+                 WHERE k.queue = $1 AND k.fairness_key = f.fairness_key
+                   AND (k.active OR NOT l.was_active)
             )""";
 
     /**
@@ -216,6 +416,38 @@ public final class PickSql {
      * Index: primary key. Locks: the rows, which the transaction already holds.
      */
     private final String claimLocked;
+
+    /** As {@link #pick} for a fair queue: {@link #FAIR_CANDIDATES}, then {@link #FAIR_MOVES}; $7-$9 the weights. */
+    private final String fairPick;
+
+    /** As {@link #pickWithLimits} for a fair queue: {@link #FAIR_CANDIDATES}, then {@link #FAIR_MOVES}; $16-$18 the weights. */
+    private final @Nullable String fairPickWithLimits;
+
+    /**
+     * Priority aging of queue $1: runnable rows due at least a step ($2 ms, database clock) ago whose
+     * priority is above (less urgent than) $3 gain one level and spend one step of their wait (their
+     * eligible time moves a step later, still in the past), at most $4 of them, least urgent
+     * priorities first and oldest first within each; returns how many. So a row gains exactly one
+     * level per step it has waited, down to the floor, however often this runs, and the pick index's
+     * order stays the pick's order (the entry moves with the new priority; within its new level the
+     * row sorts by when it reached it).
+     * Index: the pick index, one range per distinct priority above the floor (a recursive descent,
+     * as the pick's), reading only rows due before the step. Locks: the aged rows (skip locked, so
+     * a pick in progress is never waited on).
+     */
+    private final String age;
+
+    /**
+     * The keys of queue $1 next in line (active, least pass first, at most $2) and their stored
+     * weights, for the scheduler to weigh. Index: the fair keys' pass index. Locks: none.
+     */
+    private final String keysInLine;
+
+    /**
+     * Stores weights $3 of keys $2 of queue $1 where they differ. Index: the fair keys' primary key.
+     * Locks: the rows it changes.
+     */
+    private final String storeWeights;
 
     private final Db db;
     private final boolean limits;
@@ -435,6 +667,62 @@ public final class PickSql {
                        lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
                  WHERE i.id = ANY($1) AND i.status = 'runnable'
                 RETURNING\s""" + ClaimColumns.SELECT);
+        this.fairPick = tables.render("WITH RECURSIVE " + FAIR_CANDIDATES.formatted("$6", "$5",
+                        "AND c.gate_name IS NULL AND c.rate_limit IS NULL", 7, 8, 9)
+                + FAIR_MOVES.formatted("one_per_key")
+                + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
+        this.keysInLine = tables.render("SELECT fairness_key, weight FROM {fair_keys} WHERE queue = $1 AND active"
+                + " ORDER BY pass, fairness_key LIMIT $2");
+        this.storeWeights = tables.render("""
+                UPDATE {fair_keys} k SET weight = w.weight
+                  FROM unnest($2::text[], $3::float8[]) AS w(fairness_key, weight)
+                 WHERE k.queue = $1 AND k.fairness_key = w.fairness_key AND k.weight IS DISTINCT FROM w.weight""");
+        this.age = tables.render("""
+                WITH RECURSIVE levels AS (
+                    SELECT (SELECT max(f.priority) FROM {instances} f
+                             WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > $3) AS priority
+                    UNION ALL
+                    SELECT (SELECT max(f.priority) FROM {instances} f
+                             WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > $3 AND f.priority < l.priority)
+                      FROM levels l
+                     WHERE l.priority IS NOT NULL
+                ), aged AS (
+                    SELECT a.id FROM levels l CROSS JOIN LATERAL (
+                        SELECT i.id FROM {instances} i
+                         WHERE i.queue = $1 AND i.status = 'runnable' AND i.priority = l.priority
+                           AND i.eligible_at <= now() - $2 * interval '1 millisecond'
+                         ORDER BY i.eligible_at, i.id
+                         LIMIT $4
+                           FOR UPDATE OF i SKIP LOCKED) a
+                     LIMIT $4
+                )
+                UPDATE {instances} i SET priority = i.priority - 1,
+                                         eligible_at = i.eligible_at + $2 * interval '1 millisecond'
+                  FROM aged a
+                 WHERE i.id = a.id AND i.status = 'runnable' AND i.priority > $3""");
+        this.fairPickWithLimits = limits ? fairVariant(tables, pickWithLimits, "$12", "$11", 16, "admitted") : null;
+    }
+
+    /**
+     * The fair variant of a pick rendered from {@link #CANDIDATES}: its candidates replaced by the
+     * fair ones (the same columns), and the key moves added after them (with WITH RECURSIVE, a CTE
+     * may name one defined later, here the claimed set).
+     */
+    private static String fairVariant(Tables tables, String rendered, String versions, String types, int firstWeight,
+            String claimedSet) {
+        int start = rendered.indexOf("priorities AS (");
+        int end = rendered.indexOf("WHERE key_rank = 1\n)", start);
+        if (start < 0 || end < 0) {
+            throw new IllegalStateException("the pick's candidates are not where the fair variant expects them");
+        }
+        end += "WHERE key_rank = 1\n)".length();
+        String filter = rendered.substring(start, end);
+        int filterStart = filter.indexOf("AND c.priority = s.priority\n");
+        int filterEnd = filter.indexOf("ORDER BY c.priority, c.eligible_at, c.id", filterStart);
+        String limitFilter = filter.substring(filterStart + "AND c.priority = s.priority\n".length(), filterEnd).strip();
+        String fair = tables.render(FAIR_CANDIDATES.formatted(versions, types, limitFilter, firstWeight,
+                firstWeight + 1, firstWeight + 2) + FAIR_MOVES.formatted(claimedSet));
+        return rendered.substring(0, start) + fair + rendered.substring(end);
     }
 
     /** The text of the pick of an engine without limits ($1-$4 as in a pick, $5-$6 the known types), for EXPLAIN. */
@@ -461,31 +749,51 @@ public final class PickSql {
     }
 
     /**
+     * The weights a fair queue's pick passes: keys and their weights (parallel), and the weight of
+     * any other key whose row stores none.
+     */
+    public record FairShare(String[] keys, Double[] weights, double defaultWeight) {
+    }
+
+    /**
      * Claims up to {@code limit} rows of {@code queue} for {@code worker} in one statement, admitting
      * limited rows in it when the engine knows limits ({@link #pickWithLimits}).
      */
     public Mono<Picked> pick(String queue, int limit, String worker, long leaseMillis) {
-        return db.withConnection(connection -> pickCounting(connection, queue, limit, worker, leaseMillis).flux())
+        return pick(queue, limit, worker, leaseMillis, null);
+    }
+
+    /** As {@link #pick(String, int, String, long)}; a fair queue's pick when {@code fair} is not null. */
+    public Mono<Picked> pick(String queue, int limit, String worker, long leaseMillis, @Nullable FairShare fair) {
+        return db.withConnection(connection -> pickCounting(connection, queue, limit, worker, leaseMillis, fair).flux())
                 .single();
     }
 
     /** As {@link #pick(String, int, String, long)}, on the caller's connection (benchmarks roll it back). */
     public Flux<ClaimedRow> pick(Connection connection, String queue, int limit, String worker, long leaseMillis) {
-        return pickCounting(connection, queue, limit, worker, leaseMillis).flatMapIterable(Picked::rows);
+        return pickCounting(connection, queue, limit, worker, leaseMillis, null).flatMapIterable(Picked::rows);
+    }
+
+    /** The text of a fair queue's pick ($1-$6 as {@link #pickText()}, $7-$9 the weights), for EXPLAIN. */
+    public String fairPickText() {
+        return fairPick;
     }
 
     private Mono<Picked> pickCounting(Connection connection, String queue, int limit, String worker,
-            long leaseMillis) {
-        Statement statement = connection.createStatement(limits ? pickWithLimits : pick)
+            long leaseMillis, @Nullable FairShare fair) {
+        String text = fair == null ? (limits ? pickWithLimits : pick) : (limits ? fairPickWithLimits : fairPick);
+        Statement statement = connection.createStatement(text)
                 .bind(0, queue).bind(1, limit).bind(2, worker).bind(3, leaseMillis);
         if (!limits) {
             statement.bind(4, types).bind(5, versions);
+            bindFair(statement, 6, fair);
             return Flux.from(statement.execute()).concatMap(result -> result.map(ClaimColumns::read)).collectList()
                     .map(rows -> new Picked(rows, Throttled.NONE, Throttled.NONE));
         }
         statement.bind(4, gateNames).bind(5, gateCapacities).bind(6, gateShards)
                 .bind(7, rateNames).bind(8, rates).bind(9, bursts).bind(10, types).bind(11, versions)
                 .bind(12, windowNames).bind(13, windowSlots).bind(14, windowLimits);
+        bindFair(statement, 15, fair);
         Throttled[] held = {Throttled.NONE, Throttled.NONE};
         return Flux.from(statement.execute())
                 .concatMap(result -> result.map(row -> {
@@ -497,6 +805,41 @@ public final class PickSql {
                 .filter(Optional::isPresent).map(Optional::get)
                 .collectList()
                 .map(rows -> new Picked(rows, held[0], held[1]));
+    }
+
+    /** A key next in line in a fair queue, and the weight stored with it (null for none). */
+    public record KeyWeight(String key, @Nullable Double weight) {
+    }
+
+    /** Up to {@code limit} keys next in line in {@code queue}; see {@link #keysInLine}. */
+    public Flux<KeyWeight> keysInLine(String queue, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(keysInLine)
+                        .bind(0, queue).bind(1, limit).execute())
+                .concatMap(result -> result.map(row -> new KeyWeight(row.get(0, String.class),
+                        row.get(1, Double.class)))));
+    }
+
+    /** Stores these keys' weights in {@code queue}; see {@link #storeWeights}. */
+    public Mono<Long> storeWeights(String queue, List<KeyWeight> weights) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(storeWeights)
+                        .bind(0, queue).bind(1, weights.stream().map(KeyWeight::key).toArray(String[]::new))
+                        .bind(2, weights.stream().map(KeyWeight::weight).toArray(Double[]::new)).execute())
+                        .flatMap(result -> Mono.from(result.getRowsUpdated())))
+                .reduce(0L, Long::sum);
+    }
+
+    /** Ages up to {@code batch} rows of {@code queue}; see {@link #age}. */
+    public Mono<Long> age(String queue, long stepMillis, int floor, int batch) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(age)
+                        .bind(0, queue).bind(1, stepMillis).bind(2, floor).bind(3, batch).execute())
+                        .flatMap(result -> Mono.from(result.getRowsUpdated())))
+                .reduce(0L, Long::sum);
+    }
+
+    private static void bindFair(Statement statement, int index, @Nullable FairShare fair) {
+        if (fair != null) {
+            statement.bind(index, fair.keys()).bind(index + 1, fair.weights()).bind(index + 2, fair.defaultWeight());
+        }
     }
 
     private static Throttled throttled(Readable row, String reason) {

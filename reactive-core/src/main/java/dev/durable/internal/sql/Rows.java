@@ -37,6 +37,7 @@ public final class Rows {
             @Nullable String rateLimit,
             int rateWeight,
             @Nullable String ratePartition,
+            @Nullable String fairnessKey,
             ConflictPolicy onConflict,
             @Nullable String traceContext) {
 
@@ -44,7 +45,7 @@ public final class Rows {
         public NewInstance withOnConflict(ConflictPolicy policy) {
             return new NewInstance(type, typeVersion, queue, priority, step, stateJson, maxAttempts, runAt, delayMillis,
                     parentId, concurrencyKey, correlationKey, occupiedStatuses, gate, gateShards, rateLimit, rateWeight,
-                    ratePartition, policy, traceContext);
+                    ratePartition, fairnessKey, policy, traceContext);
         }
 
         /** Whether the row goes in under a policy other than reject (skip, replace, debounce). */

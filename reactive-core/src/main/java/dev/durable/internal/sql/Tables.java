@@ -3,7 +3,8 @@ package dev.durable.internal.sql;
 /**
  * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
  * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}}, {@code {history}} and
- * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}}, {@code {permits}} and {@code {windows}} placeholders and rendered once per engine, so no
+ * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}}, {@code {permits}}, {@code {windows}} and
+ * {@code {fair_keys}} placeholders and rendered once per engine, so no
  * statement is assembled on a hot path.
  */
 public final class Tables {
@@ -33,6 +34,7 @@ public final class Tables {
                 .replace("{step_inputs}", table("durable_step_inputs"))
                 .replace("{forks}", table("durable_forks"))
                 .replace("{permits}", table("durable_limit_permits"))
-                .replace("{windows}", table("durable_window_counters"));
+                .replace("{windows}", table("durable_window_counters"))
+                .replace("{fair_keys}", table("durable_fair_keys"));
     }
 }
