@@ -23,3 +23,4 @@ DROP FUNCTION IF EXISTS durable_fair_activate();
 DROP TABLE IF EXISTS durable_fair_keys;
 DROP INDEX IF EXISTS durable_instances_fair_pick_idx;
 ALTER TABLE durable_instances DROP COLUMN IF EXISTS fairness_key;
+ALTER TABLE durable_history DROP COLUMN IF EXISTS fairness_key;

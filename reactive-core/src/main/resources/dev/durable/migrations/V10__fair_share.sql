@@ -4,6 +4,9 @@
 -- without fairness, which pay nothing more: they enter neither the index nor the trigger below.
 -- Nullable without a default: adding it rewrites nothing.
 ALTER TABLE durable_instances ADD COLUMN fairness_key text;
+-- Kept with a settled row, so a retry in place or a replay brings it back under its key (the fair pick
+-- reads keyed rows only).
+ALTER TABLE durable_history ADD COLUMN fairness_key text;
 
 -- The fair pick reads one key's due rows at a time, in urgency order. Partial: unfair queues and
 -- keyless rows write no entry here. Its leading column is (queue, key) as one value, so that a

@@ -131,14 +131,15 @@ public final class ReplaySql {
                                              attempt, max_attempts, eligible_at, parent_id, concurrency_key,
                                              correlation_key, correlation_statuses, gate_name, gate_shard,
                                              rate_limit, rate_weight, rate_partition, has_children, inserted_at,
-                                             updated_at, trace_context, trace_last)
+                                             updated_at, trace_context, trace_last, fairness_key)
                     SELECT h.id, h.type, o.start_version, h.queue, h.priority, 'runnable', $2, o.start_state, 0,
                            h.max_attempts, now(), h.parent_id, h.concurrency_key, h.correlation_key,
                            CASE WHEN h.correlation_key IS NOT NULL THEN $7::text[] END,
                            h.gate_name, h.gate_shard, h.rate_limit, h.rate_weight, h.rate_partition,
                            EXISTS (SELECT 1 FROM {history} k WHERE k.parent_id = h.id)
                                OR EXISTS (SELECT 1 FROM {instances} k WHERE k.parent_id = h.id),
-                           h.inserted_at, now(), h.trace_context, h.trace_last
+                           h.inserted_at, now(), h.trace_context, h.trace_last,
+                           h.fairness_key
                       FROM ok o JOIN hist h ON h.id = o.id
                     ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING
                     RETURNING i.id, i.queue
@@ -174,10 +175,14 @@ public final class ReplaySql {
                 ), made AS (
                     INSERT INTO {instances} AS i (type, type_version, queue, priority, status, step, state,
                                              max_attempts, concurrency_key, gate_name, gate_shard, rate_limit,
-                                             rate_weight, rate_partition, trace_context, trace_last)
+                                             rate_weight, rate_partition, trace_context, trace_last, fairness_key)
                     SELECT o.type, o.start_version, o.queue, o.priority, 'runnable', $2, o.start_state,
                            o.max_attempts, o.concurrency_key, o.gate_name, o.gate_shard, o.rate_limit,
-                           o.rate_weight, o.rate_partition, o.trace_context, o.trace_last
+                           o.rate_weight, o.rate_partition, o.trace_context, o.trace_last,
+                           -- the source's tenant (the view has no fairness key: read from its table)
+                           (SELECT k.fairness_key FROM {instances} k WHERE k.id = $1
+                             UNION ALL
+                            SELECT k.fairness_key FROM {history} k WHERE k.id = $1 LIMIT 1)
                       FROM ok o
                     RETURNING i.id, i.queue
                 ), linked AS (
