@@ -334,6 +334,35 @@ class FairnessIT {
         }
     }
 
+    /** A settled row keeps its key in the history: a retry in place and a replay run it again under its key. */
+    @Test
+    void aRetriedOrReplayedRowOfAFairQueueComesBackUnderItsKeyAndRuns(TestDatabase db) {
+        java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+        JobDefinition<String, String> flaky = JobDefinition.of("flaky", String.class, (String s) -> runs.incrementAndGet() == 1
+                        ? reactor.core.publisher.Mono.<String>error(new IllegalStateException("first run fails"))
+                        : reactor.core.publisher.Mono.just(s))
+                .queue("again").maxAttempts(1);
+        DurableEngine engine = DurableEngine.builder(db.engineOptions()
+                        .queue(QueueOptions.builder("again").pollInterval(Duration.ofMillis(50))
+                                .fairness(Fairness.equalShares()).build()).build())
+                .register(flaky).build();
+        try {
+            engine.start().block(WAIT);
+            long id = engine.insert(JobRequest.of("flaky", "x").fairnessKey("tenant-r")).block(WAIT);
+            assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.FAILED);
+            assertThat(Sql.query(db, "SELECT fairness_key FROM {schema}.durable_history WHERE id = $1",
+                    row -> row.get(0, String.class), id)).containsExactly("tenant-r");
+
+            engine.admin().retry(id).block(WAIT);
+            assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            engine.replay(id, JobDefinition.STEP).block(WAIT);
+            assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            assertThat(runs.get()).isEqualTo(3);
+        } finally {
+            engine.closeLater().block(WAIT);
+        }
+    }
+
     @Test
     void badFairnessOptionsAreRefusedNamingTheOption() {
         assertThatThrownBy(() -> Fairness.builder().weight("a", 0)).isInstanceOf(IllegalArgumentException.class)
