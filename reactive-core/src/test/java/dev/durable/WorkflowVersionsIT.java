@@ -441,6 +441,41 @@ class WorkflowVersionsIT {
                 .isEqualTo("\"4200 EUR\"");
     }
 
+    /**
+     * The other side of a crash: the migration committed, the step had not finished. The row stays at
+     * the new version under the lapsed claim, and the next claim runs the step on the migrated state
+     * without migrating again.
+     */
+    @Test
+    void aNodeLostAfterTheMigrationCommittedLeavesTheRowMigratedAndItsStepRunsOnce() throws Exception {
+        DurableEngine producer = engines.start(engines.options("lost-producer"), v1("lostmig", "ver-lost"));
+        long id = producer.insert(JobRequest.of("lostmig", new OrderV1("l", 4))).block(WAIT);
+        java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+        WorkflowDefinition<Order> hanging = WorkflowDefinition.builder("lostmig", Order.class).queue("ver-lost")
+                .version(2).backoff(FAST)
+                .step("start", ctx -> {
+                    entered.countDown();
+                    return Mono.never();
+                })
+                .migration(StateMigration.from(1).state(OrderV1.class, old -> new Order(old.id(), old.cents(), "EUR")))
+                .build();
+        DurableEngine dying = engines.start(engines.options("lost-node").queue(QueueOptions.builder("ver-lost")
+                .pollInterval(Duration.ofMillis(50)).drainTimeout(Duration.ofMillis(200)).build()), hanging);
+        assertThat(entered.await(WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        dying.closeLater().block(WAIT);
+        Instance left = producer.get(id).block(WAIT);
+        assertThat(left.status()).isEqualTo(InstanceStatus.EXECUTING);
+        assertThat(left.typeVersion()).isEqualTo(2);
+        assertThat(producer.codec().decode(left.stateJson(), Order.class)).isEqualTo(new Order("l", 4, "EUR"));
+
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        DurableEngine healthy = engines.start(serving("after-lost", "ver-lost").meterRegistry(meters),
+                v2ish("lostmig", "ver-lost"));
+        Instance done = engines.awaitStatus(healthy, id, InstanceStatus.DONE, WAIT);
+        assertThat(done.resultJson()).isEqualTo("\"EUR\"");
+        assertThat(meters.find("durable.workflow.migrations").counters()).allMatch(counter -> counter.count() == 0);
+    }
+
     private static WorkflowDefinition<Order> v2ish(String type, String queue) {
         return WorkflowDefinition.builder(type, Order.class).queue(queue).version(2).backoff(FAST)
                 .step("start", ctx -> Mono.just(Outcome.done(ctx.state().currency())))

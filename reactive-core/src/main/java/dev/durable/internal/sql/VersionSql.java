@@ -73,7 +73,8 @@ public final class VersionSql {
                         "i.attempt") + """
                 , kept AS (
                     UPDATE {instances} i
-                       SET status = 'failed', last_error = $3, await_deadline = NULL, updated_at = now()
+                       SET status = 'failed', last_error = $3, awaited_signals = NULL, await_deadline = NULL,
+                           updated_at = now()
                       FROM doomed d
                      WHERE i.id = d.id AND NOT (%s)
                     RETURNING 1
