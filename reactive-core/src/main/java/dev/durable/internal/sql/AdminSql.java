@@ -276,7 +276,7 @@ public final class AdminSql {
                                              concurrency_key, correlation_key, correlation_statuses,
                                              gate_name, gate_shard, rate_limit, rate_weight, rate_partition,
                                              has_children, inserted_at, updated_at, trace_context, trace_last,
-                                             fairness_key)
+                                             fairness_key, window_name, window_weight, window_partition)
                     SELECT c.id, c.type, c.type_version, c.queue, c.priority, 'runnable', c.step, c.state,
                            c.last_error, 0, c.max_attempts, COALESCE($2::timestamptz, now()), c.parent_id,
                            c.concurrency_key, c.correlation_key,
@@ -284,7 +284,8 @@ public final class AdminSql {
                            c.gate_name, c.gate_shard, c.rate_limit, c.rate_weight, c.rate_partition,
                            EXISTS (SELECT 1 FROM {history} k WHERE k.parent_id = c.id)
                                OR EXISTS (SELECT 1 FROM {instances} k WHERE k.parent_id = c.id),
-                           c.inserted_at, now(), c.trace_context, c.trace_last, c.fairness_key
+                           c.inserted_at, now(), c.trace_context, c.trace_last, c.fairness_key,
+                           c.window_name, c.window_weight, c.window_partition
                       FROM cand c
                      ORDER BY c.id
                     ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING
