@@ -166,4 +166,90 @@ class StackedLimitsIT {
         assertThat(engine.limits().tryAcquire("two", "k", 1).block(WAIT)).isEmpty();
         release.tryEmitValue(true);
     }
+
+    /** What the window counted for the partition named as the type (each test its own tenant: one schema). */
+    private long windowCount(String tenant) {
+        List<Long> counts = Sql.query(db, "SELECT (SELECT coalesce(sum(c), 0) FROM unnest(counts) c)::bigint"
+                + " FROM {schema}.durable_window_counters WHERE name = 'per-hour' AND partition_key = $1",
+                row -> row.get(0, Long.class), tenant);
+        return counts.isEmpty() ? 0 : counts.get(0);
+    }
+
+    private static JobDefinition<String, String> echo(String type) {
+        return JobDefinition.of(type, String.class, (String s) -> Mono.just(s)).queue(type);
+    }
+
+    /** The tokens of the tenant named as the type. */
+    private double tenantTokens(String tenant) {
+        List<Double> tokens = Sql.query(db, "SELECT tokens FROM {schema}.durable_rate_buckets"
+                + " WHERE name = 'per-tenant' AND partition_key = $1", row -> row.get(0, Double.class), tenant);
+        return tokens.isEmpty() ? Double.NaN : tokens.get(0);
+    }
+
+    /** A global gate, a per-tenant bucket and a per-tenant hourly window: the tenant is the type. */
+    private static JobRequest stacked(String type, String arg) {
+        return JobRequest.of(type, arg).gate("global", type).rateLimit("per-tenant", type).window("per-hour", type);
+    }
+
+    @Test
+    void aRowItsWindowRefusesTakesNoTokenAndNoSlot() {
+        DurableEngine engine = engines.start(engines.options("wfull").gate("global", 2)
+                .rateLimit("per-tenant", TRICKLE, 5).window("per-hour", 1, Duration.ofHours(1))
+                .queue(queue("wfull")), echo("wfull"));
+        long first = engine.insert(stacked("wfull", "first")).block(WAIT);
+        assertThat(engines.awaitSettled(engine, first, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        engine.insertAll(List.of(stacked("wfull", "a"), stacked("wfull", "b"), stacked("wfull", "c"))).block(WAIT);
+        long picks = engine.queueStats("wfull").orElseThrow().picks();
+        Eventually.until("several picks with the window full", WAIT,
+                () -> engine.queueStats("wfull").orElseThrow().picks() >= picks + 5);
+        assertThat(Sql.count(db, "queue = 'wfull' AND status = 'runnable'")).isEqualTo(3);
+        // The window refused them: the bucket kept its four tokens, the window its one count, the gate its slots.
+        assertThat(tenantTokens("wfull")).isGreaterThan(3.99);
+        assertThat(windowCount("wfull")).isEqualTo(1);
+        assertThat(engine.limits().tryAcquire("global", "wfull", 2).block(WAIT)).isPresent();
+    }
+
+    @Test
+    void aRowItsBucketRefusesTakesNoWindowCountAndTheTighterLimitAdmits() {
+        DurableEngine engine = engines.start(engines.options("bempty").gate("global", 4)
+                .rateLimit("per-tenant", TRICKLE, 3).window("per-hour", 5, Duration.ofHours(1))
+                .queue(queue("bempty")), echo("bempty"));
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            requests.add(stacked("bempty", "r" + i));
+        }
+        engine.insertAll(requests).block(WAIT);
+        Eventually.until("the bucket's three done", WAIT, () -> Sql.count(db, "queue = 'bempty' AND status = 'done'") == 3);
+        long picks = engine.queueStats("bempty").orElseThrow().picks();
+        Eventually.until("several picks with the bucket empty", WAIT,
+                () -> engine.queueStats("bempty").orElseThrow().picks() >= picks + 5);
+        // The bucket (3) is the tighter limit: three ran, and the window counted those three only.
+        assertThat(Sql.count(db, "queue = 'bempty' AND status = 'done'")).isEqualTo(3);
+        assertThat(windowCount("bempty")).isEqualTo(3);
+        assertThat(engine.limits().tryAcquire("global", "bempty", 4).block(WAIT)).isPresent();
+    }
+
+    @Test
+    void theWindowIsTheTighterLimitAndSettledAndReplayedRowsKeepBothLimits() {
+        DurableEngine engine = engines.start(engines.options("wtight").gate("global", 4)
+                .rateLimit("per-tenant", TRICKLE, 6).window("per-hour", 2, Duration.ofHours(1))
+                .queue(queue("wtight")), echo("wtight"));
+        long first = engine.insert(stacked("wtight", "first")).block(WAIT);
+        assertThat(engines.awaitSettled(engine, first, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(Sql.query(db, "SELECT rate_limit || ' ' || rate_partition || ' ' || window_name || ' '"
+                + " || window_partition || ' ' || window_weight FROM {schema}.durable_history WHERE id = $1",
+                row -> row.get(0, String.class), first)).containsExactly("per-tenant wtight per-hour wtight 1");
+        engine.replay(first, "run").block(WAIT);
+        Eventually.until("the replay done", WAIT, () -> Sql.query(db,
+                "SELECT count(*) FROM {schema}.durable_history WHERE id = $1", row -> row.get(0, Long.class), first)
+                .get(0) == 1L);
+        assertThat(windowCount("wtight")).isEqualTo(2);
+        long more = engine.insert(stacked("wtight", "more")).block(WAIT);
+        long picks = engine.queueStats("wtight").orElseThrow().picks();
+        Eventually.until("several picks with the window full", WAIT,
+                () -> engine.queueStats("wtight").orElseThrow().picks() >= picks + 5);
+        assertThat(Sql.count(db, "id = " + more + " AND status = 'runnable'")).isEqualTo(1);
+        // Two runs through the window: two tokens of six spent, none for the refused row.
+        assertThat(tenantTokens("wtight")).isBetween(3.99, 4.01);
+    }
 }
