@@ -710,10 +710,13 @@ public final class PickSql {
                        AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
                             (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
                        AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
-                            (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))""") + """
+                            (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))
+                       AND (c.window_name IS NULL OR (c.window_name = ANY ($4) AND NOT (
+                            (c.window_name || chr(31) || COALESCE(c.window_partition, '')) = ANY ($6))))""") + """
 
                 SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
-                       concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight
+                       concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight, window_name, window_partition,
+                       window_weight
                   FROM one_per_key""");
         this.claimLocked = tables.render("""
                 UPDATE {instances} i
@@ -926,6 +929,7 @@ public final class PickSql {
                 row.get("eligible_micros", Long.class), row.get("gate_name", String.class),
                 row.get("concurrency_key", String.class), ClaimColumns.orZero(row.get("gate_shard", Integer.class)),
                 row.get("rate_limit", String.class), row.get("rate_partition", String.class),
-                ClaimColumns.orZero(row.get("rate_weight", Integer.class)));
+                ClaimColumns.orZero(row.get("rate_weight", Integer.class)), row.get("window_name", String.class),
+                row.get("window_partition", String.class), ClaimColumns.orZero(row.get("window_weight", Integer.class)));
     }
 }

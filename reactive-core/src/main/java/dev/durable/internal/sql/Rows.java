@@ -148,10 +148,11 @@ public final class Rows {
     /** A row a pick locked but has not claimed yet, with its limits, for the limiter to admit. */
     public record Candidate(long id, String type, int priority, long eligibleMicros, @Nullable String gateName,
             @Nullable String concurrencyKey, int gateShard, @Nullable String rateLimit,
-            @Nullable String ratePartition, int rateWeight) {
+            @Nullable String ratePartition, int rateWeight, @Nullable String window,
+            @Nullable String windowPartition, int windowWeight) {
 
         public boolean limited() {
-            return gateName != null || rateLimit != null;
+            return gateName != null || rateLimit != null || window != null;
         }
     }
 
