@@ -226,6 +226,9 @@ class StackedLimitsIT {
         // The bucket (3) is the tighter limit: three ran, and the window counted those three only.
         assertThat(Sql.count(db, "queue = 'bempty' AND status = 'done'")).isEqualTo(3);
         assertThat(windowCount("bempty")).isEqualTo(3);
+        // admin().limits() shows the window's partition with what it counted.
+        assertThat(engine.admin().limits().block(WAIT).windows())
+                .contains(new dev.durable.admin.WindowUsage("per-hour", "bempty", 3, 5));
         assertThat(engine.limits().tryAcquire("global", "bempty", 4).block(WAIT)).isPresent();
     }
 

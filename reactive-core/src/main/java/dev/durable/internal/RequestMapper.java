@@ -184,6 +184,11 @@ public final class RequestMapper {
         }
         if (request.window() != null) {
             checkWindow(request.window(), request.windowWeight());
+            if (request.rateLimit() != null && options.windows().containsKey(request.rateLimit())
+                    && !options.rateLimits().containsKey(request.rateLimit())) {
+                throw new InvalidRequestException("rateLimit " + request.rateLimit() + " names a window and the request"
+                        + " has window " + request.window() + " too: a row holds one window (take it with window())");
+            }
             if (request.windowPartition() != null) {
                 checkKey("windowPartition", request.windowPartition());
             }
