@@ -119,10 +119,10 @@ class MigrationIT {
             upgraded.insert(JobRequest.of("echo", "fair").fairnessKey("tenant-a").runIn(Duration.ofHours(1))).block();
             assertThat(Sql.query(db, "SELECT fairness_key || ' ' || active FROM {schema}.durable_fair_keys",
                     row -> row.get(0, String.class))).containsExactly("tenant-a true");
-            // Version 12 (stacked limits): the window columns exist in both tables.
+            // Version 12 (stacked limits): the window columns exist in both tables and the view.
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
                     + db.schema() + "' AND column_name IN ('window_name', 'window_weight', 'window_partition')",
-                    row -> row.get(0, Integer.class))).containsExactly(6);
+                    row -> row.get(0, Integer.class))).containsExactly(9);
         } finally {
             upgraded.closeLater().block();
         }

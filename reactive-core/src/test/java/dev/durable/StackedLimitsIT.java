@@ -254,5 +254,10 @@ class StackedLimitsIT {
         assertThat(Sql.count(db, "id = " + more + " AND status = 'runnable'")).isEqualTo(1);
         // Two runs through the window: two tokens of six spent, none for the refused row.
         assertThat(tenantTokens("wtight")).isBetween(3.99, 4.01);
+        // A fork starts with its source's limits too (it waits: the window is full).
+        long fork = engine.fork(first, "run").block(WAIT);
+        assertThat(Sql.query(db, "SELECT window_name || ' ' || window_partition || ' ' || rate_limit"
+                + " FROM {schema}.durable_instances WHERE id = $1", row -> row.get(0, String.class), fork))
+                .containsExactly("per-hour wtight per-tenant");
     }
 }

@@ -18,6 +18,22 @@ BEGIN
     RETURN NULL;
 END
 $$;
+-- The view as migration 9 made it (a view's columns cannot be dropped: it is made again).
+DROP VIEW IF EXISTS durable_instances_all;
+CREATE VIEW durable_instances_all AS
+SELECT id, type, type_version, queue, priority, status, step, state, result, last_error, attempt, max_attempts,
+       eligible_at, awaited_signals, await_deadline, parent_id, children_pending, concurrency_key, gate_name,
+       gate_shard, rate_limit, rate_weight, rate_partition, correlation_key, correlation_statuses, correlation_slot,
+       claimed_by, lease_expires_at, cancel_requested, has_signals, has_children, inserted_at, updated_at,
+       trace_context, trace_last
+  FROM durable_instances
+UNION ALL
+SELECT id, type, type_version, queue, priority, status, step, state, result, last_error, attempt, max_attempts,
+       eligible_at, NULL, NULL, parent_id, 0, concurrency_key, gate_name,
+       gate_shard, rate_limit, rate_weight, rate_partition, correlation_key, NULL, NULL,
+       NULL, NULL, false, false, false, inserted_at, settled_at,
+       trace_context, trace_last
+  FROM durable_history;
 ALTER TABLE durable_instances DROP COLUMN IF EXISTS window_name, DROP COLUMN IF EXISTS window_weight,
                               DROP COLUMN IF EXISTS window_partition;
 ALTER TABLE durable_history DROP COLUMN IF EXISTS window_name, DROP COLUMN IF EXISTS window_weight,

@@ -8,6 +8,22 @@ ALTER TABLE durable_instances ADD COLUMN window_name text, ADD COLUMN window_wei
 ALTER TABLE durable_history ADD COLUMN window_name text, ADD COLUMN window_weight integer,
                             ADD COLUMN window_partition text;
 
+-- The view gains the window at its end (fork reads its source through it).
+CREATE OR REPLACE VIEW durable_instances_all AS
+SELECT id, type, type_version, queue, priority, status, step, state, result, last_error, attempt, max_attempts,
+       eligible_at, awaited_signals, await_deadline, parent_id, children_pending, concurrency_key, gate_name,
+       gate_shard, rate_limit, rate_weight, rate_partition, correlation_key, correlation_statuses, correlation_slot,
+       claimed_by, lease_expires_at, cancel_requested, has_signals, has_children, inserted_at, updated_at,
+       trace_context, trace_last, window_name, window_weight, window_partition
+  FROM durable_instances
+UNION ALL
+SELECT id, type, type_version, queue, priority, status, step, state, result, last_error, attempt, max_attempts,
+       eligible_at, NULL, NULL, parent_id, 0, concurrency_key, gate_name,
+       gate_shard, rate_limit, rate_weight, rate_partition, correlation_key, NULL, NULL,
+       NULL, NULL, false, false, false, inserted_at, settled_at,
+       trace_context, trace_last, window_name, window_weight, window_partition
+  FROM durable_history;
+
 -- A follow-up (migration 6) keeps its request's window too.
 CREATE OR REPLACE FUNCTION durable_follow_up() RETURNS trigger
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$

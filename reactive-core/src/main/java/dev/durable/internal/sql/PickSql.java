@@ -382,13 +382,21 @@ public final class PickSql {
      * before the LIMIT, so throttled rows never crowd unrelated work out of a pick. Rows of limits
      * this engine does not know are left for an engine that does. $5-$7 are the gates (name,
      * capacity, shards), $8-$10 the rate limits (name, tokens a second, burst), $11-$12 the known
-     * types and their versions, $13-$15 the sliding windows (name, slot length in ms, limit). A
-     * row's rate slot names a bucket or a window: a window's rows are admitted as a bucket's are (in
-     * urgency order while their cumulative weight fits on top of what the window's live slots
-     * counted), recorded on its row (upserted, in key order, locked by the upsert) in its current
-     * slot; a window known to be full skips its rows before the LIMIT as an empty bucket does. A bucket's clock
-     * only moves forward, so a pick whose transaction started before another's admission cannot
-     * rewind it and over-refill.
+     * types and their versions, $13-$15 the sliding windows (name, slot length in ms, limit).
+     *
+     * <p>A row stacks up to three limits: its gate, its bucket (rate slot) and its window (window slot;
+     * a window named in the rate slot, as rows before migration 12 may, counts as its window,
+     * {@code stacked}). They are checked in that order, each on the rows the previous ones let
+     * through, and nothing is spent until all have answered: the gate counters are locked (skip
+     * locked) and read; then the windows of the seated rows are locked (skip locked) and read, rows
+     * passing in urgency order while their cumulative weight fits on top of what the window's live
+     * slots counted; then only those are offered to their buckets (upserted, tokens taken); then the
+     * rows their bucket admitted are counted on their windows (which this statement holds locked, so
+     * the room it read is still there, with the gate's one exception: a window row a concurrent pick
+     * created first) and on their gate counters. A window or counter locked by another transaction
+     * counts as full for this pick. A window known to be full skips its rows before the LIMIT as an
+     * empty bucket does. A bucket's clock only moves forward, so a pick whose transaction started
+     * before another's admission cannot rewind it and over-refill.
      *
      * <p>A gate counter another transaction holds locked (a concurrent pick or commit on the same
      * shard) is skipped, not waited on: its rows count as held by a full gate for this pick, and
@@ -404,9 +412,10 @@ public final class PickSql {
      *
      * <p>Index: as {@link #pick} (the head of the queue through the pick index too, priority by
      * priority over the same {@code priorities}), plus the primary
-     * keys of the counters and buckets. Locks: the claimed rows (skip locked); the counter rows it
-     * admits on, locked {@code FOR UPDATE SKIP LOCKED} in key order before their upsert; the bucket
-     * rows it upserts, in key order, so two picks lock them in the same order and never deadlock on them.
+     * keys of the counters, windows and buckets. Locks: the claimed rows (skip locked); the counter
+     * and window rows it admits on, locked {@code FOR UPDATE SKIP LOCKED} in key order before their
+     * upsert; the bucket rows it upserts, in key order, so two picks lock them in the same order and
+     * never deadlock on them (the rows it waits for are buckets only).
      */
     private final String pickWithLimits;
 

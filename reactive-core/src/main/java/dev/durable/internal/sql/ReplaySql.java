@@ -176,10 +176,12 @@ public final class ReplaySql {
                 ), made AS (
                     INSERT INTO {instances} AS i (type, type_version, queue, priority, status, step, state,
                                              max_attempts, concurrency_key, gate_name, gate_shard, rate_limit,
-                                             rate_weight, rate_partition, trace_context, trace_last, fairness_key)
+                                             rate_weight, rate_partition, window_name, window_weight,
+                                             window_partition, trace_context, trace_last, fairness_key)
                     SELECT o.type, o.start_version, o.queue, o.priority, 'runnable', $2, o.start_state,
                            o.max_attempts, o.concurrency_key, o.gate_name, o.gate_shard, o.rate_limit,
-                           o.rate_weight, o.rate_partition, o.trace_context, o.trace_last,
+                           o.rate_weight, o.rate_partition, o.window_name, o.window_weight, o.window_partition,
+                           o.trace_context, o.trace_last,
                            -- the source's tenant (the view has no fairness key: read from its table)
                            (SELECT k.fairness_key FROM {instances} k WHERE k.id = $1
                              UNION ALL
