@@ -260,4 +260,55 @@ class StackedLimitsIT {
                 + " FROM {schema}.durable_instances WHERE id = $1", row -> row.get(0, String.class), fork))
                 .containsExactly("per-hour wtight per-tenant");
     }
+
+    @Test
+    void everyInlineStepDrawsFromItsBucketAndItsWindowTogether() {
+        AtomicInteger thirdSteps = new AtomicInteger();
+        WorkflowDefinition<String> chain = WorkflowDefinition.builder("stacked-chain", String.class).queue("schain")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state() + "a").inline()))
+                .step("b", ctx -> Mono.just(Outcome.next("c", ctx.state() + "b").inline()))
+                .step("c", ctx -> {
+                    thirdSteps.incrementAndGet();
+                    return Mono.just(Outcome.done(ctx.state() + "c"));
+                })
+                .build();
+        DurableEngine engine = engines.start(engines.options("schain").rateLimit("per-tenant", TRICKLE, 10)
+                .window("per-hour", 2, Duration.ofHours(1)).queue(queue("schain")), chain);
+        long id = engine.insert(JobRequest.of("stacked-chain", "").rateLimit("per-tenant", "schain")
+                .window("per-hour", "schain")).block(WAIT);
+        // The pick took a token and a count for step a, step b drew both, step c found the window full.
+        Eventually.until("step c back in the queue", WAIT, () -> engine.get(id).block(WAIT),
+                instance -> instance.status() == InstanceStatus.RUNNABLE && "c".equals(instance.step()));
+        long picks = engine.queueStats("schain").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("schain").orElseThrow().picks() >= picks + 3);
+        assertThat(thirdSteps.get()).isZero();
+        assertThat(windowCount("schain")).isEqualTo(2);
+        // Two tokens: step c's refused draw took none.
+        assertThat(tenantTokens("schain")).isBetween(7.99, 8.01);
+    }
+
+    @Test
+    void aFollowUpKeepsItsRequestsBucketAndWindow() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger running = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("sfollow", String.class, (String s) -> {
+            running.incrementAndGet();
+            return s.equals("first") ? release.asMono().thenReturn(s) : Mono.just(s);
+        }).queue("sfollow");
+        DurableEngine engine = engines.start(engines.options("sfollow").gate("global", 4)
+                .rateLimit("per-tenant", TRICKLE, 5).window("per-hour", 5, Duration.ofHours(1))
+                .queue(queue("sfollow")), job);
+        long first = engine.insert(stacked("sfollow", "first").correlationKey("k")).block(WAIT);
+        Eventually.until("the first running", WAIT, () -> running.get() == 1);
+        long followUp = engine.insertWithResult(stacked("sfollow", "second").correlationKey("k")
+                .onConflict(ConflictPolicy.replace())).block(WAIT).id();
+        release.tryEmitValue(true);
+        assertThat(engines.awaitSettled(engine, first, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(engines.awaitSettled(engine, followUp, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(Sql.query(db, "SELECT rate_limit || ' ' || rate_partition || ' ' || window_name || ' '"
+                + " || window_partition || ' ' || window_weight FROM {schema}.durable_history WHERE id = $1",
+                row -> row.get(0, String.class), followUp)).containsExactly("per-tenant sfollow per-hour sfollow 1");
+        // Both runs went through the window.
+        assertThat(windowCount("sfollow")).isEqualTo(2);
+    }
 }
