@@ -6,7 +6,9 @@ import dev.durable.DurableEngine;
 import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
+import dev.durable.Outcome;
 import dev.durable.QueueOptions;
+import dev.durable.WorkflowDefinition;
 import dev.durable.redis.testing.RedisExtension;
 import dev.durable.redis.testing.TestRedisServer;
 import dev.durable.support.Engines;
@@ -190,5 +192,31 @@ class RedisStackedLimitsIT {
         assertThat(engine.limits().tryAcquire("rhour", "rbempty", 2).block(WAIT)).isPresent();
         assertThat(engine.limits().tryAcquire("rhour", "rbempty", 1).block(WAIT)).isEmpty();
         assertThat(engine.limits().tryAcquire("rglobal", "rbempty", 4).block(WAIT)).isPresent();
+    }
+
+    @Test
+    void everyInlineStepDrawsFromItsBucketAndItsWindowTogether() {
+        AtomicInteger thirdSteps = new AtomicInteger();
+        WorkflowDefinition<String> chain = WorkflowDefinition.builder("rstacked-chain", String.class).queue("rschain")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state() + "a").inline()))
+                .step("b", ctx -> Mono.just(Outcome.next("c", ctx.state() + "b").inline()))
+                .step("c", ctx -> {
+                    thirdSteps.incrementAndGet();
+                    return Mono.just(Outcome.done(ctx.state() + "c"));
+                })
+                .build();
+        DurableEngine engine = engines.start(engines.options("rschain").limiter(RedisLimiters.redis(redis.uri()))
+                .rateLimit("rtenant", TRICKLE, 10).window("rhour", 2, Duration.ofHours(1)).queue(queue("rschain")),
+                chain);
+        long id = engine.insert(JobRequest.of("rstacked-chain", "").rateLimit("rtenant", "rschain")
+                .window("rhour", "rschain")).block(WAIT);
+        Eventually.until("step c back in the queue", WAIT, () -> engine.get(id).block(WAIT),
+                instance -> instance.status() == InstanceStatus.RUNNABLE && "c".equals(instance.step()));
+        long picks = engine.queueStats("rschain").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("rschain").orElseThrow().picks() >= picks + 3);
+        assertThat(thirdSteps.get()).isZero();
+        assertThat(engine.limits().tryAcquire("rhour", "rschain", 1).block(WAIT)).isEmpty();
+        // Two of ten tokens taken (steps a and b): the refused draws of step c took none.
+        assertThat(engine.limits().tryAcquire("rtenant", "rschain", 8).block(WAIT)).isPresent();
     }
 }
