@@ -55,6 +55,9 @@ public final class JobRequest {
     private @Nullable String rateLimit;
     private int rateWeight = 1;
     private @Nullable String ratePartition;
+    private @Nullable String window;
+    private int windowWeight = 1;
+    private @Nullable String windowPartition;
     private @Nullable String fairnessKey;
     private ConflictPolicy onConflict = ConflictPolicy.reject();
 
@@ -78,6 +81,9 @@ public final class JobRequest {
         copy.rateLimit = rateLimit;
         copy.rateWeight = rateWeight;
         copy.ratePartition = ratePartition;
+        copy.window = window;
+        copy.windowWeight = windowWeight;
+        copy.windowPartition = windowPartition;
         copy.fairnessKey = fairnessKey;
         copy.onConflict = onConflict;
         change.accept(copy);
@@ -164,6 +170,11 @@ public final class JobRequest {
         return rateLimit(rateLimit, 1, null);
     }
 
+    /** Admitted only when the named bucket has a token in {@code partition} (a bucket per tenant, say). */
+    public JobRequest rateLimit(String rateLimit, String partition) {
+        return rateLimit(rateLimit, 1, partition);
+    }
+
     /**
      * Admitted only when the named bucket has {@code weight} tokens; {@code partition} (or null)
      * gives each partition a bucket of its own (a bucket per tenant, say).
@@ -176,14 +187,23 @@ public final class JobRequest {
         });
     }
 
+    /** Admitted only while sliding window {@code window} can take one more in {@code partition}. */
+    public JobRequest window(String window, String partition) {
+        return window(window, 1, partition);
+    }
+
     /**
      * Admitted only while sliding window {@code window} ({@link EngineOptions.Builder#window}) can take
-     * {@code weight} more in partition {@code partition} (or null) within its length. A window takes
-     * the row's rate slot: a row holds a gate and one of a token bucket or a window, admitted all or
-     * nothing.
+     * {@code weight} more in partition {@code partition} (or null) within its length. A row stacks a
+     * gate, a token bucket and a window, each optional, admitted all or nothing: none of them is
+     * spent on a row another refuses.
      */
     public JobRequest window(String window, int weight, @Nullable String partition) {
-        return rateLimit(window, weight, partition);
+        return with(r -> {
+            r.window = window;
+            r.windowWeight = weight;
+            r.windowPartition = partition;
+        });
     }
 
     /** A business key: a second insert while the first is live is a duplicate. */
@@ -273,6 +293,18 @@ public final class JobRequest {
         return ratePartition;
     }
 
+    public @Nullable String window() {
+        return window;
+    }
+
+    public int windowWeight() {
+        return windowWeight;
+    }
+
+    public @Nullable String windowPartition() {
+        return windowPartition;
+    }
+
     public ConflictPolicy onConflict() {
         return onConflict;
     }
@@ -285,6 +317,7 @@ public final class JobRequest {
                 + (fairnessKey != null ? ", fairnessKey=" + fairnessKey : "")
                 + (onConflict.kind() != ConflictPolicy.Kind.REJECT ? ", onConflict=" + onConflict : "")
                 + (concurrencyKey != null ? ", concurrencyKey=" + concurrencyKey : "")
-                + (gate != null ? ", gate=" + gate : "") + (rateLimit != null ? ", rateLimit=" + rateLimit : "") + "}";
+                + (gate != null ? ", gate=" + gate : "") + (rateLimit != null ? ", rateLimit=" + rateLimit : "")
+                + (window != null ? ", window=" + window : "") + "}";
     }
 }

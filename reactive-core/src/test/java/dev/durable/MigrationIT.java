@@ -52,9 +52,9 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 11;
+    private static final int LATEST = 12;
     /** The versions this build ships. */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11);
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -119,6 +119,10 @@ class MigrationIT {
             upgraded.insert(JobRequest.of("echo", "fair").fairnessKey("tenant-a").runIn(Duration.ofHours(1))).block();
             assertThat(Sql.query(db, "SELECT fairness_key || ' ' || active FROM {schema}.durable_fair_keys",
                     row -> row.get(0, String.class))).containsExactly("tenant-a true");
+            // Version 12 (stacked limits): the window columns exist in both tables and the view.
+            assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
+                    + db.schema() + "' AND column_name IN ('window_name', 'window_weight', 'window_partition')",
+                    row -> row.get(0, Integer.class))).containsExactly(9);
         } finally {
             upgraded.closeLater().block();
         }
@@ -140,7 +144,7 @@ class MigrationIT {
                     .containsExactlyInAnyOrder("done 2", "runnable 2"); // the v6 and v10 rows, an hour ahead
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
                     + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until', 'lowest_versions', 'trace_context',"
-                    + " 'trace_last', 'fairness_key')",
+                    + " 'trace_last', 'fairness_key', 'window_name', 'window_weight', 'window_partition')",
                     row -> row.get(0, Integer.class))).containsExactly(0);
         } finally {
             tool.closeLater().block();
@@ -171,5 +175,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U11__limit_permits.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V10__fair_share.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U10__fair_share.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V12__stacked_limits.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U12__stacked_limits.sql")).isNotNull();
     }
 }

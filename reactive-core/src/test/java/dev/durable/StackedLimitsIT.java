@@ -166,4 +166,149 @@ class StackedLimitsIT {
         assertThat(engine.limits().tryAcquire("two", "k", 1).block(WAIT)).isEmpty();
         release.tryEmitValue(true);
     }
+
+    /** What the window counted for the partition named as the type (each test its own tenant: one schema). */
+    private long windowCount(String tenant) {
+        List<Long> counts = Sql.query(db, "SELECT (SELECT coalesce(sum(c), 0) FROM unnest(counts) c)::bigint"
+                + " FROM {schema}.durable_window_counters WHERE name = 'per-hour' AND partition_key = $1",
+                row -> row.get(0, Long.class), tenant);
+        return counts.isEmpty() ? 0 : counts.get(0);
+    }
+
+    private static JobDefinition<String, String> echo(String type) {
+        return JobDefinition.of(type, String.class, (String s) -> Mono.just(s)).queue(type);
+    }
+
+    /** The tokens of the tenant named as the type. */
+    private double tenantTokens(String tenant) {
+        List<Double> tokens = Sql.query(db, "SELECT tokens FROM {schema}.durable_rate_buckets"
+                + " WHERE name = 'per-tenant' AND partition_key = $1", row -> row.get(0, Double.class), tenant);
+        return tokens.isEmpty() ? Double.NaN : tokens.get(0);
+    }
+
+    /** A global gate, a per-tenant bucket and a per-tenant hourly window: the tenant is the type. */
+    private static JobRequest stacked(String type, String arg) {
+        return JobRequest.of(type, arg).gate("global", type).rateLimit("per-tenant", type).window("per-hour", type);
+    }
+
+    @Test
+    void aRowItsWindowRefusesTakesNoTokenAndNoSlot() {
+        DurableEngine engine = engines.start(engines.options("wfull").gate("global", 2)
+                .rateLimit("per-tenant", TRICKLE, 5).window("per-hour", 1, Duration.ofHours(1))
+                .queue(queue("wfull")), echo("wfull"));
+        long first = engine.insert(stacked("wfull", "first")).block(WAIT);
+        assertThat(engines.awaitSettled(engine, first, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        engine.insertAll(List.of(stacked("wfull", "a"), stacked("wfull", "b"), stacked("wfull", "c"))).block(WAIT);
+        long picks = engine.queueStats("wfull").orElseThrow().picks();
+        Eventually.until("several picks with the window full", WAIT,
+                () -> engine.queueStats("wfull").orElseThrow().picks() >= picks + 5);
+        assertThat(Sql.count(db, "queue = 'wfull' AND status = 'runnable'")).isEqualTo(3);
+        // The window refused them: the bucket kept its four tokens, the window its one count, the gate its slots.
+        assertThat(tenantTokens("wfull")).isGreaterThan(3.99);
+        assertThat(windowCount("wfull")).isEqualTo(1);
+        assertThat(engine.limits().tryAcquire("global", "wfull", 2).block(WAIT)).isPresent();
+    }
+
+    @Test
+    void aRowItsBucketRefusesTakesNoWindowCountAndTheTighterLimitAdmits() {
+        DurableEngine engine = engines.start(engines.options("bempty").gate("global", 4)
+                .rateLimit("per-tenant", TRICKLE, 3).window("per-hour", 5, Duration.ofHours(1))
+                .queue(queue("bempty")), echo("bempty"));
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            requests.add(stacked("bempty", "r" + i));
+        }
+        engine.insertAll(requests).block(WAIT);
+        Eventually.until("the bucket's three done", WAIT, () -> Sql.count(db, "queue = 'bempty' AND status = 'done'") == 3);
+        long picks = engine.queueStats("bempty").orElseThrow().picks();
+        Eventually.until("several picks with the bucket empty", WAIT,
+                () -> engine.queueStats("bempty").orElseThrow().picks() >= picks + 5);
+        // The bucket (3) is the tighter limit: three ran, and the window counted those three only.
+        assertThat(Sql.count(db, "queue = 'bempty' AND status = 'done'")).isEqualTo(3);
+        assertThat(windowCount("bempty")).isEqualTo(3);
+        // admin().limits() shows the window's partition with what it counted.
+        assertThat(engine.admin().limits().block(WAIT).windows())
+                .contains(new dev.durable.admin.WindowUsage("per-hour", "bempty", 3, 5));
+        assertThat(engine.limits().tryAcquire("global", "bempty", 4).block(WAIT)).isPresent();
+    }
+
+    @Test
+    void theWindowIsTheTighterLimitAndSettledAndReplayedRowsKeepBothLimits() {
+        DurableEngine engine = engines.start(engines.options("wtight").gate("global", 4)
+                .rateLimit("per-tenant", TRICKLE, 6).window("per-hour", 2, Duration.ofHours(1))
+                .queue(queue("wtight")), echo("wtight"));
+        long first = engine.insert(stacked("wtight", "first")).block(WAIT);
+        assertThat(engines.awaitSettled(engine, first, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(Sql.query(db, "SELECT rate_limit || ' ' || rate_partition || ' ' || window_name || ' '"
+                + " || window_partition || ' ' || window_weight FROM {schema}.durable_history WHERE id = $1",
+                row -> row.get(0, String.class), first)).containsExactly("per-tenant wtight per-hour wtight 1");
+        engine.replay(first, "run").block(WAIT);
+        Eventually.until("the replay done", WAIT, () -> Sql.query(db,
+                "SELECT count(*) FROM {schema}.durable_history WHERE id = $1", row -> row.get(0, Long.class), first)
+                .get(0) == 1L);
+        assertThat(windowCount("wtight")).isEqualTo(2);
+        long more = engine.insert(stacked("wtight", "more")).block(WAIT);
+        long picks = engine.queueStats("wtight").orElseThrow().picks();
+        Eventually.until("several picks with the window full", WAIT,
+                () -> engine.queueStats("wtight").orElseThrow().picks() >= picks + 5);
+        assertThat(Sql.count(db, "id = " + more + " AND status = 'runnable'")).isEqualTo(1);
+        // Two runs through the window: two tokens of six spent, none for the refused row.
+        assertThat(tenantTokens("wtight")).isBetween(3.99, 4.01);
+        // A fork starts with its source's limits too (it waits: the window is full).
+        long fork = engine.fork(first, "run").block(WAIT);
+        assertThat(Sql.query(db, "SELECT window_name || ' ' || window_partition || ' ' || rate_limit"
+                + " FROM {schema}.durable_instances WHERE id = $1", row -> row.get(0, String.class), fork))
+                .containsExactly("per-hour wtight per-tenant");
+    }
+
+    @Test
+    void everyInlineStepDrawsFromItsBucketAndItsWindowTogether() {
+        AtomicInteger thirdSteps = new AtomicInteger();
+        WorkflowDefinition<String> chain = WorkflowDefinition.builder("stacked-chain", String.class).queue("schain")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state() + "a").inline()))
+                .step("b", ctx -> Mono.just(Outcome.next("c", ctx.state() + "b").inline()))
+                .step("c", ctx -> {
+                    thirdSteps.incrementAndGet();
+                    return Mono.just(Outcome.done(ctx.state() + "c"));
+                })
+                .build();
+        DurableEngine engine = engines.start(engines.options("schain").rateLimit("per-tenant", TRICKLE, 10)
+                .window("per-hour", 2, Duration.ofHours(1)).queue(queue("schain")), chain);
+        long id = engine.insert(JobRequest.of("stacked-chain", "").rateLimit("per-tenant", "schain")
+                .window("per-hour", "schain")).block(WAIT);
+        // The pick took a token and a count for step a, step b drew both, step c found the window full.
+        Eventually.until("step c back in the queue", WAIT, () -> engine.get(id).block(WAIT),
+                instance -> instance.status() == InstanceStatus.RUNNABLE && "c".equals(instance.step()));
+        long picks = engine.queueStats("schain").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("schain").orElseThrow().picks() >= picks + 3);
+        assertThat(thirdSteps.get()).isZero();
+        assertThat(windowCount("schain")).isEqualTo(2);
+        // Two tokens: step c's refused draw took none.
+        assertThat(tenantTokens("schain")).isBetween(7.99, 8.01);
+    }
+
+    @Test
+    void aFollowUpKeepsItsRequestsBucketAndWindow() {
+        Sinks.One<Boolean> release = Sinks.one();
+        AtomicInteger running = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("sfollow", String.class, (String s) -> {
+            running.incrementAndGet();
+            return s.equals("first") ? release.asMono().thenReturn(s) : Mono.just(s);
+        }).queue("sfollow");
+        DurableEngine engine = engines.start(engines.options("sfollow").gate("global", 4)
+                .rateLimit("per-tenant", TRICKLE, 5).window("per-hour", 5, Duration.ofHours(1))
+                .queue(queue("sfollow")), job);
+        long first = engine.insert(stacked("sfollow", "first").correlationKey("k")).block(WAIT);
+        Eventually.until("the first running", WAIT, () -> running.get() == 1);
+        long followUp = engine.insertWithResult(stacked("sfollow", "second").correlationKey("k")
+                .onConflict(ConflictPolicy.replace())).block(WAIT).id();
+        release.tryEmitValue(true);
+        assertThat(engines.awaitSettled(engine, first, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(engines.awaitSettled(engine, followUp, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(Sql.query(db, "SELECT rate_limit || ' ' || rate_partition || ' ' || window_name || ' '"
+                + " || window_partition || ' ' || window_weight FROM {schema}.durable_history WHERE id = $1",
+                row -> row.get(0, String.class), followUp)).containsExactly("per-tenant sfollow per-hour sfollow 1");
+        // Both runs went through the window.
+        assertThat(windowCount("sfollow")).isEqualTo(2);
+    }
 }

@@ -188,8 +188,9 @@ public interface DurableAdmin {
      * for the Redis limiter as for the PostgreSQL one), with the capacity this engine configures for the
      * gate; busiest first. Rate limits: the token buckets of the PostgreSQL limiter with their tokens
      * refilled to now as the pick refills them, emptiest first; when the engine's limiter is another one,
-     * its buckets live there ({@link LimitUsage#bucketsInLimiter()}). Each part is bounded by
-     * {@link #LIMIT_ROWS}. Two statements, no locks.
+     * its buckets live there ({@link LimitUsage#bucketsInLimiter()}). Sliding windows: likewise, per
+     * partition what their live slots counted, fullest first. Each part is bounded by
+     * {@link #LIMIT_ROWS}. Three statements, no locks.
      */
     Mono<LimitUsage> limits();
 

@@ -96,7 +96,8 @@ public final class RequestMapper {
     private static long rowBytes(NewInstance row) {
         return utf8Length(row.stateJson()) + utf8Length(row.type()) + utf8Length(row.queue())
                 + utf8Length(row.concurrencyKey()) + utf8Length(row.correlationKey()) + utf8Length(row.gate())
-                + utf8Length(row.rateLimit()) + utf8Length(row.ratePartition());
+                + utf8Length(row.rateLimit()) + utf8Length(row.ratePartition())
+                + utf8Length(row.window()) + utf8Length(row.windowPartition());
     }
 
     private NewInstance toRow(JobRequest request, @Nullable Long parentId, @Nullable String traceContext) {
@@ -181,6 +182,17 @@ public final class RequestMapper {
                 checkKey("ratePartition", request.ratePartition());
             }
         }
+        if (request.window() != null) {
+            checkWindow(request.window(), request.windowWeight());
+            if (request.rateLimit() != null && options.windows().containsKey(request.rateLimit())
+                    && !options.rateLimits().containsKey(request.rateLimit())) {
+                throw new InvalidRequestException("rateLimit " + request.rateLimit() + " names a window and the request"
+                        + " has window " + request.window() + " too: a row holds one window (take it with window())");
+            }
+            if (request.windowPartition() != null) {
+                checkKey("windowPartition", request.windowPartition());
+            }
+        }
         String state = request.args() == null ? null : encode("arguments", request.args());
         ArgumentCheck.check(definition, request.args(), state, options.codec());
         String step = definition != null ? definition.initialStep() : JobDefinition.STEP;
@@ -199,7 +211,8 @@ public final class RequestMapper {
         return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,
                 request.runAt() == null ? null : request.runAt().toString(), delayMillis, parentId,
                 concurrencyKey, request.correlationKey(), occupied, gate, gateShards,
-                request.rateLimit(), request.rateWeight(), request.ratePartition(), fairnessKey, onConflict,
+                request.rateLimit(), request.rateWeight(), request.ratePartition(), request.window(),
+                request.windowWeight(), request.windowPartition(), fairnessKey, onConflict,
                 traceContext);
     }
 
@@ -224,6 +237,19 @@ public final class RequestMapper {
                     + " (known: " + options.gates().keySet() + ")");
         }
         return gate;
+    }
+
+    /** Checks a window name and weight against the configured sliding windows. */
+    public void checkWindow(String name, int weight) {
+        Limits.Window window = options.windows().get(name);
+        if (window == null) {
+            throw new InvalidRequestException("unknown window '" + name
+                    + "': configure it with EngineOptions.window (known: " + options.windows().keySet() + ")");
+        }
+        if (weight < 1 || weight > window.limit()) {
+            throw new InvalidRequestException("weight of window " + name + " must be 1 to its limit "
+                    + window.limit() + ", was " + weight);
+        }
     }
 
     /** Checks a rate limit name and weight against the configured buckets. */

@@ -68,9 +68,32 @@ public final class PostgresLimiter implements Limiter {
         return Mono.just(claims.stream().map(LimitClaim::id).collect(Collectors.toUnmodifiableSet()));
     }
 
-    /** Takes the inline step's tokens from its bucket in one statement; a limit not configured here is refused. */
+    /**
+     * Takes the inline step's tokens from its bucket and its count from its window, all or nothing, in
+     * one statement; a limit not configured here is refused.
+     */
     @Override
     public Mono<Boolean> draw(LimitClaim claim) {
+        if (claim.window() == null) {
+            return drawRateSlot(claim);
+        }
+        Limits.@Nullable Window window = windows.get(claim.window());
+        if (window == null) {
+            return Mono.just(false);
+        }
+        Limits.@Nullable RateLimit limit = claim.rateLimit() == null ? null : rateLimits.get(claim.rateLimit());
+        if (claim.rateLimit() == null) {
+            return takeWindow(window, claim.windowPartition(), claim.windowWeight());
+        }
+        if (limit == null) {
+            return Mono.just(false);
+        }
+        return sql.drawStacked(limit.name(), claim.ratePartition(), claim.rateWeight(), limit.burst(),
+                limit.ratePerSecond(), window.name(), claim.windowPartition(), claim.windowWeight(),
+                window.slotMillis(), window.limit());
+    }
+
+    private Mono<Boolean> drawRateSlot(LimitClaim claim) {
         Limits.@Nullable Window window = claim.rateLimit() == null ? null : windows.get(claim.rateLimit());
         if (window != null && !rateLimits.containsKey(claim.rateLimit())) {
             return takeWindow(window, claim.ratePartition(), claim.rateWeight());

@@ -157,6 +157,26 @@ class ReadmeIT {
     }
 
     @Test
+    void stackedLimits() {
+        String tenant = "acme";
+        // tag::stacked-limits[]
+        EngineOptions options = EngineOptions.builder()
+                .url(databaseUrl)
+                .gate("global", 16)                                         // 16 executing in all
+                .rateLimit("per-tenant", 5, 20)                             // 5 a second per tenant, bursts of 20
+                .window("per-tenant-hour", 1000, Duration.ofHours(1))       // at most 1,000 an hour per tenant
+                .build();
+        JobRequest request = JobRequest.of("sync", tenant)
+                .gate("global", "all")
+                .rateLimit("per-tenant", tenant)
+                .window("per-tenant-hour", tenant);                         // all three, or none of them
+        // end::stacked-limits[]
+        assertThat(options.windows()).containsKey("per-tenant-hour");
+        assertThat(request.window()).isEqualTo("per-tenant-hour");
+        assertThat(request.rateLimit()).isEqualTo("per-tenant");
+    }
+
+    @Test
     void fairShareAcrossTenants() {
         // tag::fair-share[]
         Map<String, Integer> tiers = Map.of("initech", 4);                // kept current by the application

@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.util.Logger;
@@ -132,8 +133,9 @@ public final class RedisLimiter implements Limiter {
         }
         return Mono.defer(() -> {
             // All or nothing across keys that may live on different Cluster nodes: slots first (they
-            // can be given back), then tokens only for the claims their gate seated (tokens cannot),
-            // then the slots of claims their bucket refused go back.
+            // can be given back), then window counts for the claims their gate seated (given back too),
+            // then tokens for the claims their window counted (tokens cannot be given back); then the
+            // counts and slots of claims a later limit refused go back.
             Set<Long> refused = java.util.concurrent.ConcurrentHashMap.newKeySet();
             Map<String, List<LimitClaim>> byGate = new LinkedHashMap<>();
             for (LimitClaim claim : claims) {
@@ -143,8 +145,10 @@ public final class RedisLimiter implements Limiter {
                 }
             }
             List<LimitClaim> seated = new ArrayList<>();
+            Map<String, List<LimitClaim>> counted = new java.util.concurrent.ConcurrentHashMap<>();
+            Map<String, String> countedSlot = new java.util.concurrent.ConcurrentHashMap<>();
             return takeSlots(byGate, refused).then(Mono.defer(() -> {
-                Map<String, List<LimitClaim>> byBucket = new LinkedHashMap<>();
+                Map<String, List<LimitClaim>> byWindow = new LinkedHashMap<>();
                 for (LimitClaim claim : claims) {
                     if (refused.contains(claim.id())) {
                         continue;
@@ -152,18 +156,29 @@ public final class RedisLimiter implements Limiter {
                     if (claim.gate() != null) {
                         seated.add(claim);
                     }
-                    if (claim.rateLimit() != null) {
-                        // A row's rate slot names a bucket or a sliding window: each its own key.
-                        String key = rateLimits.containsKey(claim.rateLimit()) || !windows.containsKey(claim.rateLimit())
-                                ? bucketKey(claim.rateLimit(), claim.ratePartition())
-                                : windowKey(claim.rateLimit(), claim.ratePartition());
-                        byBucket.computeIfAbsent(key, k -> new ArrayList<>()).add(claim);
+                    Window window = windowOf(claim);
+                    if (window != null) {
+                        byWindow.computeIfAbsent(windowKey(window.name(), window.partition()), k -> new ArrayList<>())
+                                .add(claim);
+                    }
+                }
+                return Flux.fromIterable(byWindow.entrySet())
+                        .flatMap(window -> takeWindowCounts(window.getKey(), window.getValue(), refused, counted,
+                                countedSlot))
+                        .then();
+            })).then(Mono.defer(() -> {
+                Map<String, List<LimitClaim>> byBucket = new LinkedHashMap<>();
+                for (LimitClaim claim : claims) {
+                    if (!refused.contains(claim.id()) && bucketOf(claim) != null) {
+                        byBucket.computeIfAbsent(bucketKey(claim.rateLimit(), claim.ratePartition()),
+                                k -> new ArrayList<>()).add(claim);
                     }
                 }
                 return Flux.fromIterable(byBucket.entrySet())
                         .flatMap(bucket -> takeTokens(bucket.getKey(), bucket.getValue(), refused))
                         .then();
-            })).then(Mono.defer(() -> credit(seated.stream().filter(claim -> refused.contains(claim.id())).toList())))
+            })).then(Mono.defer(() -> giveBackCounts(counted, countedSlot, refused)))
+                    .then(Mono.defer(() -> credit(seated.stream().filter(claim -> refused.contains(claim.id())).toList())))
                     .then(Mono.fromSupplier(() -> {
                         Set<Long> admitted = new HashSet<>();
                         for (LimitClaim claim : claims) {
@@ -176,19 +191,83 @@ public final class RedisLimiter implements Limiter {
         });
     }
 
+    /** A claim's sliding window: its window slot, or a window named in its rate slot. */
+    private record Window(String name, String partition, int weight, Limits.Window limit) {
+    }
+
+    private @Nullable Window windowOf(LimitClaim claim) {
+        if (claim.window() != null) {
+            Limits.Window limit = windows.get(claim.window());
+            return limit == null ? null : new Window(claim.window(), claim.windowPartition(), claim.windowWeight(), limit);
+        }
+        if (claim.rateLimit() != null && !rateLimits.containsKey(claim.rateLimit())
+                && windows.containsKey(claim.rateLimit())) {
+            return new Window(claim.rateLimit(), claim.ratePartition(), claim.rateWeight(),
+                    windows.get(claim.rateLimit()));
+        }
+        return null;
+    }
+
+    /** A claim's token bucket (its rate slot when that names no window), or null. */
+    private @Nullable String bucketOf(LimitClaim claim) {
+        String name = claim.rateLimit();
+        return name == null || !rateLimits.containsKey(name) && windows.containsKey(name) ? null : name;
+    }
+
+    /**
+     * Counts the claims on one window partition (one hash, one script); notes the slot it counted in,
+     * so the counts of claims a later limit refuses can be given back there.
+     */
+    private Mono<Void> takeWindowCounts(String key, List<LimitClaim> claims, Set<Long> refused,
+            Map<String, List<LimitClaim>> counted, Map<String, String> countedSlot) {
+        Window first = windowOf(claims.get(0));
+        List<String> args = new ArrayList<>(claims.size() + 3);
+        args.add(Long.toString(first.limit().slotMillis()));
+        args.add(Integer.toString(first.limit().limit()));
+        args.add(Integer.toString(Limits.Window.SLOTS + 1));
+        claims.forEach(claim -> args.add(Integer.toString(windowOf(claim).weight())));
+        return this.<String>run(LimiterScripts.WINDOW_TAKE_AT, ScriptOutputType.VALUE, List.of(key), args)
+                .doOnNext(answer -> {
+                    int colon = answer.indexOf(':');
+                    String flags = colon < 0 ? answer : answer.substring(0, colon);
+                    markRefused(flags, claims, refused);
+                    if (colon >= 0) {
+                        countedSlot.put(key, answer.substring(colon + 1));
+                        List<LimitClaim> took = new ArrayList<>();
+                        for (int i = 0; i < claims.size(); i++) {
+                            if (i < flags.length() && flags.charAt(i) == '1') {
+                                took.add(claims.get(i));
+                            }
+                        }
+                        counted.put(key, took);
+                    }
+                })
+                .then();
+    }
+
+    /** Gives back, in the slot they were counted in, the window counts of claims their bucket refused. */
+    private Mono<Void> giveBackCounts(Map<String, List<LimitClaim>> counted, Map<String, String> countedSlot,
+            Set<Long> refused) {
+        return Flux.fromIterable(counted.entrySet())
+                .flatMap(window -> {
+                    int weight = window.getValue().stream().filter(claim -> refused.contains(claim.id()))
+                            .mapToInt(claim -> windowOf(claim).weight()).sum();
+                    if (weight == 0) {
+                        return Mono.empty();
+                    }
+                    return this.<Long>run(LimiterScripts.WINDOW_GIVE_BACK, ScriptOutputType.INTEGER,
+                            List.of(window.getKey()), List.of(countedSlot.get(window.getKey()), Integer.toString(weight)))
+                            .onErrorResume(error -> {
+                                log.debug("window {}: counts not given back ({}); they age out with their slot",
+                                        window.getKey(), error.toString());
+                                return Mono.empty();
+                            });
+                })
+                .then();
+    }
+
     private Mono<Void> takeTokens(String key, List<LimitClaim> claims, Set<Long> refused) {
         Limits.RateLimit limit = rateLimits.get(claims.get(0).rateLimit());
-        Limits.Window window = limit == null ? windows.get(claims.get(0).rateLimit()) : null;
-        if (window != null) {
-            List<String> args = new ArrayList<>(claims.size() + 3);
-            args.add(Long.toString(window.slotMillis()));
-            args.add(Integer.toString(window.limit()));
-            args.add(Integer.toString(Limits.Window.SLOTS + 1));
-            claims.forEach(claim -> args.add(Integer.toString(claim.rateWeight())));
-            return this.<String>run(LimiterScripts.WINDOW_TAKE, ScriptOutputType.VALUE, List.of(key), args)
-                    .doOnNext(flags -> markRefused(flags, claims, refused))
-                    .then();
-        }
         if (limit == null) {
             claims.forEach(claim -> refused.add(claim.id()));
             return Mono.empty();

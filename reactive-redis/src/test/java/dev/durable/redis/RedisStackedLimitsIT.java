@@ -6,7 +6,9 @@ import dev.durable.DurableEngine;
 import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
+import dev.durable.Outcome;
 import dev.durable.QueueOptions;
+import dev.durable.WorkflowDefinition;
 import dev.durable.redis.testing.RedisExtension;
 import dev.durable.redis.testing.TestRedisServer;
 import dev.durable.support.Engines;
@@ -142,5 +144,79 @@ class RedisStackedLimitsIT {
         assertThat(engine.limits().tryAcquire("rtwo", "k", 1).block(WAIT)).isPresent();
         assertThat(engine.limits().tryAcquire("rtwo", "k", 1).block(WAIT)).isEmpty();
         release.tryEmitValue(true);
+    }
+
+    private static JobDefinition<String, String> echo(String type) {
+        return JobDefinition.of(type, String.class, (String s) -> Mono.just(s)).queue(type);
+    }
+
+    /** A gate, a per-tenant bucket and a per-tenant hourly window: the tenant is the type. */
+    private static JobRequest stacked(String type, String arg) {
+        return JobRequest.of(type, arg).gate("rglobal", type).rateLimit("rtenant", type).window("rhour", type);
+    }
+
+    @Test
+    void aRowItsWindowRefusesTakesNoTokenAndNoSlot() {
+        DurableEngine engine = engines.start(engines.options("rwfull").limiter(RedisLimiters.redis(redis.uri()))
+                .gate("rglobal", 2).rateLimit("rtenant", TRICKLE, 2).window("rhour", 1, Duration.ofHours(1))
+                .queue(queue("rwfull")), echo("rwfull"));
+        long first = engine.insert(stacked("rwfull", "first")).block(WAIT);
+        assertThat(engines.awaitSettled(engine, first, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        engine.insertAll(List.of(stacked("rwfull", "a"), stacked("rwfull", "b"), stacked("rwfull", "c"))).block(WAIT);
+        long picks = engine.queueStats("rwfull").orElseThrow().picks();
+        Eventually.until("several picks with the window full", WAIT,
+                () -> engine.queueStats("rwfull").orElseThrow().picks() >= picks + 5);
+        assertThat(Sql.count(db, "queue = 'rwfull' AND status = 'runnable'")).isEqualTo(3);
+        // The window refused them: the bucket kept its second token and the gate both its slots.
+        assertThat(engine.limits().tryAcquire("rglobal", "rwfull", 2).block(WAIT)).isPresent();
+        assertThat(engine.limits().tryAcquire("rtenant", "rwfull", 1).block(WAIT)).isPresent();
+    }
+
+    @Test
+    void aRowItsBucketRefusesTakesNoWindowCountAndTheTighterLimitAdmits() {
+        DurableEngine engine = engines.start(engines.options("rbempty").limiter(RedisLimiters.redis(redis.uri()))
+                .gate("rglobal", 4).rateLimit("rtenant", TRICKLE, 3).window("rhour", 5, Duration.ofHours(1))
+                .queue(queue("rbempty")), echo("rbempty"));
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            requests.add(stacked("rbempty", "r" + i));
+        }
+        engine.insertAll(requests).block(WAIT);
+        Eventually.until("the bucket's three done", WAIT,
+                () -> Sql.count(db, "queue = 'rbempty' AND status = 'done'") == 3);
+        long picks = engine.queueStats("rbempty").orElseThrow().picks();
+        Eventually.until("several picks with the bucket empty", WAIT,
+                () -> engine.queueStats("rbempty").orElseThrow().picks() >= picks + 5);
+        assertThat(Sql.count(db, "queue = 'rbempty' AND status = 'done'")).isEqualTo(3);
+        // The window counted the three that ran only (counts taken for refused rows went back): two left.
+        assertThat(engine.limits().tryAcquire("rhour", "rbempty", 2).block(WAIT)).isPresent();
+        assertThat(engine.limits().tryAcquire("rhour", "rbempty", 1).block(WAIT)).isEmpty();
+        assertThat(engine.limits().tryAcquire("rglobal", "rbempty", 4).block(WAIT)).isPresent();
+    }
+
+    @Test
+    void everyInlineStepDrawsFromItsBucketAndItsWindowTogether() {
+        AtomicInteger thirdSteps = new AtomicInteger();
+        WorkflowDefinition<String> chain = WorkflowDefinition.builder("rstacked-chain", String.class).queue("rschain")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state() + "a").inline()))
+                .step("b", ctx -> Mono.just(Outcome.next("c", ctx.state() + "b").inline()))
+                .step("c", ctx -> {
+                    thirdSteps.incrementAndGet();
+                    return Mono.just(Outcome.done(ctx.state() + "c"));
+                })
+                .build();
+        DurableEngine engine = engines.start(engines.options("rschain").limiter(RedisLimiters.redis(redis.uri()))
+                .rateLimit("rtenant", TRICKLE, 10).window("rhour", 2, Duration.ofHours(1)).queue(queue("rschain")),
+                chain);
+        long id = engine.insert(JobRequest.of("rstacked-chain", "").rateLimit("rtenant", "rschain")
+                .window("rhour", "rschain")).block(WAIT);
+        Eventually.until("step c back in the queue", WAIT, () -> engine.get(id).block(WAIT),
+                instance -> instance.status() == InstanceStatus.RUNNABLE && "c".equals(instance.step()));
+        long picks = engine.queueStats("rschain").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("rschain").orElseThrow().picks() >= picks + 3);
+        assertThat(thirdSteps.get()).isZero();
+        assertThat(engine.limits().tryAcquire("rhour", "rschain", 1).block(WAIT)).isEmpty();
+        // Two of ten tokens taken (steps a and b): the refused draws of step c took none.
+        assertThat(engine.limits().tryAcquire("rtenant", "rschain", 8).block(WAIT)).isPresent();
     }
 }

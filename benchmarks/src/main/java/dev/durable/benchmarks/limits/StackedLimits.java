@@ -30,10 +30,13 @@ import reactor.core.scheduler.Schedulers;
  * one and the most a bucket can admit over the count (its rate plus its burst spread over the
  * seconds: a bucket may be full when the count starts); a GATE line the most jobs seen running at once against the gate's capacity. Before all or
  * nothing, tokens were taken for rows the gate then refused, so under gate contention a tenant got
- * less than its rate.
+ * less than its rate. With {@code --window N}, every job also holds a per-tenant sliding window of N per
+ * {@code --window-seconds} (bucket + window + gate, all or nothing); the LIMITS line's bound is then the
+ * tighter of the bucket's and the window's (N per window length, plus one window's N when the count starts).
  *
  * <pre>benchmarks/stacked-limits [--seconds 20] [--warmup-seconds 3] [--tenants 4] [--rate 20] [--burst 20]
- *     [--gate 12] [--job-ms 100] [--limiters postgres,redis]</pre>
+ *     [--gate 12] [--job-ms 100] [--limiters postgres,redis]
+ *     [--window 0] [--window-seconds 5]</pre>
  */
 public final class StackedLimits {
 
@@ -48,6 +51,8 @@ public final class StackedLimits {
         int gate = 12;
         int jobMillis = 100;
         List<String> limiters = List.of("postgres", "redis");
+        int window = 0;
+        double windowSeconds = 5;
         for (int i = 0; i < args.length; i += 2) {
             String value = args[i + 1];
             switch (args[i]) {
@@ -59,32 +64,39 @@ public final class StackedLimits {
                 case "--gate" -> gate = Integer.parseInt(value);
                 case "--job-ms" -> jobMillis = Integer.parseInt(value);
                 case "--limiters" -> limiters = List.of(value.split(","));
+                case "--window" -> window = Integer.parseInt(value);
+                case "--window-seconds" -> windowSeconds = Double.parseDouble(value);
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         System.out.printf(Locale.ROOT, "# tenants=%d rate=%.1f/s burst=%d gate=%d job_ms=%d seconds=%.0f"
-                        + " (the gate alone would admit %.0f/s; the buckets %.0f/s together)%n",
-                tenants, rate, burst, gate, jobMillis, seconds, gate * 1000.0 / jobMillis, tenants * rate);
+                        + " (the gate alone would admit %.0f/s; the buckets %.0f/s together)%s%n",
+                tenants, rate, burst, gate, jobMillis, seconds, gate * 1000.0 / jobMillis, tenants * rate,
+                window == 0 ? "" : String.format(Locale.ROOT, "; window=%d per %.0f s per tenant (%.1f/s)", window,
+                        windowSeconds, window / windowSeconds));
         for (String limiter : limiters) {
-            run(limiter, seconds, warmup, tenants, rate, burst, gate, jobMillis);
+            run(limiter, seconds, warmup, tenants, rate, burst, gate, jobMillis, window, windowSeconds);
         }
         System.exit(0);
     }
 
     private static void run(String limiter, double seconds, double warmup, int tenants, double rate, int burst,
-            int gate, int jobMillis) throws Exception {
+            int gate, int jobMillis, int window, double windowSeconds) throws Exception {
         TestDatabase db = TestPostgres.newDatabase("stacked_" + limiter);
         LimiterFactory factory = limiter.equals("redis") ? RedisLimiters.redis(TestRedis.uri()) : PostgresLimiter.factory();
         AtomicLongArray starts = new AtomicLongArray(tenants);
         AtomicInteger running = new AtomicInteger();
         AtomicInteger maxRunning = new AtomicInteger();
         boolean[] measuring = {false};
-        EngineOptions options = EngineOptions.builder().url(db.url()).schema(db.schema()).poolMaxSize(8)
+        EngineOptions.Builder builder = EngineOptions.builder().url(db.url()).schema(db.schema()).poolMaxSize(8)
                 .handlerScheduler(Schedulers.parallel()).limiter(factory)
                 .gate("global", gate).rateLimit("tenant", rate, burst)
                 .queue(QueueOptions.builder(QUEUE).concurrency(32).prefetch(16).pollInterval(Duration.ofMillis(20))
-                        .maxPollInterval(Duration.ofMillis(50)).build())
-                .build();
+                        .maxPollInterval(Duration.ofMillis(50)).build());
+        if (window > 0) {
+            builder.window("tenant-window", window, Duration.ofMillis((long) (windowSeconds * 1000)));
+        }
+        EngineOptions options = builder.build();
         DurableEngine engine = DurableEngine.builder(options)
                 .register(JobDefinition.of("limited", Integer.class, (Integer tenant) -> Mono.defer(() -> {
                     if (measuring[0]) {
@@ -101,7 +113,8 @@ public final class StackedLimits {
         List<JobRequest> requests = new ArrayList<>();
         for (int n = 0; n < perTenant; n++) {
             for (int t = 0; t < tenants; t++) {
-                requests.add(JobRequest.of("limited", t).gate("global", "").rateLimit("tenant", 1, "t" + t));
+                JobRequest request = JobRequest.of("limited", t).gate("global", "").rateLimit("tenant", 1, "t" + t);
+                requests.add(window > 0 ? request.window("tenant-window", 1, "t" + t) : request);
             }
         }
         Flux.fromIterable(requests).buffer(1000).concatMap(engine::insertAll).blockLast(Duration.ofMinutes(5));
@@ -113,16 +126,22 @@ public final class StackedLimits {
         double elapsed = (System.nanoTime() - began) / 1e9;
         // A bucket may hold its burst when the count starts: rate + burst / seconds is the most it can admit.
         double bound = rate + burst / elapsed;
+        double configured = rate;
+        if (window > 0 && window / windowSeconds < rate) {
+            // The window is the tighter limit: N per length, and a whole N may fall in the count's first window.
+            configured = window / windowSeconds;
+            bound = Math.min(bound, configured + window / elapsed);
+        }
         double total = 0;
         for (int t = 0; t < tenants; t++) {
             double admitted = starts.get(t) / elapsed;
             total += admitted;
             System.out.printf(Locale.ROOT, "LIMITS limiter=%s tenant=t%d admitted_per_s=%.1f configured_per_s=%.1f"
-                    + " bound_per_s=%.1f ratio=%.3f%n", limiter, t, admitted, rate, bound, admitted / rate);
+                    + " bound_per_s=%.1f ratio=%.3f%n", limiter, t, admitted, configured, bound, admitted / configured);
         }
         System.out.printf(Locale.ROOT, "LIMITS limiter=%s tenant=all admitted_per_s=%.1f configured_per_s=%.1f"
-                + " bound_per_s=%.1f ratio=%.3f%n", limiter, total, rate * tenants, bound * tenants,
-                total / (rate * tenants));
+                + " bound_per_s=%.1f ratio=%.3f%n", limiter, total, configured * tenants, bound * tenants,
+                total / (configured * tenants));
         System.out.printf(Locale.ROOT, "GATE limiter=%s max_running=%d capacity=%d%n", limiter, maxRunning.get(), gate);
         engine.closeLater().block(Duration.ofMinutes(1));
     }

@@ -499,9 +499,13 @@ public final class EngineAdmin implements DurableAdmin {
         Mono<List<RateBucket>> buckets = bucketsHere
                 ? sql.buckets(options.rateLimits().values(), LIMIT_ROWS + 1).collectList()
                 : Mono.just(List.of());
-        return whenOpen.then(Mono.zip(gates, buckets)).map(both -> new LimitUsage(
-                first(both.getT1(), LIMIT_ROWS), both.getT1().size() > LIMIT_ROWS,
-                first(both.getT2(), LIMIT_ROWS), both.getT2().size() > LIMIT_ROWS, !bucketsHere, limiter));
+        Mono<List<dev.durable.admin.WindowUsage>> windows = bucketsHere
+                ? sql.windows(options.windows().values(), LIMIT_ROWS + 1).collectList()
+                : Mono.just(List.of());
+        return whenOpen.then(Mono.zip(gates, buckets, windows)).map(all -> new LimitUsage(
+                first(all.getT1(), LIMIT_ROWS), all.getT1().size() > LIMIT_ROWS,
+                first(all.getT2(), LIMIT_ROWS), all.getT2().size() > LIMIT_ROWS, !bucketsHere, limiter,
+                first(all.getT3(), LIMIT_ROWS), all.getT3().size() > LIMIT_ROWS));
     }
 
     private static final String POSTGRES_LIMITER = "postgres";

@@ -139,7 +139,9 @@ final class Admission {
         return new LimitClaim(candidate.id(), queue.worker() + SEP + candidate.id() + SEP + claimSequence.incrementAndGet(),
                 candidate.gateName(), candidate.gateName() == null ? null : candidate.concurrencyKey(),
                 candidate.gateShard(), candidate.rateLimit(),
-                candidate.ratePartition() == null ? "" : candidate.ratePartition(), candidate.rateWeight());
+                candidate.ratePartition() == null ? "" : candidate.ratePartition(), candidate.rateWeight(),
+                candidate.window(), candidate.windowPartition() == null ? "" : candidate.windowPartition(),
+                candidate.windowWeight());
     }
 
     private static Map<Long, String> typesOf(List<Candidate> candidates) {
@@ -173,6 +175,9 @@ final class Admission {
             }
             if (claim.rateLimit() != null) {
                 refusedRates.put(claim.rateLimit() + SEP + claim.ratePartition(), until);
+            }
+            if (claim.window() != null) {
+                refusedRates.put(claim.window() + SEP + claim.windowPartition(), until);
             }
         }
         for (int reason = 0; reason < 2; reason++) {

@@ -162,7 +162,7 @@ final class Executor {
 
     /**
      * An inline step runs on its claim with no pick to admit it, so it draws its rate limit's
-     * tokens here, before its transition commits; a bucket that cannot afford them (or a limiter
+     * tokens and its window's count here (both or neither), before its transition commits; a bucket that cannot afford them (or a limiter
      * that cannot be asked) sends the step back through the queue instead, where a pick admits it.
      * A gate needs nothing: an inline step keeps the slot its claim holds or leaves the gate, and a
      * gate change is never inline.
@@ -170,11 +170,12 @@ final class Executor {
     private Mono<RunResult> commit(Decision decision, Telemetry.Run run, Cancellation cancellation,
             BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
         ClaimedRow next = decision.inlineNext();
-        if (next == null || next.rateLimit() == null) {
+        if (next == null || next.rateLimit() == null && next.window() == null) {
             return commitDrawn(decision, run, cancellation, claimLost, onInline);
         }
         LimitClaim claim = new LimitClaim(next.id(), next.worker() + INLINE_HOLDER + next.id(), null, null, 0,
-                next.rateLimit(), next.ratePartition() == null ? "" : next.ratePartition(), next.rateWeight());
+                next.rateLimit(), next.ratePartition() == null ? "" : next.ratePartition(), next.rateWeight(),
+                next.window(), next.windowPartition() == null ? "" : next.windowPartition(), next.windowWeight());
         return limiter.draw(claim)
                 .onErrorResume(error -> {
                     log.debug("instance {}: inline step's tokens not drawn ({}); it goes through the queue",

@@ -190,6 +190,14 @@ public final class AdminSql {
      */
     private final String buckets;
 
+    /**
+     * The PostgreSQL limiter's sliding windows, per partition what their live slots counted (each row's
+     * own slot length), with the limits configured here ($1 names, $2 limits), fullest first; $3 the most
+     * rows. Index: a scan of durable_window_counters (the bucket sweeper deletes idle ones) and a top-N
+     * sort. Locks: none.
+     */
+    private final String windows;
+
     /** The opt-in search indexes: name and definition over the history (see SearchIndex). */
     private static final Map<SearchIndex, String[]> SEARCH_INDEXES = new EnumMap<>(Map.of(
             SearchIndex.TYPE, new String[] {"durable_history_type_idx", "(type, id)"},
@@ -264,6 +272,17 @@ public final class AdminSql {
                 ) t
                  ORDER BY t.burst IS NULL, t.tokens / t.burst, t.name, t.partition_key
                  LIMIT $4""").replace("{refilled}", PickSql.REFILLED.formatted("r.burst", "r.rate"));
+        this.windows = tables.render("""
+                SELECT * FROM (
+                    SELECT w.name, w.partition_key, x.lim,
+                           (SELECT coalesce(sum(u.c), 0) FROM unnest(w.slots, w.counts) AS u(s, c)
+                             WHERE u.s > floor(extract(epoch FROM now()) * 1000 / w.slot_millis)::bigint - {ring})::int
+                               AS used
+                      FROM {windows} w
+                      LEFT JOIN unnest($1::text[], $2::int[]) AS x(name, lim) ON x.name = w.name
+                ) t
+                 ORDER BY t.used DESC, t.name, t.partition_key
+                 LIMIT $3""").replace("{ring}", Integer.toString(Limits.Window.SLOTS + 1));
         String parentLive = "EXISTS (SELECT 1 FROM {instances} p WHERE p.id = %s.parent_id AND p.status NOT IN "
                 + TERMINAL + ")";
         this.retry = tables.render("""
@@ -276,7 +295,7 @@ public final class AdminSql {
                                              concurrency_key, correlation_key, correlation_statuses,
                                              gate_name, gate_shard, rate_limit, rate_weight, rate_partition,
                                              has_children, inserted_at, updated_at, trace_context, trace_last,
-                                             fairness_key)
+                                             fairness_key, window_name, window_weight, window_partition)
                     SELECT c.id, c.type, c.type_version, c.queue, c.priority, 'runnable', c.step, c.state,
                            c.last_error, 0, c.max_attempts, COALESCE($2::timestamptz, now()), c.parent_id,
                            c.concurrency_key, c.correlation_key,
@@ -284,7 +303,8 @@ public final class AdminSql {
                            c.gate_name, c.gate_shard, c.rate_limit, c.rate_weight, c.rate_partition,
                            EXISTS (SELECT 1 FROM {history} k WHERE k.parent_id = c.id)
                                OR EXISTS (SELECT 1 FROM {instances} k WHERE k.parent_id = c.id),
-                           c.inserted_at, now(), c.trace_context, c.trace_last, c.fairness_key
+                           c.inserted_at, now(), c.trace_context, c.trace_last, c.fairness_key,
+                           c.window_name, c.window_weight, c.window_partition
                       FROM cand c
                      ORDER BY c.id
                     ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING
@@ -621,6 +641,19 @@ public final class AdminSql {
                 .concatMap(result -> result.map(row -> new RateBucket(row.get("name", String.class),
                         row.get("partition_key", String.class), row.get("tokens", Double.class),
                         row.get("burst", Integer.class), row.get("refilled_at", Instant.class)))))
+                .onErrorMap(Errors::translate);
+    }
+
+    /** {@link #windows}: at most {@code limit} partitions, with the limits of {@code windows}. */
+    public Flux<dev.durable.admin.WindowUsage> windows(Collection<Limits.Window> windows, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(this.windows)
+                        .bind(0, windows.stream().map(Limits.Window::name).toArray(String[]::new))
+                        .bind(1, windows.stream().map(Limits.Window::limit).toArray(Integer[]::new))
+                        .bind(2, limit)
+                        .execute())
+                .concatMap(result -> result.map(row -> new dev.durable.admin.WindowUsage(row.get("name", String.class),
+                        row.get("partition_key", String.class), row.get("used", Integer.class),
+                        row.get("lim", Integer.class)))))
                 .onErrorMap(Errors::translate);
     }
 

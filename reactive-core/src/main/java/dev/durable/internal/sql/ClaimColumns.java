@@ -34,6 +34,7 @@ final class ClaimColumns {
             (extract(epoch FROM i.eligible_at) * 1000000)::bigint AS eligible_micros, i.step,
             i.state::text AS state, i.attempt, i.max_attempts, i.concurrency_key, i.parent_id,
             i.awaited_signals, i.gate_name, i.gate_shard, i.rate_limit, i.rate_weight, i.rate_partition,
+            i.window_name, i.window_weight, i.window_partition,
             i.trace_context, i.trace_last,
             CASE WHEN i.has_signals THEN
                 (SELECT array_agg(ARRAY[s.id::text, s.name, s.payload::text,
@@ -77,6 +78,9 @@ final class ClaimColumns {
                 row.get("rate_limit", String.class),
                 orZero(row.get("rate_weight", Integer.class)),
                 row.get("rate_partition", String.class),
+                row.get("window_name", String.class),
+                orZero(row.get("window_weight", Integer.class)),
+                row.get("window_partition", String.class),
                 row.get("trace_context", String.class),
                 row.get("trace_last", String.class),
                 signalTraces(inbox));

@@ -94,6 +94,9 @@ public final class InstanceSql {
             .text("rate_limit", i -> i.row().rateLimit())
             .integer("rate_weight", i -> i.row().rateWeight())
             .text("rate_partition", i -> i.row().ratePartition())
+            .text("window_name", i -> i.row().window())
+            .integer("window_weight", i -> i.row().windowWeight())
+            .text("window_partition", i -> i.row().windowPartition())
             .text("trace_context", i -> i.row().traceContext())
             .text("fairness_key", i -> i.row().fairnessKey())
             .text("claimer", Insertion::claimer);
@@ -223,13 +226,14 @@ public final class InstanceSql {
                 INSERT INTO {instances} AS i (type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
                                          correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
-                                         rate_partition, fairness_key, status, claimed_by, lease_expires_at, attempt,
+                                         rate_partition, window_name, window_weight, window_partition, fairness_key, status, claimed_by, lease_expires_at, attempt,
                                          trace_context)
                 SELECT u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
                        COALESCE(u.run_at::timestamptz, now() + u.delay_ms * interval '1 millisecond'),
                        u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                        u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
                        u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                       u.window_name, CASE WHEN u.window_name IS NOT NULL THEN u.window_weight END, u.window_partition,
                        u.fairness_key,
                        CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END, u.claimer,
                        CASE WHEN u.claimer IS NOT NULL THEN now() + $%d * interval '1 millisecond' END,
@@ -252,7 +256,7 @@ public final class InstanceSql {
                     INSERT INTO {instances} AS i (id, type, type_version, queue, priority, step, state, max_attempts,
                                              eligible_at, parent_id, concurrency_key, correlation_key,
                                              correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
-                                             rate_partition, fairness_key, status, claimed_by, lease_expires_at, attempt,
+                                             rate_partition, window_name, window_weight, window_partition, fairness_key, status, claimed_by, lease_expires_at, attempt,
                                              trace_context)
                     SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb,
                            u.max_attempts,
@@ -260,6 +264,7 @@ public final class InstanceSql {
                            u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                            u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
                            u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                           u.window_name, CASE WHEN u.window_name IS NOT NULL THEN u.window_weight END, u.window_partition,
                            u.fairness_key,
                            u.first_status, u.claimer,
                            CASE WHEN u.claimer IS NOT NULL THEN now() + $%d * interval '1 millisecond' END,
@@ -290,12 +295,13 @@ public final class InstanceSql {
                 INSERT INTO {instances} AS i (id, type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
                                          correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
-                                         rate_partition, fairness_key, status, claimed_by, lease_expires_at, attempt,
+                                         rate_partition, window_name, window_weight, window_partition, fairness_key, status, claimed_by, lease_expires_at, attempt,
                                          debounce_until, trace_context)
                 SELECT u.new_id, u.type, u.type_version, u.queue, u.priority, u.step, u.state::jsonb, u.max_attempts,
                        u.run_time, u.parent_id, u.concurrency_key, u.correlation_key, string_to_array(u.occupied, ','),
                        u.gate, CASE WHEN u.gate IS NOT NULL THEN floor(random() * u.gate_shards)::int END,
                        u.rate_limit, CASE WHEN u.rate_limit IS NOT NULL THEN u.rate_weight END, u.rate_partition,
+                       u.window_name, CASE WHEN u.window_name IS NOT NULL THEN u.window_weight END, u.window_partition,
                        u.fairness_key,
                        u.first_status, u.claimer,
                        CASE WHEN u.claimer IS NOT NULL THEN now() + $%d * interval '1 millisecond' END,
@@ -365,7 +371,8 @@ public final class InstanceSql {
                         'gate_name', EXCLUDED.gate_name, 'gate_shard', EXCLUDED.gate_shard,
                         'rate_limit', EXCLUDED.rate_limit, 'rate_weight', EXCLUDED.rate_weight,
                         'rate_partition', EXCLUDED.rate_partition, 'trace_context', EXCLUDED.trace_context,
-                        'fairness_key', EXCLUDED.fairness_key) END,
+                        'fairness_key', EXCLUDED.fairness_key, 'window_name', EXCLUDED.window_name,
+                        'window_weight', EXCLUDED.window_weight, 'window_partition', EXCLUDED.window_partition) END,
                     updated_at = CASE WHEN %2$s THEN i.updated_at ELSE now() END
                 """.formatted(fresh, settled, debounced.formatted("i.debounce_until"), debounced.formatted(followBound),
                         followBound) + returning + """

@@ -82,6 +82,16 @@ public final class LimiterSql {
      */
     private final String takeWindow;
 
+    /**
+     * An inline step's bucket and window at once, all or nothing: $3 tokens of bucket $1 (partition
+     * $2, burst $4, $5 a second) and $8 of window $6 (partition $7, slot length $9 ms, limit $10). The
+     * window row is locked and read first; the bucket is drawn only when the window has room, and the
+     * window counted only when the bucket afforded the tokens. Returns one row when both took. Index:
+     * the buckets' and windows' primary keys. Locks: the window row, then the bucket row (the pick's
+     * order is the reverse only for rows it skip-locks, so neither waits on the other in a cycle).
+     */
+    private final String drawStacked;
+
     private final Db db;
 
     public LimiterSql(Db db, Tables tables) {
@@ -102,6 +112,38 @@ public final class LimiterSql {
                          WHERE u.s > {slot} - {ring}) + $3 <= $5
                 RETURNING w.name""").replace("{position}", position).replace("{slot}", slot)
                 .replace("{ring}", Integer.toString(ring));
+        String wslot = "floor(extract(epoch FROM now()) * 1000 / $9::bigint)::bigint";
+        String wposition = "(" + wslot + " % " + ring + ")::int + 1";
+        this.drawStacked = tables.render("""
+                WITH win AS (
+                    SELECT w.slots, w.counts FROM {windows} w WHERE (w.name, w.partition_key) = ($6::text, $7::text)
+                       FOR UPDATE
+                ), room AS (
+                    SELECT coalesce((SELECT sum(u.c) FROM win w, unnest(w.slots, w.counts) AS u(s, c)
+                                      WHERE u.s > {slot} - {ring}), 0) + $8::int <= $10::int AS ok
+                ), drawn AS (
+                    INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
+                    SELECT $1::text, $2::text, $4::float8 - $3::int, now(), $3::int
+                     WHERE $3::int <= $4::float8 AND (SELECT ok FROM room)
+                    ON CONFLICT (name, partition_key) DO UPDATE
+                       SET tokens = {refilled} - $3, taken = $3, refilled_at = greatest(b.refilled_at, now())
+                     WHERE {refilled} >= $3 AND (SELECT ok FROM room)
+                    RETURNING b.name
+                ), counted AS (
+                    INSERT INTO {windows} AS w (name, partition_key, slots, counts, slot_millis)
+                    SELECT $6::text, $7::text, array_fill({slot}, ARRAY[{ring}]),
+                           ARRAY(SELECT CASE WHEN i = {position} THEN $8::int ELSE 0 END FROM generate_series(1, {ring}) i),
+                           $9::bigint
+                     WHERE EXISTS (SELECT 1 FROM drawn) AND $8::int <= $10::int
+                    ON CONFLICT (name, partition_key) DO UPDATE
+                       SET counts[{position}] = CASE WHEN w.slots[{position}] = {slot} THEN w.counts[{position}] ELSE 0 END + $8,
+                           slots[{position}] = {slot}, slot_millis = $9
+                     WHERE (SELECT coalesce(sum(u.c), 0) FROM unnest(w.slots, w.counts) AS u(s, c)
+                             WHERE u.s > {slot} - {ring}) + $8 <= $10
+                    RETURNING w.name
+                )
+                SELECT name FROM counted""").replace("{refilled}", PickSql.REFILLED.formatted("$4::float8", "$5::float8"))
+                .replace("{position}", wposition).replace("{slot}", wslot).replace("{ring}", Integer.toString(ring));
         this.ensureCounter = tables.render("""
                 INSERT INTO {gate_slots} (gate, key, shard, capacity, held, admitted) VALUES ($1, $2, $3, $4, 0, 0)
                 ON CONFLICT (gate, key, shard) DO NOTHING""");
@@ -239,6 +281,17 @@ public final class LimiterSql {
                                 .bind(0, holder).execute())
                         .concatMap(result -> result.getRowsUpdated()))
                 .then();
+    }
+
+    /** Draws an inline step's tokens and window count together (see {@link #drawStacked}); emits whether both took. */
+    public Mono<Boolean> drawStacked(String rateLimit, String partition, int weight, int burst, double ratePerSecond,
+            String window, String windowPartition, int windowWeight, long slotMillis, int limit) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(drawStacked)
+                                .bind(0, rateLimit).bind(1, partition).bind(2, weight).bind(3, burst)
+                                .bind(4, ratePerSecond).bind(5, window).bind(6, windowPartition).bind(7, windowWeight)
+                                .bind(8, slotMillis).bind(9, limit).execute())
+                        .concatMap(result -> result.map(row -> true)))
+                .hasElements();
     }
 
     /** Takes {@code weight} of a sliding window's partition; emits whether it fitted. */

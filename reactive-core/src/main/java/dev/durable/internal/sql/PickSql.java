@@ -79,6 +79,7 @@ public final class PickSql {
                 SELECT c.* FROM priorities s CROSS JOIN LATERAL (
                 SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
+                       c.window_name, COALESCE(c.window_partition, '') AS window_partition, c.window_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
                   FROM {instances} c
                  WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
@@ -171,6 +172,7 @@ public final class PickSql {
                 SELECT c.* FROM fair_quota q CROSS JOIN LATERAL (
                 SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
+                       c.window_name, COALESCE(c.window_partition, '') AS window_partition, c.window_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
                   FROM {instances} c
                  WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
@@ -204,6 +206,7 @@ public final class PickSql {
                  CROSS JOIN LATERAL (
                 SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
+                       c.window_name, COALESCE(c.window_partition, '') AS window_partition, c.window_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
                   FROM {instances} c
                  WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
@@ -225,7 +228,8 @@ public final class PickSql {
                 SELECT * FROM fair_first
                 UNION ALL
                 (SELECT id, type, priority, eligible_at, gate_name, concurrency_key, gate_shard, rate_limit,
-                        rate_partition, rate_weight, ungated_key, fairness_key
+                        rate_partition, rate_weight, window_name, window_partition, window_weight, ungated_key,
+                        fairness_key
                    FROM fair_more
                   ORDER BY finish, fairness_key
                   LIMIT (SELECT slots FROM fair_short))
@@ -320,16 +324,22 @@ public final class PickSql {
                            < %1$s.rate_weight)""";
 
     /**
-     * True when the sliding window of the row aliased {@code %1$s} (a window's name in its rate
-     * slot) cannot take the row's weight on top of what its live slots counted; needs the
-     * {@code wins} CTE. Index: the windows' primary key. Locks: none.
+     * True when the sliding window of the row aliased {@code %1$s} (named in its window slot,
+     * {@code %2$s} = "window", or in its rate slot as before migration 12, "rate") cannot take the row's
+     * weight on top of what its live slots counted; needs the {@code wins} CTE. Index: the windows'
+     * primary key. Locks: none.
      */
     private static final String WINDOW_FULL = """
             EXISTS (SELECT 1 FROM {windows} w JOIN wins x ON x.name = w.name
-                     WHERE w.name = %1$s.rate_limit AND w.partition_key = COALESCE(%1$s.rate_partition, '')
+                     WHERE w.name = %1$s.%2$s_name AND w.partition_key = COALESCE(%1$s.%2$s_partition, '')
                        AND (SELECT coalesce(sum(u.c), 0) FROM unnest(w.slots, w.counts) AS u(s, c)
                              WHERE u.s > floor(extract(epoch FROM now()) * 1000 / x.slot_ms)::bigint - {ring})
-                           + %1$s.rate_weight > x.lim)""";
+                           + %1$s.%2$s_weight > x.lim)""";
+
+    /** What the live slots of window row {@code w} (its {@code wins} row {@code x}) counted. */
+    private static final String WINDOW_USED = """
+            (SELECT coalesce(sum(u.c), 0) FROM unnest(w.slots, w.counts) AS u(s, c)
+              WHERE u.s > floor(extract(epoch FROM now()) * 1000 / x.slot_ms)::bigint - {ring})""";
 
     /**
      * The tokens bucket {@code b} holds now: what it held at its last admission, refilled at the
@@ -372,13 +382,21 @@ public final class PickSql {
      * before the LIMIT, so throttled rows never crowd unrelated work out of a pick. Rows of limits
      * this engine does not know are left for an engine that does. $5-$7 are the gates (name,
      * capacity, shards), $8-$10 the rate limits (name, tokens a second, burst), $11-$12 the known
-     * types and their versions, $13-$15 the sliding windows (name, slot length in ms, limit). A
-     * row's rate slot names a bucket or a window: a window's rows are admitted as a bucket's are (in
-     * urgency order while their cumulative weight fits on top of what the window's live slots
-     * counted), recorded on its row (upserted, in key order, locked by the upsert) in its current
-     * slot; a window known to be full skips its rows before the LIMIT as an empty bucket does. A bucket's clock
-     * only moves forward, so a pick whose transaction started before another's admission cannot
-     * rewind it and over-refill.
+     * types and their versions, $13-$15 the sliding windows (name, slot length in ms, limit).
+     *
+     * <p>A row stacks up to three limits: its gate, its bucket (rate slot) and its window (window slot;
+     * a window named in the rate slot, as rows before migration 12 may, counts as its window,
+     * {@code stacked}). They are checked in that order, each on the rows the previous ones let
+     * through, and nothing is spent until all have answered: the gate counters are locked (skip
+     * locked) and read; then the windows of the seated rows are locked (skip locked) and read, rows
+     * passing in urgency order while their cumulative weight fits on top of what the window's live
+     * slots counted; then only those are offered to their buckets (upserted, tokens taken); then the
+     * rows their bucket admitted are counted on their windows (which this statement holds locked, so
+     * the room it read is still there, with the gate's one exception: a window row a concurrent pick
+     * created first) and on their gate counters. A window or counter locked by another transaction
+     * counts as full for this pick. A window known to be full skips its rows before the LIMIT as an
+     * empty bucket does. A bucket's clock only moves forward, so a pick whose transaction started
+     * before another's admission cannot rewind it and over-refill.
      *
      * <p>A gate counter another transaction holds locked (a concurrent pick or commit on the same
      * shard) is skipped, not waited on: its rows count as held by a full gate for this pick, and
@@ -394,9 +412,10 @@ public final class PickSql {
      *
      * <p>Index: as {@link #pick} (the head of the queue through the pick index too, priority by
      * priority over the same {@code priorities}), plus the primary
-     * keys of the counters and buckets. Locks: the claimed rows (skip locked); the counter rows it
-     * admits on, locked {@code FOR UPDATE SKIP LOCKED} in key order before their upsert; the bucket
-     * rows it upserts, in key order, so two picks lock them in the same order and never deadlock on them.
+     * keys of the counters, windows and buckets. Locks: the claimed rows (skip locked); the counter
+     * and window rows it admits on, locked {@code FOR UPDATE SKIP LOCKED} in key order before their
+     * upsert; the bucket rows it upserts, in key order, so two picks lock them in the same order and
+     * never deadlock on them (the rows it waits for are buckets only).
      */
     private final String pickWithLimits;
 
@@ -498,7 +517,7 @@ public final class PickSql {
                         knownTypes.keySet().stream().map(type -> lowestVersions.getOrDefault(type, 1)))
                 .toArray(Integer[]::new);
         this.pick = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$6", "$5",
-                        "AND c.gate_name IS NULL AND c.rate_limit IS NULL")
+                        "AND c.gate_name IS NULL AND c.rate_limit IS NULL AND c.window_name IS NULL")
                 + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
         this.pickWithLimits = tables.render("""
                 WITH RECURSIVE gates AS (
@@ -510,12 +529,23 @@ public final class PickSql {
                 ),\s""" + CANDIDATES.formatted("$12", "$11",
                 "AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT " + GATE_FULL.formatted("c") + "))\n"
                 + "AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT " + BUCKET_SHORT.formatted("c") + ")\n"
-                + "     OR (c.rate_limit = ANY ($13) AND NOT " + WINDOW_FULL.formatted("c") + "))")
+                + "     OR (c.rate_limit = ANY ($13) AND NOT " + WINDOW_FULL.formatted("c", "rate").replace("c.rate_name", "c.rate_limit") + "))\n"
+                + "AND (c.window_name IS NULL OR (c.window_name = ANY ($13) AND NOT " + WINDOW_FULL.formatted("c", "window") + "))")
                 + """
-                , gate_wanted AS (
+                , stacked AS (
+                    -- A window in the rate slot (rows from before migration 12) is admitted as the row's window.
+                    SELECT o.id, o.type, o.priority, o.eligible_at, o.gate_name, o.concurrency_key, o.gate_shard,
+                           CASE WHEN o.rate_limit = ANY ($13) THEN NULL ELSE o.rate_limit END AS rate_limit,
+                           o.rate_partition, o.rate_weight,
+                           CASE WHEN o.rate_limit = ANY ($13) THEN o.rate_limit ELSE o.window_name END AS window_name,
+                           CASE WHEN o.rate_limit = ANY ($13) THEN o.rate_partition ELSE o.window_partition END
+                               AS window_partition,
+                           CASE WHEN o.rate_limit = ANY ($13) THEN o.rate_weight ELSE o.window_weight END AS window_weight
+                      FROM one_per_key o
+                ), gate_wanted AS (
                     SELECT o.*, row_number() OVER (PARTITION BY o.gate_name, o.concurrency_key, o.gate_shard
                                                    ORDER BY o.priority, o.eligible_at, o.id) AS gate_rank
-                      FROM one_per_key o
+                      FROM stacked o
                 ), gate_locked AS (
                     SELECT s.gate, s.key, s.shard, s.held FROM {gate_slots} s
                      WHERE (s.gate, s.key, s.shard) IN (SELECT gate_name, concurrency_key, gate_shard FROM gate_wanted)
@@ -535,11 +565,32 @@ public final class PickSql {
                      CROSS JOIN LATERAL (SELECT g.capacity / g.shards
                                                 + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
                                                 AS capacity) cap
+                ), window_wanted AS (
+                    SELECT c.*, sum(c.window_weight) OVER (PARTITION BY c.window_name, c.window_partition
+                                                           ORDER BY c.priority, c.eligible_at, c.id) AS window_cum
+                      FROM gate_checked c
+                     WHERE c.gate_ok
+                ), window_locked AS (
+                    SELECT w.name, w.partition_key, w.slots, w.counts FROM {windows} w
+                     WHERE (w.name, w.partition_key) IN (SELECT window_name, window_partition FROM window_wanted)
+                     ORDER BY w.name, w.partition_key
+                       FOR UPDATE OF w SKIP LOCKED
+                ), window_checked AS (
+                    SELECT v.*, CASE
+                               WHEN v.window_name IS NULL THEN true
+                               WHEN w.name IS NOT NULL THEN v.window_cum <= x.lim - {window_used}
+                               WHEN NOT EXISTS (SELECT 1 FROM {windows} e
+                                                 WHERE (e.name, e.partition_key) = (v.window_name, v.window_partition))
+                                    THEN v.window_cum <= x.lim
+                               ELSE false END AS window_ok
+                      FROM window_wanted v
+                      LEFT JOIN window_locked w ON (w.name, w.partition_key) = (v.window_name, v.window_partition)
+                      LEFT JOIN wins x ON x.name = v.window_name
                 ), rate_wanted AS (
                     SELECT c.*, sum(c.rate_weight) OVER (PARTITION BY c.rate_limit, c.rate_partition
                                                          ORDER BY c.priority, c.eligible_at, c.id) AS rate_cum
-                      FROM gate_checked c
-                     WHERE c.gate_ok
+                      FROM window_checked c
+                     WHERE c.window_ok
                 ), rate_taken AS (
                     INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
                     SELECT w.rate_limit, w.rate_partition,
@@ -561,17 +612,23 @@ public final class PickSql {
                                   AND w.rate_cum <= {refilled}), 0),
                            refilled_at = greatest(b.refilled_at, now())
                     RETURNING b.name, b.partition_key, b.taken
+                ), rate_passed AS (
+                    SELECT w.*, sum(w.window_weight) OVER (PARTITION BY w.window_name, w.window_partition
+                                                           ORDER BY w.priority, w.eligible_at, w.id) AS window_fit
+                      FROM rate_wanted w
+                      LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
+                     WHERE w.rate_limit IS NULL OR w.rate_cum <= t.taken
                 ), window_taken AS (
                     INSERT INTO {windows} AS w (name, partition_key, slots, counts, slot_millis, taken)
                     SELECT g.name, g.partition_key, array_fill(g.slot, ARRAY[{ring}]),
                            ARRAY(SELECT CASE WHEN i = (g.slot % {ring})::int + 1 THEN g.fits ELSE 0 END
                                    FROM generate_series(1, {ring}) i),
                            g.slot_ms, g.fits
-                      FROM (SELECT v.rate_limit AS name, v.rate_partition AS partition_key, x.slot_ms,
+                      FROM (SELECT v.window_name AS name, v.window_partition AS partition_key, x.slot_ms,
                                    floor(extract(epoch FROM now()) * 1000 / x.slot_ms)::bigint AS slot,
-                                   coalesce(max(v.rate_cum) FILTER (WHERE v.rate_cum <= x.lim), 0)::int AS fits
-                              FROM rate_wanted v JOIN wins x ON x.name = v.rate_limit
-                             GROUP BY v.rate_limit, v.rate_partition, x.slot_ms, x.lim) g
+                                   coalesce(max(v.window_fit) FILTER (WHERE v.window_fit <= x.lim), 0)::int AS fits
+                              FROM rate_passed v JOIN wins x ON x.name = v.window_name
+                             GROUP BY v.window_name, v.window_partition, x.slot_ms, x.lim) g
                      ORDER BY g.name, g.partition_key
                     ON CONFLICT (name, partition_key) DO UPDATE
                        SET taken = {fits},
@@ -581,12 +638,11 @@ public final class PickSql {
                            slot_millis = EXCLUDED.slot_millis
                     RETURNING w.name, w.partition_key, w.taken
                 ), rate_admitted AS (
-                    SELECT w.*, row_number() OVER (PARTITION BY w.gate_name, w.concurrency_key, w.gate_shard
-                                                   ORDER BY w.priority, w.eligible_at, w.id) AS slot_rank
-                      FROM rate_wanted w
-                      LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
-                      LEFT JOIN window_taken wt ON wt.name = w.rate_limit AND wt.partition_key = w.rate_partition
-                     WHERE w.rate_limit IS NULL OR w.rate_cum <= coalesce(t.taken, wt.taken)
+                    SELECT p.*, row_number() OVER (PARTITION BY p.gate_name, p.concurrency_key, p.gate_shard
+                                                   ORDER BY p.priority, p.eligible_at, p.id) AS slot_rank
+                      FROM rate_passed p
+                      LEFT JOIN window_taken wt ON wt.name = p.window_name AND wt.partition_key = p.window_partition
+                     WHERE p.window_name IS NULL OR p.window_fit <= wt.taken
                 ), gate_taken AS (
                     INSERT INTO {gate_slots} AS s (gate, key, shard, capacity, held, admitted)
                     SELECT a.gate_name, a.concurrency_key, a.gate_shard, a.gate_capacity,
@@ -607,8 +663,9 @@ public final class PickSql {
                 ), peek AS (
                     SELECT p.id, p.type,
                 """ + "p.gate_name IS NOT NULL AND " + GATE_FULL.formatted("p") + " AS gate_full,\n"
-                + "p.rate_limit IS NOT NULL AND (" + BUCKET_SHORT.formatted("p") + " OR " + WINDOW_FULL.formatted("p")
-                + ") AS rate_short\n" + """
+                + "(p.rate_limit IS NOT NULL AND (" + BUCKET_SHORT.formatted("p") + " OR "
+                + WINDOW_FULL.formatted("p", "rate").replace("p.rate_name", "p.rate_limit") + ")\n"
+                + " OR p.window_name IS NOT NULL AND " + WINDOW_FULL.formatted("p", "window") + ") AS rate_short\n" + """
                       FROM priorities s CROSS JOIN LATERAL (
                            SELECT * FROM {instances} p
                             WHERE p.queue = $1 AND p.priority = s.priority AND p.status = 'runnable'
@@ -623,8 +680,13 @@ public final class PickSql {
                     UNION ALL
                     SELECT 'rate', w.id, w.type FROM rate_wanted w
                       LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
-                      LEFT JOIN window_taken wt ON wt.name = w.rate_limit AND wt.partition_key = w.rate_partition
-                     WHERE w.rate_limit IS NOT NULL AND w.rate_cum > coalesce(t.taken, wt.taken, 0)
+                     WHERE w.rate_limit IS NOT NULL AND w.rate_cum > coalesce(t.taken, 0)
+                    UNION ALL
+                    SELECT 'rate', v.id, v.type FROM window_checked v WHERE NOT v.window_ok
+                    UNION ALL
+                    SELECT 'rate', p.id, p.type FROM rate_passed p
+                      LEFT JOIN window_taken wt ON wt.name = p.window_name AND wt.partition_key = p.window_partition
+                     WHERE p.window_name IS NOT NULL AND p.window_fit > coalesce(wt.taken, 0)
                     UNION ALL
                     SELECT 'gate', c.id, c.type FROM gate_checked c WHERE NOT c.gate_ok
                     UNION ALL
@@ -645,21 +707,25 @@ public final class PickSql {
                 SELECT claimed.*, throttled.* FROM throttled LEFT JOIN claimed ON true""")
                 .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"))
                 .replace("{fits}", """
-                        coalesce((SELECT max(v.rate_cum) FROM rate_wanted v, wins x
-                                   WHERE v.rate_limit = w.name AND v.rate_partition = w.partition_key AND x.name = w.name
-                                     AND v.rate_cum <= x.lim - (SELECT coalesce(sum(u.c), 0)
+                        coalesce((SELECT max(v.window_fit) FROM rate_passed v, wins x
+                                   WHERE v.window_name = w.name AND v.window_partition = w.partition_key AND x.name = w.name
+                                     AND v.window_fit <= x.lim - (SELECT coalesce(sum(u.c), 0)
                                                                   FROM unnest(w.slots, w.counts) AS u(s, c)
                                                                  WHERE u.s > EXCLUDED.slots[1] - {ring})), 0)::int""")
                 .replace("{pos}", "(EXCLUDED.slots[1] % {ring})::int + 1")
+                .replace("{window_used}", WINDOW_USED.strip())
                 .replace("{ring}", Integer.toString(Limits.Window.SLOTS + 1));
         this.lockCandidates = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$8", "$7", """
                        AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
                             (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
                        AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
-                            (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))""") + """
+                            (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))
+                       AND (c.window_name IS NULL OR (c.window_name = ANY ($4) AND NOT (
+                            (c.window_name || chr(31) || COALESCE(c.window_partition, '')) = ANY ($6))))""") + """
 
                 SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
-                       concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight
+                       concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight, window_name, window_partition,
+                       window_weight
                   FROM one_per_key""");
         this.claimLocked = tables.render("""
                 UPDATE {instances} i
@@ -668,7 +734,7 @@ public final class PickSql {
                  WHERE i.id = ANY($1) AND i.status = 'runnable'
                 RETURNING\s""" + ClaimColumns.SELECT);
         this.fairPick = tables.render("WITH RECURSIVE " + FAIR_CANDIDATES.formatted("$6", "$5",
-                        "AND c.gate_name IS NULL AND c.rate_limit IS NULL", 7, 8, 9)
+                        "AND c.gate_name IS NULL AND c.rate_limit IS NULL AND c.window_name IS NULL", 7, 8, 9)
                 + FAIR_MOVES.formatted("one_per_key")
                 + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
         this.keysInLine = tables.render("SELECT fairness_key, weight FROM {fair_keys} WHERE queue = $1 AND active"
@@ -872,6 +938,7 @@ public final class PickSql {
                 row.get("eligible_micros", Long.class), row.get("gate_name", String.class),
                 row.get("concurrency_key", String.class), ClaimColumns.orZero(row.get("gate_shard", Integer.class)),
                 row.get("rate_limit", String.class), row.get("rate_partition", String.class),
-                ClaimColumns.orZero(row.get("rate_weight", Integer.class)));
+                ClaimColumns.orZero(row.get("rate_weight", Integer.class)), row.get("window_name", String.class),
+                row.get("window_partition", String.class), ClaimColumns.orZero(row.get("window_weight", Integer.class)));
     }
 }

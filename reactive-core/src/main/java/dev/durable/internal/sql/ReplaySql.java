@@ -131,7 +131,8 @@ public final class ReplaySql {
                                              attempt, max_attempts, eligible_at, parent_id, concurrency_key,
                                              correlation_key, correlation_statuses, gate_name, gate_shard,
                                              rate_limit, rate_weight, rate_partition, has_children, inserted_at,
-                                             updated_at, trace_context, trace_last, fairness_key)
+                                             updated_at, trace_context, trace_last, fairness_key,
+                                             window_name, window_weight, window_partition)
                     SELECT h.id, h.type, o.start_version, h.queue, h.priority, 'runnable', $2, o.start_state, 0,
                            h.max_attempts, now(), h.parent_id, h.concurrency_key, h.correlation_key,
                            CASE WHEN h.correlation_key IS NOT NULL THEN $7::text[] END,
@@ -139,7 +140,7 @@ public final class ReplaySql {
                            EXISTS (SELECT 1 FROM {history} k WHERE k.parent_id = h.id)
                                OR EXISTS (SELECT 1 FROM {instances} k WHERE k.parent_id = h.id),
                            h.inserted_at, now(), h.trace_context, h.trace_last,
-                           h.fairness_key
+                           h.fairness_key, h.window_name, h.window_weight, h.window_partition
                       FROM ok o JOIN hist h ON h.id = o.id
                     ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING
                     RETURNING i.id, i.queue
@@ -175,10 +176,12 @@ public final class ReplaySql {
                 ), made AS (
                     INSERT INTO {instances} AS i (type, type_version, queue, priority, status, step, state,
                                              max_attempts, concurrency_key, gate_name, gate_shard, rate_limit,
-                                             rate_weight, rate_partition, trace_context, trace_last, fairness_key)
+                                             rate_weight, rate_partition, window_name, window_weight,
+                                             window_partition, trace_context, trace_last, fairness_key)
                     SELECT o.type, o.start_version, o.queue, o.priority, 'runnable', $2, o.start_state,
                            o.max_attempts, o.concurrency_key, o.gate_name, o.gate_shard, o.rate_limit,
-                           o.rate_weight, o.rate_partition, o.trace_context, o.trace_last,
+                           o.rate_weight, o.rate_partition, o.window_name, o.window_weight, o.window_partition,
+                           o.trace_context, o.trace_last,
                            -- the source's tenant (the view has no fairness key: read from its table)
                            (SELECT k.fairness_key FROM {instances} k WHERE k.id = $1
                              UNION ALL

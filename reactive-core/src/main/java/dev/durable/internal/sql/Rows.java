@@ -37,6 +37,9 @@ public final class Rows {
             @Nullable String rateLimit,
             int rateWeight,
             @Nullable String ratePartition,
+            @Nullable String window,
+            int windowWeight,
+            @Nullable String windowPartition,
             @Nullable String fairnessKey,
             ConflictPolicy onConflict,
             @Nullable String traceContext) {
@@ -45,7 +48,7 @@ public final class Rows {
         public NewInstance withOnConflict(ConflictPolicy policy) {
             return new NewInstance(type, typeVersion, queue, priority, step, stateJson, maxAttempts, runAt, delayMillis,
                     parentId, concurrencyKey, correlationKey, occupiedStatuses, gate, gateShards, rateLimit, rateWeight,
-                    ratePartition, fairnessKey, policy, traceContext);
+                    ratePartition, window, windowWeight, windowPartition, fairnessKey, policy, traceContext);
         }
 
         /** Whether the row goes in under a policy other than reject (skip, replace, debounce). */
@@ -59,9 +62,9 @@ public final class Rows {
             return kind == ConflictPolicy.Kind.REPLACE || kind == ConflictPolicy.Kind.DEBOUNCE;
         }
 
-        /** Whether a gate or a rate limit admits this row. */
+        /** Whether a gate, a rate limit or a window admits this row. */
         public boolean limited() {
-            return gate != null || rateLimit != null;
+            return gate != null || rateLimit != null || window != null;
         }
     }
 
@@ -92,6 +95,9 @@ public final class Rows {
             @Nullable String rateLimit,
             int rateWeight,
             @Nullable String ratePartition,
+            @Nullable String window,
+            int windowWeight,
+            @Nullable String windowPartition,
             @Nullable String traceContext,
             @Nullable String traceLast,
             Map<Long, String> signalTraces) {
@@ -111,13 +117,13 @@ public final class Rows {
                 @Nullable String rateLimit, int rateWeight, @Nullable String ratePartition) {
             this(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson, attempt, maxAttempts,
                     concurrencyKey, parentId, awaitedSignals, inbox, children, gateName, gateShard, rateLimit,
-                    rateWeight, ratePartition, null, null, Map.of());
+                    rateWeight, ratePartition, null, 0, null, null, null, Map.of());
         }
 
         /**
          * The same claim going on inline with {@code step}: what the commit of an inline {@code next}
          * left on the row (attempt 1 of the new step, the key it now holds, its gate and rate limit
-         * kept or left), the inbox less the signals that commit consumed, and the span context of the
+         * kept or left, its window kept: a window stays with the instance), the inbox less the signals that commit consumed, and the span context of the
          * run that went on ({@code traceLast}: the next run links to it).
          */
         public ClaimedRow continuedAs(String step, @Nullable String stateJson, @Nullable String concurrencyKey,
@@ -126,24 +132,27 @@ public final class Rows {
                     1, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(),
                     keepsGate ? gateName : null, keepsGate ? gateShard : 0,
                     keepsRateLimit ? rateLimit : null, keepsRateLimit ? rateWeight : 0,
-                    keepsRateLimit ? ratePartition : null, traceContext, traceLast, signalTraces);
+                    keepsRateLimit ? ratePartition : null, window, windowWeight, windowPartition, traceContext, traceLast,
+                    signalTraces);
         }
 
         /** The same claim after a migration wrote {@code typeVersion}, {@code step} and {@code stateJson} onto its row. */
         public ClaimedRow migratedTo(int typeVersion, String step, @Nullable String stateJson) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
                     attempt, maxAttempts, concurrencyKey, parentId, awaitedSignals, inbox, children, gateName, gateShard,
-                    rateLimit, rateWeight, ratePartition, traceContext, traceLast, signalTraces);
+                    rateLimit, rateWeight, ratePartition, window, windowWeight, windowPartition, traceContext, traceLast,
+                    signalTraces);
         }
     }
 
     /** A row a pick locked but has not claimed yet, with its limits, for the limiter to admit. */
     public record Candidate(long id, String type, int priority, long eligibleMicros, @Nullable String gateName,
             @Nullable String concurrencyKey, int gateShard, @Nullable String rateLimit,
-            @Nullable String ratePartition, int rateWeight) {
+            @Nullable String ratePartition, int rateWeight, @Nullable String window,
+            @Nullable String windowPartition, int windowWeight) {
 
         public boolean limited() {
-            return gateName != null || rateLimit != null;
+            return gateName != null || rateLimit != null || window != null;
         }
     }
 

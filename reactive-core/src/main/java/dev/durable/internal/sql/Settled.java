@@ -17,7 +17,7 @@ final class Settled {
     private static final String COLUMNS = "id, type, type_version, queue, priority, status, step, state, result,"
             + " last_error, attempt, max_attempts, eligible_at, parent_id, concurrency_key, correlation_key,"
             + " inserted_at, signals, gate_name, gate_shard, rate_limit, rate_weight, rate_partition, trace_context,"
-            + " trace_last, fairness_key";
+            + " trace_last, fairness_key, window_name, window_weight, window_partition";
 
     private Settled() {
     }
@@ -59,7 +59,8 @@ final class Settled {
                                    WHERE s.instance_id = i.id AND s.consumed_at IS NOT NULL ORDER BY s.id)
                               END AS signals,
                               i.gate_name, i.gate_shard, i.rate_limit, i.rate_weight, i.rate_partition,
-                              i.trace_context, %s AS trace_last, i.fairness_key, i.has_signals
+                              i.trace_context, %s AS trace_last, i.fairness_key,
+                              i.window_name, i.window_weight, i.window_partition, i.has_signals
                 ), archived AS (
                     INSERT INTO {history} (%s) SELECT %s FROM moved
                 ), forgotten AS (

@@ -96,7 +96,7 @@ class HotPlansIT {
             String key = i <= 48 ? "key-" + (i * 7) : "free-" + i;
             ConflictPolicy policy = i > 48 && i % 4 == 0 ? ConflictPolicy.reject() : policies.get(i % 3);
             rows.add(new InstanceSql.Insertion(new Rows.NewInstance("t", 1, "q", 0, "run", "\"x\"", 5, null, 0, null,
-                    null, key, "awaiting_children,awaiting_signal,executing,runnable", null, 0, null, 1, null, null, policy, null),
+                    null, key, "awaiting_children,awaiting_signal,executing,runnable", null, 0, null, 1, null, null, 1, null, null, policy, null),
                     null));
         }
         Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);

@@ -189,6 +189,27 @@ public final class LimiterScripts {
             """;
 
     /**
+     * As {@link #WINDOW_TAKE}, and after the flags a ':' and the slot it counted in, so that a
+     * caller can give counts back there ({@link #WINDOW_GIVE_BACK}).
+     */
+    public static final String WINDOW_TAKE_AT = WINDOW_TAKE.replace("return table.concat(out)",
+            "return table.concat(out) .. ':' .. string.format('%d', slot)");
+
+    /**
+     * Gives back ARGV[2] of the count of slot ARGV[1] of window KEYS[1] (a stacked claim's bucket refused
+     * it after its window counted it): never below zero, nothing when the slot has aged out. Returns
+     * what is left in the slot.
+     */
+    public static final String WINDOW_GIVE_BACK = """
+            local left = redis.call('HINCRBY', KEYS[1], ARGV[1], -tonumber(ARGV[2]))
+            if left <= 0 then
+                redis.call('HDEL', KEYS[1], ARGV[1])
+                return 0
+            end
+            return left
+            """;
+
+    /**
      * Takes tokens from a bucket, with the PostgreSQL limiter's semantics. KEYS[1]: the bucket, a
      * hash of tokens and the time they were counted at. ARGV: tokens a second, burst, then the
      * weights of the claims in urgency order. A new bucket starts full; tokens flow in at the rate

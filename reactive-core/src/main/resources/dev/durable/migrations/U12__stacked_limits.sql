@@ -1,0 +1,40 @@
+-- Undo of version 12: the windows are dropped with their columns.
+-- The follow-up trigger's function as migration 10 made it.
+CREATE OR REPLACE FUNCTION durable_follow_up() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO durable_instances (id, type, type_version, queue, priority, step, state, max_attempts, eligible_at,
+                                   concurrency_key, correlation_key, correlation_statuses, gate_name, gate_shard,
+                                   rate_limit, rate_weight, rate_partition, debounce_until, trace_context,
+                                   fairness_key)
+    SELECT (f->>'id')::bigint, f->>'type', (f->>'type_version')::int, f->>'queue', (f->>'priority')::int,
+           f->>'step', NULLIF(f->'state', 'null'::jsonb), (f->>'max_attempts')::int,
+           (f->>'eligible_at')::timestamptz, f->>'concurrency_key', f->>'correlation_key',
+           ARRAY(SELECT jsonb_array_elements_text(f->'correlation_statuses')),
+           f->>'gate_name', (f->>'gate_shard')::int, f->>'rate_limit', (f->>'rate_weight')::int,
+           f->>'rate_partition', (f->>'debounce_until')::timestamptz, f->>'trace_context', f->>'fairness_key'
+      FROM (SELECT OLD.follow_up AS f) x
+    ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO NOTHING;
+    RETURN NULL;
+END
+$$;
+-- The view as migration 9 made it (a view's columns cannot be dropped: it is made again).
+DROP VIEW IF EXISTS durable_instances_all;
+CREATE VIEW durable_instances_all AS
+SELECT id, type, type_version, queue, priority, status, step, state, result, last_error, attempt, max_attempts,
+       eligible_at, awaited_signals, await_deadline, parent_id, children_pending, concurrency_key, gate_name,
+       gate_shard, rate_limit, rate_weight, rate_partition, correlation_key, correlation_statuses, correlation_slot,
+       claimed_by, lease_expires_at, cancel_requested, has_signals, has_children, inserted_at, updated_at,
+       trace_context, trace_last
+  FROM durable_instances
+UNION ALL
+SELECT id, type, type_version, queue, priority, status, step, state, result, last_error, attempt, max_attempts,
+       eligible_at, NULL, NULL, parent_id, 0, concurrency_key, gate_name,
+       gate_shard, rate_limit, rate_weight, rate_partition, correlation_key, NULL, NULL,
+       NULL, NULL, false, false, false, inserted_at, settled_at,
+       trace_context, trace_last
+  FROM durable_history;
+ALTER TABLE durable_instances DROP COLUMN IF EXISTS window_name, DROP COLUMN IF EXISTS window_weight,
+                              DROP COLUMN IF EXISTS window_partition;
+ALTER TABLE durable_history DROP COLUMN IF EXISTS window_name, DROP COLUMN IF EXISTS window_weight,
+                            DROP COLUMN IF EXISTS window_partition;
