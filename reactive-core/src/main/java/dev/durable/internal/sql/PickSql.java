@@ -247,10 +247,11 @@ public final class PickSql {
      * due; with none it parks, to be walked once more a second later (a row a concurrent transaction
      * inserted while the key looked active is found then), then for good until a row of it becomes
      * runnable (trigger of migration 10). A woken key without a quota becomes active. Index: the fair
-     * keys' primary key; the fair pick index for the look. Locks: the served keys' rows, in key order
-     * (every pick takes them in that order; a deadlock with anything else is retried as a pick's),
-     * then the other walked keys' rows, skip locked: parking and waking are left to the next pick
-     * rather than wait, e.g. for a caller's transaction whose insert is activating the key.
+     * keys' primary key; the fair pick index for the look. Locks: the walked keys' rows, in key order,
+     * skip locked: the pick never waits on a key row, e.g. one a caller's open transaction holds
+     * while its insert activates the key (a pick would stall the queue behind it, or deadlock with a
+     * batch insert activating keys in another order). A key skipped so keeps its pass (its claims of
+     * this pick go uncounted) and parking and waking are left to the next pick.
      */
     private static final String FAIR_MOVES = """
             , fair_served AS (
@@ -269,20 +270,11 @@ public final class PickSql {
                  WHERE s.served = 0 AND s.quota > 0
                 UNION ALL
                 SELECT s.*, NULL FROM fair_served s WHERE s.served > 0 OR (s.quota = 0 AND NOT s.was_active)
-            ), fair_locked_served AS (
+            ), fair_locked AS (
                 SELECT k.fairness_key FROM {fair_keys} k
-                 WHERE k.queue = $1 AND k.fairness_key IN (SELECT fairness_key FROM fair_looked WHERE served > 0)
-                 ORDER BY k.fairness_key
-                   FOR UPDATE OF k
-            ), fair_locked_rest AS (
-                SELECT k.fairness_key FROM {fair_keys} k
-                 WHERE k.queue = $1 AND k.fairness_key IN (SELECT fairness_key FROM fair_looked WHERE served = 0)
+                 WHERE k.queue = $1 AND k.fairness_key IN (SELECT fairness_key FROM fair_looked)
                  ORDER BY k.fairness_key
                    FOR UPDATE OF k SKIP LOCKED
-            ), fair_locked AS (
-                SELECT fairness_key FROM fair_locked_served
-                UNION ALL
-                SELECT fairness_key FROM fair_locked_rest
             ), fair_moved AS (
                 UPDATE {fair_keys} k
                    SET pass = CASE WHEN l.served > 0 THEN CASE WHEN k.active THEN k.pass ELSE greatest(k.pass, l.pass) END
