@@ -6,7 +6,10 @@ import static dev.durable.FairnessIT.picks;
 import static dev.durable.FairnessIT.share;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.durable.internal.Db;
+import dev.durable.internal.sql.FairSql;
 import dev.durable.internal.sql.PickSql;
+import dev.durable.internal.sql.Tables;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
@@ -57,6 +60,113 @@ class FairRepairIT {
             assertThat(claimed.stream().filter(row -> "p".equals(keyOf(db, row.id())))).hasSize(1);
         } finally {
             Mono.from(holder.rollbackTransaction()).then(Mono.from(holder.close())).block(WAIT);
+        }
+    }
+
+    @Test
+    void aKeyParkedWhileAnOpenTransactionHeldItsRowIsHealedAndTheRowRuns(TestDatabase db) {
+        PickSql picks = picks(db);
+        PickSql.FairShare weights = share(Map.of(), 1);
+        FairSql fair = new FairSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()));
+        insert(db, "strand", "k", 1);
+        assertThat(picks.pick("strand", 5, "w", 60_000, weights).block(WAIT).rows()).hasSize(1);
+        Connection holder = Mono.from(db.connectionFactory().create()).block(WAIT);
+        try {
+            // The key is active: the insert's trigger leaves it alone, and the row stays invisible.
+            begin(holder);
+            execute(holder, "INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, fairness_key)"
+                    + " VALUES ('t', 'strand', 'run', 5, 'k')");
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (!parkedForGood(db, "strand", "k") && System.nanoTime() < deadline) {
+                assertThat(picks.pick("strand", 5, "w", 60_000, weights).block(WAIT).rows()).isEmpty();
+                sleep(Duration.ofMillis(200));
+            }
+            assertThat(parkedForGood(db, "strand", "k")).isTrue();
+            Mono.from(holder.commitTransaction()).block(WAIT);
+        } finally {
+            Mono.from(holder.close()).block(WAIT);
+        }
+        assertThat(picks.pick("strand", 5, "w", 60_000, weights).block(WAIT).rows()).as("stranded").isEmpty();
+
+        FairSql.Healed healed = fair.heal(100, "", "", WAIT).block(WAIT);
+        assertThat(healed.woken()).isEqualTo(1);
+        assertThat(picks.pick("strand", 5, "w", 60_000, weights).block(WAIT).rows()).hasSize(1);
+    }
+
+    @Test
+    void theHealerWalksParkedKeysInBatchesAndWakesOnlyThoseWithRows(TestDatabase db) {
+        picks(db);
+        FairSql fair = new FairSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()));
+        db.execute("INSERT INTO \"" + db.schema() + "\".durable_fair_keys (queue, fairness_key, pass, active)"
+                + " SELECT 'walk', 'idle-' || lpad(g::text, 4, '0'), 0, false FROM generate_series(1, 250) g");
+        // Rows of two parked keys (inserted with the trigger off, as if committed after the parking).
+        db.execute("ALTER TABLE " + instances(db) + " DISABLE TRIGGER durable_fair_inserted");
+        insert(db, "walk", "idle-0007", 2);
+        insert(db, "walk", "idle-0200", 1);
+        db.execute("ALTER TABLE " + instances(db) + " ENABLE TRIGGER durable_fair_inserted");
+        long woken = 0;
+        String queue = "";
+        String key = "";
+        int batches = 0;
+        while (true) {
+            FairSql.Healed healed = fair.heal(100, queue, key, WAIT).block(WAIT);
+            batches++;
+            woken += healed.woken();
+            if (healed.scanned() < 100) {
+                break;
+            }
+            queue = healed.lastQueue();
+            key = healed.lastKey();
+        }
+        assertThat(batches).isEqualTo(3);
+        assertThat(woken).isEqualTo(2);
+        assertThat(Sql.query(db, "SELECT fairness_key FROM {schema}.durable_fair_keys WHERE queue = 'walk' AND active"
+                + " ORDER BY 1", row -> row.get(0, String.class))).containsExactly("idle-0007", "idle-0200");
+    }
+
+    @Test
+    void keylessRowsQueuedBeforeTheQueueWasFairRun(TestDatabase db) {
+        picks(db);
+        JobDefinition<String, String> echo = JobDefinition.of("echo", String.class, (String s) -> Mono.just(s))
+                .queue("late-fair");
+        DurableEngine unfair = DurableEngine.builder(db.engineOptions().build()).register(echo).build();
+        List<Long> ids = new ArrayList<>();
+        try {
+            unfair.start().block(WAIT);
+            for (int i = 0; i < 30; i++) {
+                ids.add(unfair.insert(JobRequest.of("echo", "x" + i)).block(WAIT));
+            }
+        } finally {
+            unfair.closeLater().block(WAIT);
+        }
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_instances WHERE queue = 'late-fair'"
+                + " AND fairness_key IS NULL AND status = 'runnable'", row -> row.get(0, Long.class))).containsExactly(30L);
+        DurableEngine engine = DurableEngine.builder(db.engineOptions()
+                        .fairKeyHealer(Maintenance.TaskOptions.every(Duration.ofMillis(100)).withBatchSize(7))
+                        .queue(QueueOptions.builder("late-fair").pollInterval(Duration.ofMillis(50))
+                                .fairness(Fairness.builder().build()).build()).build())
+                .register(echo).build();
+        try {
+            engine.start().block(WAIT);
+            for (long id : ids) {
+                assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            }
+        } finally {
+            engine.closeLater().block(WAIT);
+        }
+    }
+
+    static boolean parkedForGood(TestDatabase db, String queue, String key) {
+        return Sql.query(db, "SELECT NOT active AND wake_at IS NULL FROM {schema}.durable_fair_keys WHERE queue = '"
+                + queue + "' AND fairness_key = '" + key + "'", row -> row.get(0, Boolean.class)).get(0);
+    }
+
+    static void sleep(Duration duration) {
+        try {
+            Thread.sleep(duration.toMillis());
+        } catch (InterruptedException interrupted) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(interrupted);
         }
     }
 
