@@ -156,6 +156,64 @@ class FairRepairIT {
         }
     }
 
+    @Test
+    void rowsWrittenUnderAPerKeyCapRunOnceTheCapIsRemoved(TestDatabase db) {
+        picks(db);
+        JobDefinition<String, String> echo = JobDefinition.of("echo", String.class, (String s) -> Mono.just(s))
+                .queue("uncapped");
+        // The capped engine only inserts: its queue is paused.
+        db.execute("INSERT INTO \"" + db.schema() + "\".durable_queue_pauses (queue) VALUES ('uncapped')");
+        DurableEngine capped = DurableEngine.builder(db.engineOptions()
+                        .queue(QueueOptions.builder("uncapped").pollInterval(Duration.ofMillis(50))
+                                .fairness(Fairness.builder().maxExecutingPerKey(1).build()).build()).build())
+                .register(echo).build();
+        List<Long> ids = new ArrayList<>();
+        try {
+            capped.start().block(WAIT);
+            for (int i = 0; i < 12; i++) {
+                ids.add(capped.insert(JobRequest.of("echo", "x" + i).fairnessKey(i % 2 == 0 ? "a" : "b")).block(WAIT));
+            }
+        } finally {
+            capped.closeLater().block(WAIT);
+        }
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_instances WHERE gate_name = 'fairness.uncapped'",
+                row -> row.get(0, Long.class))).containsExactly(12L);
+        db.execute("DELETE FROM \"" + db.schema() + "\".durable_queue_pauses");
+        for (Fairness fairness : List.of(Fairness.builder().build(), Fairness.none())) {
+            // Once without the cap, once with fairness off (rows inserted keyed again, under the cap).
+            DurableEngine engine = DurableEngine.builder(db.engineOptions()
+                            .fairKeyHealer(Maintenance.TaskOptions.every(Duration.ofMillis(100)).withBatchSize(5))
+                            .queue(QueueOptions.builder("uncapped").pollInterval(Duration.ofMillis(50))
+                                    .fairness(fairness).build()).build())
+                    .register(echo).build();
+            try {
+                engine.start().block(WAIT);
+                for (long id : ids) {
+                    assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+                }
+            } finally {
+                engine.closeLater().block(WAIT);
+            }
+            if (fairness.enabled()) {
+                db.execute("INSERT INTO \"" + db.schema() + "\".durable_queue_pauses (queue) VALUES ('uncapped')");
+                capped = DurableEngine.builder(db.engineOptions()
+                                .queue(QueueOptions.builder("uncapped")
+                                        .fairness(Fairness.builder().maxExecutingPerKey(1).build()).build()).build())
+                        .register(echo).build();
+                ids.clear();
+                try {
+                    capped.start().block(WAIT);
+                    for (int i = 0; i < 6; i++) {
+                        ids.add(capped.insert(JobRequest.of("echo", "y" + i).fairnessKey("c")).block(WAIT));
+                    }
+                } finally {
+                    capped.closeLater().block(WAIT);
+                }
+                db.execute("DELETE FROM \"" + db.schema() + "\".durable_queue_pauses");
+            }
+        }
+    }
+
     static boolean parkedForGood(TestDatabase db, String queue, String key) {
         return Sql.query(db, "SELECT NOT active AND wake_at IS NULL FROM {schema}.durable_fair_keys WHERE queue = '"
                 + queue + "' AND fairness_key = '" + key + "'", row -> row.get(0, Boolean.class)).get(0);

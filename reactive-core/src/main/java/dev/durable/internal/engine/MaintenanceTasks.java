@@ -56,7 +56,10 @@ public final class MaintenanceTasks implements Maintenance {
                 limiter.admitsInPick() ? options.rateLimits().values() : List.of());
         this.fairKeyHealer = new FairKeyHealer(options.fairKeyHealer(), lane, timer, meters, fair,
                 options.queues().values().stream().filter(queue -> queue.fairness().enabled())
-                        .map(dev.durable.QueueOptions::name).collect(java.util.stream.Collectors.toSet()));
+                        .map(dev.durable.QueueOptions::name).collect(java.util.stream.Collectors.toSet()),
+                options.queues().keySet().stream()
+                        .filter(queue -> !options.gates().containsKey(dev.durable.Fairness.capGate(queue)))
+                        .collect(java.util.stream.Collectors.toSet()));
         this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper,
                 fairKeyHealer);
     }

@@ -34,6 +34,14 @@ public final class FairSql {
      */
     private final String backfill;
 
+    /**
+     * Drops the per-key cap gate ('fairness.' || queue) from up to $2 unsettled, not executing rows
+     * of queues $1, whose engine runs them without the cap (removed, or fairness turned off): no
+     * engine would admit such a row any more. Index: none that leads with the gate (a scan, once per
+     * engine start). Locks: the rows it changes (skip locked).
+     */
+    private final String uncap;
+
     private final Db db;
 
     public FairSql(Db db, Tables tables) {
@@ -89,6 +97,17 @@ public final class FairSql {
                      WHERE NOT k.active
                 )
                 SELECT count(*) FROM keyed""");
+        this.uncap = tables.render("""
+                WITH capped AS (
+                    SELECT i.id FROM {instances} i
+                     WHERE i.queue = ANY ($1::text[]) AND i.gate_name = 'fairness.' || i.queue
+                       AND i.status <> 'executing'
+                     LIMIT $2
+                       FOR UPDATE SKIP LOCKED
+                )
+                UPDATE {instances} i SET gate_name = NULL, concurrency_key = NULL, gate_shard = NULL
+                  FROM capped c
+                 WHERE i.id = c.id AND i.status <> 'executing'""");
     }
 
     /** One batch of waking stranded keys after ({@code queue}, {@code key}); see {@link #heal}. */
@@ -111,6 +130,18 @@ public final class FairSql {
                         .thenMany(Flux.from(connection.createStatement(backfill)
                                 .bind(0, fairQueues.toArray(String[]::new)).bind(1, limit).execute()))
                         .concatMap(result -> result.map(row -> row.get(0, Long.class))))
+                .reduce(0L, Long::sum);
+    }
+
+    /** Drops the cap gate from up to {@code limit} rows of {@code uncappedQueues}; emits how many. */
+    public Mono<Long> uncap(Collection<String> uncappedQueues, int limit, Duration timeout) {
+        if (uncappedQueues.isEmpty()) {
+            return Mono.just(0L);
+        }
+        return db.inTransaction(connection -> MaintenanceSql.boundStatements(connection, timeout)
+                        .thenMany(Flux.from(connection.createStatement(uncap)
+                                .bind(0, uncappedQueues.toArray(String[]::new)).bind(1, limit).execute()))
+                        .concatMap(result -> result.getRowsUpdated()))
                 .reduce(0L, Long::sum);
     }
 
