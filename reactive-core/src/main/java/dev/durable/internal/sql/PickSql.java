@@ -122,7 +122,13 @@ public final class PickSql {
      *     so one key's backlog is never walked for another. The index leads with queue and key as
      *     one value and the lateral names the key that way, so only this index can serve it (the
      *     pick index would walk every other key's rows); the key's IS NOT NULL is spelled out, as a
-     *     partial index's predicate is proven from plain conditions only.
+     *     partial index's predicate is proven from plain conditions only. The guards and the limit
+     *     filter run on at most four times the quota of the key's first due rows (an inner LIMIT
+     *     on the index read; the rows are then read and locked by their ctid, one page each, in the
+     *     same order, so the walk still stops at the quota; a row updated since the read is left
+     *     for the next pick), so a throttled key (its bucket, window or gate full) or one whose rows
+     *     are all key-blocked costs a bounded read per pick, never a walk of its whole backlog;
+     *     such a key is looked at again as a key with due rows (it steps back a slot).
      * <li>When keys hold fewer due rows than their quotas, the pick stays full (work-conserving):
      *     the keys that filled theirs offer further rows, after their last, and the earliest
      *     finishes take the slots left.
@@ -172,10 +178,14 @@ public final class PickSql {
                 SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
-                  FROM {instances} c
-                 WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
-                   AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
-                   AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
+                  FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
+                         WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
+                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
+                           AND b.fairness_key IS NOT NULL AND b.eligible_at <= now()
+                         ORDER BY b.priority, b.eligible_at, b.id
+                         LIMIT q.quota * 4) w
+                  JOIN {instances} c ON c.ctid = w.row_at
+                 WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
                    AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
                    AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
@@ -184,7 +194,7 @@ public final class PickSql {
                                         AND e.gate_name IS NULL) THEN false
                         ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
                    %3$s
-                 ORDER BY c.priority, c.eligible_at, c.id
+                 ORDER BY w.priority, w.eligible_at, w.id
                  LIMIT q.quota
                    FOR UPDATE OF c SKIP LOCKED) c
             ), fair_short AS (
@@ -205,11 +215,15 @@ public final class PickSql {
                 SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
-                  FROM {instances} c
-                 WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
-                   AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
-                   AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
-                   AND (c.priority, c.eligible_at, c.id) > (last.priority, last.eligible_at, last.id)
+                  FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
+                         WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
+                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
+                           AND b.fairness_key IS NOT NULL AND b.eligible_at <= now()
+                           AND (b.priority, b.eligible_at, b.id) > (last.priority, last.eligible_at, last.id)
+                         ORDER BY b.priority, b.eligible_at, b.id
+                         LIMIT (SELECT slots FROM fair_short) * 4) w
+                  JOIN {instances} c ON c.ctid = w.row_at
+                 WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
                    AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
                    AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
@@ -218,7 +232,7 @@ public final class PickSql {
                                         AND e.gate_name IS NULL) THEN false
                         ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
                    %3$s
-                 ORDER BY c.priority, c.eligible_at, c.id
+                 ORDER BY w.priority, w.eligible_at, w.id
                  LIMIT (SELECT slots FROM fair_short)
                    FOR UPDATE OF c SKIP LOCKED) c
             ), candidates AS (
