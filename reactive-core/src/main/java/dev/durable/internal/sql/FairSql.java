@@ -37,8 +37,9 @@ public final class FairSql {
     /**
      * Drops the per-key cap gate ('fairness.' || queue) from up to $2 unsettled, not executing rows
      * of queues $1, whose engine runs them without the cap (removed, or fairness turned off): no
-     * engine would admit such a row any more. Index: none that leads with the gate (a scan, once per
-     * engine start). Locks: the rows it changes (skip locked).
+     * engine would admit such a row any more; returns how many, and whether executing rows still
+     * hold the gate (a retry would bring them back under it). Index: none that leads with the gate
+     * (a scan, from engine start until no such row is left). Locks: the rows it changes (skip locked).
      */
     private final String uncap;
 
@@ -104,10 +105,16 @@ public final class FairSql {
                        AND i.status <> 'executing'
                      LIMIT $2
                        FOR UPDATE SKIP LOCKED
+                ), uncapped AS (
+                    UPDATE {instances} i SET gate_name = NULL, concurrency_key = NULL, gate_shard = NULL
+                      FROM capped c
+                     WHERE i.id = c.id AND i.status <> 'executing'
+                    RETURNING 1
                 )
-                UPDATE {instances} i SET gate_name = NULL, concurrency_key = NULL, gate_shard = NULL
-                  FROM capped c
-                 WHERE i.id = c.id AND i.status <> 'executing'""");
+                SELECT (SELECT count(*) FROM uncapped),
+                       EXISTS (SELECT 1 FROM {instances} e
+                                WHERE e.queue = ANY ($1::text[]) AND e.gate_name = 'fairness.' || e.queue
+                                  AND e.status = 'executing')""");
     }
 
     /** One batch of waking stranded keys after ({@code queue}, {@code key}); see {@link #heal}. */
@@ -133,16 +140,21 @@ public final class FairSql {
                 .reduce(0L, Long::sum);
     }
 
-    /** Drops the cap gate from up to {@code limit} rows of {@code uncappedQueues}; emits how many. */
-    public Mono<Long> uncap(Collection<String> uncappedQueues, int limit, Duration timeout) {
+    /** One batch of {@link #uncap}: the rows it changed, and whether executing rows still hold the cap gate. */
+    public record Uncapped(long changed, boolean executing) {
+    }
+
+    /** Drops the cap gate from up to {@code limit} rows of {@code uncappedQueues}; see {@link #uncap}. */
+    public Mono<Uncapped> uncap(Collection<String> uncappedQueues, int limit, Duration timeout) {
         if (uncappedQueues.isEmpty()) {
-            return Mono.just(0L);
+            return Mono.just(new Uncapped(0, false));
         }
         return db.inTransaction(connection -> MaintenanceSql.boundStatements(connection, timeout)
                         .thenMany(Flux.from(connection.createStatement(uncap)
                                 .bind(0, uncappedQueues.toArray(String[]::new)).bind(1, limit).execute()))
-                        .concatMap(result -> result.getRowsUpdated()))
-                .reduce(0L, Long::sum);
+                        .concatMap(result -> result.map(row -> new Uncapped(row.get(0, Long.class),
+                                Boolean.TRUE.equals(row.get(1, Boolean.class))))))
+                .single();
     }
 
     private static String nonNull(@org.jspecify.annotations.Nullable String value) {
