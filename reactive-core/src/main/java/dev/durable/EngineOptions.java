@@ -56,6 +56,8 @@ public final class EngineOptions {
     public static final int DEFAULT_MAX_INBOX_SIGNALS = 1000;
     public static final int DEFAULT_MAX_BATCH_BYTES = 16 << 20;
     public static final Duration DEFAULT_BUCKET_SWEEP_INTERVAL = Duration.ofMinutes(1);
+    /** How often fair keys are healed (a row committed after its key was parked waits at most this). */
+    public static final Duration DEFAULT_FAIR_KEY_HEAL_INTERVAL = Duration.ofSeconds(10);
     public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
     public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
     public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
@@ -164,6 +166,8 @@ public final class EngineOptions {
             Maintenance.TaskOptions.every(DEFAULT_RECONCILE_INTERVAL), EngineOptions::any);
     private static final Option<Maintenance.TaskOptions> BUCKET_SWEEPER = option("bucketSweeper",
             Maintenance.TaskOptions.every(DEFAULT_BUCKET_SWEEP_INTERVAL), EngineOptions::any);
+    private static final Option<Maintenance.TaskOptions> FAIR_KEY_HEALER = option("fairKeyHealer",
+            Maintenance.TaskOptions.every(DEFAULT_FAIR_KEY_HEAL_INTERVAL), EngineOptions::any);
     private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
             EngineOptions::any);
     private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
@@ -381,6 +385,11 @@ public final class EngineOptions {
     /** The sweep of rate-limit buckets that have been full again for a while. */
     public Maintenance.TaskOptions bucketSweeper() {
         return get(BUCKET_SWEEPER);
+    }
+
+    /** The healing of fair keys (see {@link Maintenance#healFairKeys()}); runs only with a fair queue. */
+    public Maintenance.TaskOptions fairKeyHealer() {
+        return get(FAIR_KEY_HEALER);
     }
 
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
@@ -725,6 +734,11 @@ public final class EngineOptions {
         /** The idle-bucket sweeper's switch, tick, batch size, budget and timeout. */
         public Builder bucketSweeper(Maintenance.TaskOptions bucketSweeper) {
             return set(BUCKET_SWEEPER, bucketSweeper);
+        }
+
+        /** The fair-key healer's switch, tick, batch size, budget and timeout. */
+        public Builder fairKeyHealer(Maintenance.TaskOptions fairKeyHealer) {
+            return set(FAIR_KEY_HEALER, fairKeyHealer);
         }
 
         /**

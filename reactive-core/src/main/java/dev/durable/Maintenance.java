@@ -41,6 +41,13 @@ public interface Maintenance {
      */
     Mono<Long> sweepBuckets();
 
+    /**
+     * One pass of healing the fair keys of the queues this engine runs fair: keyless runnable rows
+     * (queued before the queue was fair) get the empty key, once per engine start, and keys parked
+     * while a row of theirs was still uncommitted are woken. Emits how many keys it woke.
+     */
+    Mono<Long> healFairKeys();
+
     /** What this engine's maintenance did so far, by its ticks and by the calls above. */
     MaintenanceStats stats();
 

@@ -277,12 +277,38 @@ class FairnessIT {
                 .isLessThanOrEqualTo(2 * alone + 50);
     }
 
+    @Test
+    void aThrottledKeysBacklogIsNotWalkedPerPick(TestDatabase db) {
+        PickSql picks = picks(db);
+        for (String key : List.of("a", "b", "c")) {
+            insert(db, "throttle", key, 20);
+        }
+        db.execute("ANALYZE " + instances(db));
+        long alone = buffers(db, picks.fairPickText(), "throttle");
+
+        // 20,000 due rows of one key that the pick's limit filter refuses (a rate limit this engine
+        // does not know: the same filter as a bucket or window known to be full).
+        db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, fairness_key, eligible_at,"
+                + " rate_limit, rate_weight) SELECT 't', 'throttle', 'run', 5, 'throttled', now() - interval '1 second',"
+                + " 'r', 1 FROM generate_series(1, 20000)");
+        db.execute("VACUUM ANALYZE " + instances(db));
+        long throttled = buffers(db, picks.fairPickText(), "throttle");
+
+        assertThat(throttled).as("pages of a fair pick beside a throttled 20k-row key (alone: %d)", alone)
+                .isLessThanOrEqualTo(2 * alone + 50);
+    }
+
     /** The shared pages one fair pick of 32 touches (EXPLAIN ANALYZE, BUFFERS), rolled back. */
     private static long buffers(TestDatabase db, String pick) {
+        return buffers(db, pick, "cost");
+    }
+
+    /** As above, on {@code queue}. */
+    private static long buffers(TestDatabase db, String pick, String queue) {
         io.r2dbc.spi.Connection connection = reactor.core.publisher.Mono.from(db.connectionFactory().create()).block(WAIT);
         try {
             var explain = connection.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + pick)
-                    .bind(0, "cost").bind(1, 32).bind(2, "w").bind(3, 30_000L)
+                    .bind(0, queue).bind(1, 32).bind(2, "w").bind(3, 30_000L)
                     .bind(4, new String[] {"t"}).bind(5, new Integer[] {1})
                     .bind(6, new String[0]).bind(7, new Double[0]).bind(8, 1.0);
             List<String> plan = reactor.core.publisher.Mono.from(connection.beginTransaction())

@@ -17,6 +17,11 @@ BEGIN
     RETURN NULL;
 END
 $$;
+-- Per-key cap gates ('fairness.' || queue) go with fairness: no engine of version 9 admits them.
+-- Executing rows release their slot through the gate trigger; then the counters go.
+UPDATE durable_instances SET gate_name = NULL, concurrency_key = NULL, gate_shard = NULL
+ WHERE gate_name = 'fairness.' || queue;
+DELETE FROM durable_gate_slots WHERE gate LIKE 'fairness.%';
 DROP TRIGGER IF EXISTS durable_fair_runnable ON durable_instances;
 DROP TRIGGER IF EXISTS durable_fair_inserted ON durable_instances;
 DROP FUNCTION IF EXISTS durable_fair_activate();

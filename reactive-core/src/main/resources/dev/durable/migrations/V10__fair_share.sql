@@ -33,6 +33,9 @@ CREATE TABLE durable_fair_keys (
 );
 CREATE INDEX durable_fair_keys_pass_idx ON durable_fair_keys (queue, pass, fairness_key) WHERE active;
 CREATE INDEX durable_fair_keys_wake_idx ON durable_fair_keys (queue, wake_at) WHERE NOT active AND wake_at IS NOT NULL;
+-- Keys parked for good, walked by maintenance (FairKeyHealer) to wake those whose row committed
+-- after the pick parked them; the pick never reads them.
+CREATE INDEX durable_fair_keys_parked_idx ON durable_fair_keys (queue, fairness_key) WHERE NOT active AND wake_at IS NULL;
 
 -- A row of a key became runnable (insert, retry, release, reaper, signal, join): the key is walked
 -- again. Its pass joins the queue's virtual time (the least pass of its active keys), so a key that

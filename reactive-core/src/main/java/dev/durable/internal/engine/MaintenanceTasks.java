@@ -4,11 +4,13 @@ import dev.durable.EngineOptions;
 import dev.durable.Maintenance;
 import dev.durable.internal.maintenance.AwaitExpiry;
 import dev.durable.internal.maintenance.BucketSweeper;
+import dev.durable.internal.maintenance.FairKeyHealer;
 import dev.durable.internal.maintenance.GarbageCollector;
 import dev.durable.internal.maintenance.Lane;
 import dev.durable.internal.maintenance.LimiterReconcile;
 import dev.durable.internal.maintenance.MaintenanceService;
 import dev.durable.internal.maintenance.Reaper;
+import dev.durable.internal.sql.FairSql;
 import dev.durable.internal.sql.LeaseSql;
 import dev.durable.internal.sql.MaintenanceSql;
 import dev.durable.internal.sql.Rows.Transition;
@@ -36,9 +38,10 @@ public final class MaintenanceTasks implements Maintenance {
     private final GarbageCollector garbageCollector;
     private final LimiterReconcile limiterReconcile;
     private final BucketSweeper bucketSweeper;
+    private final FairKeyHealer fairKeyHealer;
     private final List<MaintenanceService> services;
 
-    MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, Limiter limiter,
+    MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, FairSql fair, Limiter limiter,
             LeaseSql.RetryDelay delays, Scheduler timer, Listeners listeners) {
         var meters = options.meterRegistry();
         this.lane = new Lane(options.name());
@@ -51,7 +54,14 @@ public final class MaintenanceTasks implements Maintenance {
         this.limiterReconcile = new LimiterReconcile(options.limiterReconcile(), lane, timer, meters, limiter);
         this.bucketSweeper = new BucketSweeper(options.bucketSweeper(), lane, timer, meters, sql,
                 limiter.admitsInPick() ? options.rateLimits().values() : List.of());
-        this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper);
+        this.fairKeyHealer = new FairKeyHealer(options.fairKeyHealer(), lane, timer, meters, fair,
+                options.queues().values().stream().filter(queue -> queue.fairness().enabled())
+                        .map(dev.durable.QueueOptions::name).collect(java.util.stream.Collectors.toSet()),
+                options.queues().keySet().stream()
+                        .filter(queue -> !options.gates().containsKey(dev.durable.Fairness.capGate(queue)))
+                        .collect(java.util.stream.Collectors.toSet()));
+        this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper,
+                fairKeyHealer);
     }
 
     /** Starts the tick of every task that is switched on. */
@@ -88,6 +98,11 @@ public final class MaintenanceTasks implements Maintenance {
     @Override
     public Mono<Long> sweepBuckets() {
         return bucketSweeper.pass();
+    }
+
+    @Override
+    public Mono<Long> healFairKeys() {
+        return fairKeyHealer.pass();
     }
 
     @Override

@@ -123,7 +123,13 @@ public final class PickSql {
      *     so one key's backlog is never walked for another. The index leads with queue and key as
      *     one value and the lateral names the key that way, so only this index can serve it (the
      *     pick index would walk every other key's rows); the key's IS NOT NULL is spelled out, as a
-     *     partial index's predicate is proven from plain conditions only.
+     *     partial index's predicate is proven from plain conditions only. The guards and the limit
+     *     filter run on at most four times the quota of the key's first due rows (an inner LIMIT
+     *     on the index read; the rows are then read and locked by their ctid, one page each, in the
+     *     same order, so the walk still stops at the quota; a row updated since the read is left
+     *     for the next pick), so a throttled key (its bucket, window or gate full) or one whose rows
+     *     are all key-blocked costs a bounded read per pick, never a walk of its whole backlog;
+     *     such a key is looked at again as a key with due rows (it steps back a slot).
      * <li>When keys hold fewer due rows than their quotas, the pick stays full (work-conserving):
      *     the keys that filled theirs offer further rows, after their last, and the earliest
      *     finishes take the slots left.
@@ -174,10 +180,14 @@ public final class PickSql {
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
                        c.window_name, COALESCE(c.window_partition, '') AS window_partition, c.window_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
-                  FROM {instances} c
-                 WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
-                   AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
-                   AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
+                  FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
+                         WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
+                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
+                           AND b.fairness_key IS NOT NULL AND b.eligible_at <= now()
+                         ORDER BY b.priority, b.eligible_at, b.id
+                         LIMIT q.quota * 4) w
+                  JOIN {instances} c ON c.ctid = w.row_at
+                 WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
                    AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
                    AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
@@ -186,7 +196,7 @@ public final class PickSql {
                                         AND e.gate_name IS NULL) THEN false
                         ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
                    %3$s
-                 ORDER BY c.priority, c.eligible_at, c.id
+                 ORDER BY w.priority, w.eligible_at, w.id
                  LIMIT q.quota
                    FOR UPDATE OF c SKIP LOCKED) c
             ), fair_short AS (
@@ -208,11 +218,15 @@ public final class PickSql {
                        c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
                        c.window_name, COALESCE(c.window_partition, '') AS window_partition, c.window_weight,
                        CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
-                  FROM {instances} c
-                 WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || q.fairness_key)
-                   AND c.fairness_key = q.fairness_key AND c.status = 'runnable'
-                   AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
-                   AND (c.priority, c.eligible_at, c.id) > (last.priority, last.eligible_at, last.id)
+                  FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
+                         WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
+                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
+                           AND b.fairness_key IS NOT NULL AND b.eligible_at <= now()
+                           AND (b.priority, b.eligible_at, b.id) > (last.priority, last.eligible_at, last.id)
+                         ORDER BY b.priority, b.eligible_at, b.id
+                         LIMIT (SELECT slots FROM fair_short) * 4) w
+                  JOIN {instances} c ON c.ctid = w.row_at
+                 WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
                    AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
                    AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
@@ -221,7 +235,7 @@ public final class PickSql {
                                         AND e.gate_name IS NULL) THEN false
                         ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
                    %3$s
-                 ORDER BY c.priority, c.eligible_at, c.id
+                 ORDER BY w.priority, w.eligible_at, w.id
                  LIMIT (SELECT slots FROM fair_short)
                    FOR UPDATE OF c SKIP LOCKED) c
             ), candidates AS (
@@ -251,10 +265,11 @@ public final class PickSql {
      * due; with none it parks, to be walked once more a second later (a row a concurrent transaction
      * inserted while the key looked active is found then), then for good until a row of it becomes
      * runnable (trigger of migration 10). A woken key without a quota becomes active. Index: the fair
-     * keys' primary key; the fair pick index for the look. Locks: the served keys' rows, in key order
-     * (every pick takes them in that order; a deadlock with anything else is retried as a pick's),
-     * then the other walked keys' rows, skip locked: parking and waking are left to the next pick
-     * rather than wait, e.g. for a caller's transaction whose insert is activating the key.
+     * keys' primary key; the fair pick index for the look. Locks: the walked keys' rows, in key order,
+     * skip locked: the pick never waits on a key row, e.g. one a caller's open transaction holds
+     * while its insert activates the key (a pick would stall the queue behind it, or deadlock with a
+     * batch insert activating keys in another order). A key skipped so keeps its pass (its claims of
+     * this pick go uncounted) and parking and waking are left to the next pick.
      */
     private static final String FAIR_MOVES = """
             , fair_served AS (
@@ -273,20 +288,11 @@ public final class PickSql {
                  WHERE s.served = 0 AND s.quota > 0
                 UNION ALL
                 SELECT s.*, NULL FROM fair_served s WHERE s.served > 0 OR (s.quota = 0 AND NOT s.was_active)
-            ), fair_locked_served AS (
+            ), fair_locked AS (
                 SELECT k.fairness_key FROM {fair_keys} k
-                 WHERE k.queue = $1 AND k.fairness_key IN (SELECT fairness_key FROM fair_looked WHERE served > 0)
-                 ORDER BY k.fairness_key
-                   FOR UPDATE OF k
-            ), fair_locked_rest AS (
-                SELECT k.fairness_key FROM {fair_keys} k
-                 WHERE k.queue = $1 AND k.fairness_key IN (SELECT fairness_key FROM fair_looked WHERE served = 0)
+                 WHERE k.queue = $1 AND k.fairness_key IN (SELECT fairness_key FROM fair_looked)
                  ORDER BY k.fairness_key
                    FOR UPDATE OF k SKIP LOCKED
-            ), fair_locked AS (
-                SELECT fairness_key FROM fair_locked_served
-                UNION ALL
-                SELECT fairness_key FROM fair_locked_rest
             ), fair_moved AS (
                 UPDATE {fair_keys} k
                    SET pass = CASE WHEN l.served > 0 THEN CASE WHEN k.active THEN k.pass ELSE greatest(k.pass, l.pass) END

@@ -45,7 +45,8 @@ class StatementsIT {
         for (Object group : List.of(new InstanceSql(none, tables), new OutcomeSql(tables), new LeaseSql(none, tables),
                 new MaintenanceSql(none, tables), new RegistrySql(none, tables), new SignalSql(none, tables, 10),
                 new LimiterSql(none, tables), new PickSql(none, tables, gates, rates, Map.of("t", 1)),
-                new AdminSql(none, tables, db.schema()), new ReplaySql(none, tables), new VersionSql(none, tables))) {
+                new AdminSql(none, tables, db.schema()), new ReplaySql(none, tables), new VersionSql(none, tables),
+                new FairSql(none, tables))) {
             for (Field field : group.getClass().getDeclaredFields()) {
                 if (field.getType() == String.class && !Modifier.isStatic(field.getModifiers())) {
                     field.setAccessible(true);
