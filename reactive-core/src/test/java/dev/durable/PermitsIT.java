@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.admin.GateUsage;
 import dev.durable.internal.Db;
+import dev.durable.internal.sql.LimiterSql;
 import dev.durable.internal.sql.MaintenanceSql;
 import dev.durable.internal.sql.Tables;
 import dev.durable.limit.EngineLimits;
@@ -126,6 +127,79 @@ class PermitsIT {
         after.orElseThrow().release().block(WAIT);
         assertThat(Sql.query(db, "SELECT key FROM {schema}.durable_limit_permits WHERE gate = 'api' AND key IN ('lease-k', 'other')",
                 row -> row.get(0, String.class))).containsExactly("other");
+    }
+
+    @Test
+    void permitsReleasedAndRenewedWhileOthersAcquireSweepAndReconcileNeverDeadlock() {
+        DurableEngine engine = engine("locks");
+        EngineLimits limits = engine.limits();
+        Maintenance maintenance = engine.maintenance().orElseThrow();
+        LimiterSql sql = new LimiterSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()));
+        // One counter, every permit path on it at once: acquires that count expired permits off, renewals
+        // and releases, the sweep and the reconcile. Each locks the counter first, so none waits on another
+        // in a cycle; a lock conflict left over would be retried inside, never seen here.
+        List<String> done = Flux.range(0, 240)
+                .flatMap(i -> switch (i % 6) {
+                    case 0 -> maintenance.reconcileLimits().thenReturn("reconciled");
+                    case 1 -> sql.sweepPermits(10).thenReturn("swept");
+                    case 2 -> limits.tryAcquire("api", "hot", 1, Duration.ofMillis(1)).thenReturn("expiring");
+                    default -> limits.acquire("api", "hot", 1, WAIT, Duration.ofSeconds(30))
+                            .flatMap(permit -> permit.renew().then(permit.release()).thenReturn("released"));
+                }, 24)
+                .collectList().block(WAIT);
+        assertThat(done).hasSize(240).contains("released", "reconciled", "swept", "expiring");
+
+        // What is left counts exactly: the live permits' slots, and the whole gate once they are gone.
+        sql.sweepPermits(100).block(WAIT);
+        assertThat(Sql.query(db, "SELECT s.held - coalesce((SELECT sum(p.slots) FROM {schema}.durable_limit_permits p"
+                + " WHERE p.gate = s.gate AND p.key = s.key AND p.shard = s.shard), 0)::int"
+                + " FROM {schema}.durable_gate_slots s WHERE s.gate = 'api' AND s.key = 'hot'",
+                row -> row.get(0, Integer.class))).containsExactly(0);
+        Permit whole = Eventually.until("the expired permits counted off", WAIT,
+                () -> limits.tryAcquire("api", "hot", 2).block(WAIT), Optional::isPresent).orElseThrow();
+        whole.release().block(WAIT);
+    }
+
+    @Test
+    void anExpiredPermitStopsHoldingTheGatesJobsBackWithoutTheReconcile() {
+        AtomicInteger ran = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("held-back", String.class, (String s) -> {
+            ran.incrementAndGet();
+            return Mono.just(s);
+        }).queue("expiry");
+        // The reconcile never runs here; the sweep ticks often.
+        DurableEngine engine = engines.start(engines.options("expiry").gate("api", 2)
+                .limiterReconcile(Maintenance.TaskOptions.every(Duration.ofHours(1)).disabled())
+                .bucketSweeper(Maintenance.TaskOptions.every(Duration.ofMillis(100)))
+                .queue(queue("expiry")), job);
+        EngineLimits limits = engine.limits();
+
+        // A caller that crashed: its permit is never renewed nor released, and nothing else acquires.
+        limits.tryAcquire("api", "crashed", 2, Duration.ofMillis(300)).block(WAIT).orElseThrow();
+        long id = engine.insert(JobRequest.of("held-back", "x").gate("api", "crashed")).block(WAIT);
+        assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(ran.get()).isEqualTo(1);
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_limit_permits WHERE key = 'crashed'",
+                row -> row.get(0, Long.class))).containsExactly(0L);
+    }
+
+    @Test
+    void aRenewalThatFindsThePermitExpiredCountsItsSlotsOffAtOnce() {
+        DurableEngine engine = engines.start(engines.options("renewal").gate("api", 2)
+                .limiterReconcile(Maintenance.TaskOptions.every(Duration.ofHours(1)).disabled())
+                .bucketSweeper(Maintenance.TaskOptions.every(Duration.ofHours(1)).disabled())
+                .queue(queue("renewal")));
+        EngineLimits limits = engine.limits();
+        Permit late = limits.tryAcquire("api", "late", 2, Duration.ofSeconds(30)).block(WAIT).orElseThrow();
+        Sql.update(db, "UPDATE {schema}.durable_limit_permits SET expires_at = now() - interval '1 second'"
+                + " WHERE key = 'late'");
+
+        assertThat(late.renew().block(WAIT)).isFalse();
+        assertThat(Sql.query(db, "SELECT held FROM {schema}.durable_gate_slots WHERE gate = 'api' AND key = 'late'",
+                row -> row.get(0, Integer.class))).containsExactly(0);
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_limit_permits WHERE key = 'late'",
+                row -> row.get(0, Long.class))).containsExactly(0L);
+        late.release().block(WAIT); // nothing left to give back
     }
 
     @Test

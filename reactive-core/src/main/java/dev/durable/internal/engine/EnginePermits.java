@@ -1,5 +1,6 @@
 package dev.durable.internal.engine;
 
+import dev.durable.DurableDatabaseException;
 import dev.durable.EngineClosedException;
 import dev.durable.InvalidRequestException;
 import dev.durable.JobRequest;
@@ -7,6 +8,7 @@ import dev.durable.Limits;
 import dev.durable.limit.EngineLimits;
 import dev.durable.limit.LimitClaim;
 import dev.durable.limit.Limiter;
+import dev.durable.limit.LimiterUnavailableException;
 import dev.durable.limit.Permit;
 import dev.durable.limit.PermitTimeoutException;
 import dev.durable.limit.UnknownLimitException;
@@ -37,6 +39,7 @@ public final class EnginePermits implements EngineLimits {
     private static final Logger log = Loggers.getLogger(EnginePermits.class);
     private static final Duration FIRST_PAUSE = Duration.ofMillis(10);
     private static final Duration MAX_PAUSE = Duration.ofMillis(500);
+    private static final int LOCK_CONFLICT_RETRIES = 3;
 
     /** A try the limit refused, to be retried (never seen by a caller). */
     private static final class Refused extends RuntimeException {
@@ -155,6 +158,8 @@ public final class EnginePermits implements EngineLimits {
         int shard = gate.shards() == 1 ? 0 : ThreadLocalRandom.current().nextInt(gate.shards());
         AtomicBoolean answered = new AtomicBoolean();
         return current.acquireSlots(holder, gate, request.key(), shard, request.weight(), request.lease())
+                // A lock conflict rolled the try back whole (nothing taken): try again, a few times.
+                .retryWhen(lockConflicts("a permit of " + request.what()))
                 .doOnNext(granted -> answered.set(true))
                 // A try cancelled in flight (the wait's bound, the caller) may have been granted: give it back.
                 .doOnCancel(() -> {
@@ -167,6 +172,23 @@ public final class EnginePermits implements EngineLimits {
                 .map(granted -> granted
                         ? Optional.of(new SlotPermit(current, holder, request, shard, Instant.now().plus(request.lease())))
                         : Optional.empty());
+    }
+
+    /**
+     * A serialization failure or deadlock (40001, 40P01) aborted a permit statement: it took nothing,
+     * so it is retried a few times; past them the caller sees {@link LimiterUnavailableException}.
+     */
+    static Retry lockConflicts(String what) {
+        return Retry.backoff(LOCK_CONFLICT_RETRIES, FIRST_PAUSE).jitter(0.5)
+                .filter(EnginePermits::isLockConflict)
+                .onRetryExhaustedThrow((spec, signal) -> new LimiterUnavailableException(
+                        "lock conflicts on the gate counter of " + what + ", " + LOCK_CONFLICT_RETRIES
+                                + " times in a row", signal.failure()));
+    }
+
+    static boolean isLockConflict(Throwable error) {
+        return error instanceof DurableDatabaseException db
+                && ("40P01".equals(db.sqlState()) || "40001".equals(db.sqlState()));
     }
 
     /** One permit request, checked: of a gate or of a rate limit. */
@@ -277,6 +299,7 @@ public final class EnginePermits implements EngineLimits {
                 }
                 Instant next = Instant.now().plus(request.lease());
                 return limiter.renewSlots(holder, request.gate(), request.key(), shard, request.weight(), request.lease())
+                        .retryWhen(lockConflicts("the renewal of " + this))
                         .doOnNext(renewed -> {
                             if (renewed) {
                                 expiresAt = next;
@@ -289,6 +312,7 @@ public final class EnginePermits implements EngineLimits {
         public Mono<Void> release() {
             return Mono.defer(() -> released.compareAndSet(false, true)
                     ? limiter.releaseSlots(holder, request.gate(), request.key(), shard, request.weight())
+                            .retryWhen(lockConflicts("the release of " + this))
                     : Mono.empty());
         }
 

@@ -50,7 +50,7 @@ public final class MaintenanceTasks implements Maintenance {
                 options.retention());
         this.limiterReconcile = new LimiterReconcile(options.limiterReconcile(), lane, timer, meters, limiter);
         this.bucketSweeper = new BucketSweeper(options.bucketSweeper(), lane, timer, meters, sql,
-                limiter.admitsInPick() ? options.rateLimits().values() : List.of());
+                limiter.admitsInPick() ? options.rateLimits().values() : List.of(), limiter);
         this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper);
     }
 
