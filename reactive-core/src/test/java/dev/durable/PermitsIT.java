@@ -203,6 +203,45 @@ class PermitsIT {
     }
 
     @Test
+    void twoHundredWaitingAcquiresLeaveTheEnginesJobsRunningAndAllGetTheirTurn() {
+        AtomicInteger runs = new AtomicInteger();
+        // Each run outlives its lease (3 s): it only finishes when heartbeats still get connections.
+        JobDefinition<String, String> slow = JobDefinition.of("slow", String.class, (String s) -> {
+            runs.incrementAndGet();
+            return Mono.delay(Duration.ofSeconds(4)).thenReturn(s);
+        }).queue("crowd");
+        DurableEngine engine = engines.start(engines.options("crowd").gate("one", 1).queue(queue("crowd")), slow);
+        EngineLimits limits = engine.limits();
+        Permit held = limits.tryAcquire("one", "k", 1).block(WAIT).orElseThrow();
+
+        Duration crowdWait = Duration.ofMinutes(5);
+        AtomicInteger granted = new AtomicInteger();
+        Mono<List<Boolean>> crowd = Flux.range(0, 200)
+                .flatMap(i -> limits.acquire("one", "k", 1, crowdWait, Duration.ofSeconds(30))
+                        .flatMap(permit -> {
+                            granted.incrementAndGet();
+                            return permit.release().thenReturn(true);
+                        }), 200)
+                .collectList()
+                .cache();
+        crowd.subscribe(null, error -> { });
+
+        List<Long> ids = Flux.range(0, 8).concatMap(i -> engine.insert(JobRequest.of("slow", "job-" + i))).collectList()
+                .block(WAIT);
+        for (long id : ids) {
+            assertThat(engines.awaitSettled(engine, id, Duration.ofMinutes(2)).status()).isEqualTo(InstanceStatus.DONE);
+        }
+        assertThat(runs.get()).isEqualTo(8); // no lease lost, no run repeated
+        assertThat(granted.get()).isZero();
+
+        held.release().block(WAIT);
+        assertThat(crowd.block(crowdWait)).hasSize(200);
+        assertThat(granted.get()).isEqualTo(200);
+        assertThat(Sql.query(db, "SELECT coalesce(sum(held), 0)::int FROM {schema}.durable_gate_slots WHERE gate = 'one'",
+                row -> row.get(0, Integer.class))).containsExactly(0);
+    }
+
+    @Test
     void theReconcileCountsLivePermitsAndDropsExpiredOnes() {
         DurableEngine engine = engine("reconcile");
         EngineLimits limits = engine.limits();

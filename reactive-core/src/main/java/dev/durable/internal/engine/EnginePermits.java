@@ -20,6 +20,7 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -56,11 +57,16 @@ public final class EnginePermits implements EngineLimits {
     private final Map<String, Limits.RateLimit> rateLimits;
     private final Map<String, Limits.Window> windows;
     private final Supplier<@Nullable Limiter> limiter;
+    private final Turns turns;
 
-    /** Permits of these limits, asked of the limiter {@code limiter} gives (null while the engine is not running). */
+    /**
+     * Permits of these limits, asked of the limiter {@code limiter} gives (null while the engine is not
+     * running), at most {@code tryConcurrency} tries at once.
+     */
     public EnginePermits(String engine, Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits,
-            Map<String, Limits.Window> windows, Supplier<@Nullable Limiter> limiter) {
+            Map<String, Limits.Window> windows, int tryConcurrency, Supplier<@Nullable Limiter> limiter) {
         this.engine = engine;
+        this.turns = new Turns(tryConcurrency);
         this.gates = gates;
         this.rateLimits = rateLimits;
         this.windows = windows;
@@ -139,7 +145,12 @@ public final class EnginePermits implements EngineLimits {
         }
     }
 
+    /** One try, once a turn is free (see {@link Turns}). */
     private Mono<Optional<Permit>> tryOnce(Request request) {
+        return turns.run(() -> askLimiter(request));
+    }
+
+    private Mono<Optional<Permit>> askLimiter(Request request) {
         Limiter current = limiter.get();
         if (current == null) {
             return Mono.error(new EngineClosedException(engine));
@@ -172,6 +183,69 @@ public final class EnginePermits implements EngineLimits {
                 .map(granted -> granted
                         ? Optional.of(new SlotPermit(current, holder, request, shard, Instant.now().plus(request.lease())))
                         : Optional.empty());
+    }
+
+    /**
+     * At most {@code max} permit tries asking the limiter at once: the tries share the engine's
+     * connection pool with picks, commits and heartbeats, so a crowd of waiting {@code acquire} calls
+     * must not hold every connection. A try finding no free turn waits a short, jittered, growing pause
+     * on the timer and looks again (no thread blocks, no queue to leak on cancel); a turn is given back
+     * when its try ends, fails or is cancelled.
+     */
+    static final class Turns {
+
+        /** No free turn now (never seen by a caller). */
+        private static final class Busy extends RuntimeException {
+
+            private static final long serialVersionUID = 1L;
+
+            Busy() {
+                super("busy", null, false, false);
+            }
+        }
+
+        private static final Busy BUSY = new Busy();
+        private static final Duration FIRST_LOOK = Duration.ofMillis(2);
+        private static final Duration MAX_LOOK = Duration.ofMillis(50);
+
+        private final int max;
+        private final AtomicInteger taken = new AtomicInteger();
+
+        Turns(int max) {
+            this.max = max;
+        }
+
+        <T> Mono<T> run(Supplier<Mono<T>> task) {
+            return Mono.defer(() -> {
+                if (!enter()) {
+                    return Mono.<T>error(BUSY);
+                }
+                AtomicBoolean left = new AtomicBoolean();
+                return Mono.defer(task).doFinally(signal -> {
+                    if (left.compareAndSet(false, true)) {
+                        taken.decrementAndGet();
+                    }
+                });
+            }).retryWhen(Retry.backoff(Long.MAX_VALUE, FIRST_LOOK).maxBackoff(MAX_LOOK).jitter(0.5)
+                    .filter(Busy.class::isInstance));
+        }
+
+        private boolean enter() {
+            for (;;) {
+                int now = taken.get();
+                if (now >= max) {
+                    return false;
+                }
+                if (taken.compareAndSet(now, now + 1)) {
+                    return true;
+                }
+            }
+        }
+
+        /** Turns in use now (tests). */
+        int taken() {
+            return taken.get();
+        }
     }
 
     /**
