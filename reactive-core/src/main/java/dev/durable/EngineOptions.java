@@ -802,6 +802,14 @@ public final class EngineOptions {
                         + " request of the largest payload must fit), was " + options.maxBatchBytes() + " with"
                         + " maxPayloadBytes " + options.maxPayloadBytes());
             }
+            // A row's rate slot and a permit name a bucket or a window by name alone: one name, one kind.
+            for (String name : options.windows().keySet()) {
+                if (options.rateLimits().containsKey(name)) {
+                    throw new IllegalArgumentException("'" + name + "' is configured both as rate limit "
+                            + options.rateLimits().get(name) + " and as window " + options.windows().get(name)
+                            + ": a limit name must name one of them (give the other its own name)");
+                }
+            }
             // The engine's own pool serves each queue's pick, the group commits and maintenance at
             // once; fewer connections and a busy queue waits for a commit that waits for a connection.
             int needed = options.queues().size() + options.commitParallelism() + 1;
