@@ -15,6 +15,7 @@ import dev.durable.support.Engines;
 import dev.durable.support.Eventually;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestClock;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -307,10 +308,43 @@ class PermitsIT {
         StepVerifier.create(limits.tryAcquire("hourly", "tenant-c", 6)).expectError(InvalidRequestException.class)
                 .verify(WAIT);
 
-        // A short window: full now, open again once its length has passed.
+        // A short window on the server's clock: what it admitted slides out, so a wait ends with a permit.
         assertThat(limits.tryAcquire("brief", "p", 2).block(WAIT)).isPresent();
-        assertThat(limits.tryAcquire("brief", "p", 1).block(WAIT)).isEmpty();
         assertThat(limits.acquire("brief", "p", 2, WAIT, Duration.ofSeconds(1)).block(WAIT).holdsSlots()).isFalse();
+    }
+
+    @Test
+    void aWindowIsFullUntilItsLengthHasPassedOnTheDatabasesClock() {
+        TestClock clock = TestClock.on(db);
+        DurableEngine engine = engines.start(clock.engineOptions().name("clocked")
+                .window("hour", 2, Duration.ofHours(1)).queue(queue("clocked")));
+        EngineLimits limits = engine.limits();
+        assertThat(limits.tryAcquire("hour", "p", 2).block(WAIT)).isPresent();
+        assertThat(limits.tryAcquire("hour", "p", 1).block(WAIT)).isEmpty();
+        clock.advance(Duration.ofMinutes(30));
+        assertThat(limits.tryAcquire("hour", "p", 1).block(WAIT)).isEmpty();
+        // Past the window and its partly counted oldest slot.
+        clock.advance(Duration.ofMinutes(60));
+        assertThat(limits.tryAcquire("hour", "p", 2).block(WAIT)).isPresent();
+        assertThat(limits.tryAcquire("hour", "p", 1).block(WAIT)).isEmpty();
+    }
+
+    @Test
+    void aTryOnAShardedGateTriesEveryShardBeforeRefusing() {
+        DurableEngine engine = engines.start(engines.options("shards").gate("spread", 6, 3)
+                .limiterReconcile(Maintenance.TaskOptions.every(Duration.ofHours(1)).disabled())
+                .queue(queue("shards")));
+        EngineLimits limits = engine.limits();
+        // Three shards of two; two of them full (as if jobs held them), one free.
+        Sql.update(db, "INSERT INTO {schema}.durable_gate_slots (gate, key, shard, capacity, held, admitted)"
+                + " VALUES ('spread', 'sharded', 0, 2, 2, 0), ('spread', 'sharded', 1, 2, 2, 0)");
+        // Whichever shard a try starts on, it goes on to the free one: both free slots are granted at once.
+        for (int i = 0; i < 2; i++) {
+            assertThat(limits.tryAcquire("spread", "sharded", 1).block(WAIT)).as("try " + i).isPresent();
+        }
+        assertThat(limits.tryAcquire("spread", "sharded", 1).block(WAIT)).isEmpty();
+        assertThat(Sql.query(db, "SELECT shard || '=' || held FROM {schema}.durable_gate_slots WHERE gate = 'spread' AND key = 'sharded'"
+                + " ORDER BY shard", row -> row.get(0, String.class))).containsExactly("0=2", "1=2", "2=2");
     }
 
     @Test

@@ -17,10 +17,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -30,8 +30,8 @@ import reactor.util.retry.Retry;
 
 /**
  * {@code engine.limits()}: permits from the engine's limiter for code outside jobs. A try is one
- * call to the limiter (a gate: {@link Limiter#acquireSlots} on a shard drawn at random, so a
- * sharded gate's shards are all tried over the retries; a rate limit: {@link Limiter#draw}; a sliding
+ * call to the limiter (a gate: {@link Limiter#acquireSlots}, a sharded gate's shards in turn from one
+ * drawn at random until one grants; a rate limit: {@link Limiter#draw}; a sliding
  * window: {@link Limiter#takeWindow}); a wait
  * is tries with a growing, jittered pause (10 ms to 500 ms) until the bound, never a blocked thread.
  */
@@ -58,6 +58,8 @@ public final class EnginePermits implements EngineLimits {
     private final Map<String, Limits.Window> windows;
     private final Supplier<@Nullable Limiter> limiter;
     private final Turns turns;
+    private final String holderPrefix;
+    private final AtomicLong holders = new AtomicLong();
 
     /**
      * Permits of these limits, asked of the limiter {@code limiter} gives (null while the engine is not
@@ -67,6 +69,8 @@ public final class EnginePermits implements EngineLimits {
             Map<String, Limits.Window> windows, int tryConcurrency, Supplier<@Nullable Limiter> limiter) {
         this.engine = engine;
         this.turns = new Turns(tryConcurrency);
+        // 64 random bits per engine instance tell apart engines of one name and restarts; a counter the rest.
+        this.holderPrefix = engine + ":permit:" + Long.toString(ThreadLocalRandom.current().nextLong() >>> 1, 36) + ":";
         this.gates = gates;
         this.rateLimits = rateLimits;
         this.windows = windows;
@@ -145,17 +149,38 @@ public final class EnginePermits implements EngineLimits {
         }
     }
 
-    /** One try, once a turn is free (see {@link Turns}). */
+    /**
+     * One try, each call to the limiter once a turn is free (see {@link Turns}): a sharded gate's
+     * shards one after the other from one drawn at random until one grants, so a try refuses only
+     * when every shard did.
+     */
     private Mono<Optional<Permit>> tryOnce(Request request) {
-        return turns.run(() -> askLimiter(request));
+        Limits.Gate gate = request.gate();
+        if (gate == null || gate.shards() == 1) {
+            return turns.run(() -> askLimiter(request, 0));
+        }
+        return tryShards(request, ThreadLocalRandom.current().nextInt(gate.shards()), 0);
     }
 
-    private Mono<Optional<Permit>> askLimiter(Request request) {
+    /** Shard {@code (first + tried) % shards}, then the next one while they refuse, each shard once. */
+    private Mono<Optional<Permit>> tryShards(Request request, int first, int tried) {
+        int shards = request.gate().shards();
+        return turns.run(() -> askLimiter(request, (first + tried) % shards))
+                .flatMap(answer -> answer.isPresent() || tried + 1 == shards ? Mono.just(answer)
+                        : tryShards(request, first, tried + 1));
+    }
+
+    /** A holder name unique across engines and restarts, made without SecureRandom (no blocking on a Reactor thread). */
+    private String nextHolder() {
+        return holderPrefix + Long.toString(holders.incrementAndGet(), 36);
+    }
+
+    private Mono<Optional<Permit>> askLimiter(Request request, int shard) {
         Limiter current = limiter.get();
         if (current == null) {
             return Mono.error(new EngineClosedException(engine));
         }
-        String holder = engine + ":permit:" + UUID.randomUUID();
+        String holder = nextHolder();
         if (request.window() != null) {
             return current.takeWindow(request.window(), request.key(), request.weight())
                     .map(granted -> granted ? Optional.of(new TokenPermit(request)) : Optional.empty());
@@ -166,7 +191,6 @@ public final class EnginePermits implements EngineLimits {
                     .map(granted -> granted ? Optional.of(new TokenPermit(request)) : Optional.empty());
         }
         Limits.Gate gate = request.gate();
-        int shard = gate.shards() == 1 ? 0 : ThreadLocalRandom.current().nextInt(gate.shards());
         AtomicBoolean answered = new AtomicBoolean();
         return current.acquireSlots(holder, gate, request.key(), shard, request.weight(), request.lease())
                 // A lock conflict rolled the try back whole (nothing taken): try again, a few times.
