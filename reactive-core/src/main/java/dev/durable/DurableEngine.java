@@ -173,7 +173,8 @@ public final class DurableEngine implements AutoCloseable {
                 options.rateLimits().values(), options.windows().values(), knownTypes, lowestVersions,
                 options.maxInboxSignals(), tracing != TracePropagation.NONE);
         this.migrator = new Migrator(db, options.schema());
-        this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), options.windows(), () -> {
+        this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), options.windows(),
+                options.permitTryConcurrency(), () -> {
             EngineRuntime running = runtime();
             return running == null ? null : running.limiter();
         });

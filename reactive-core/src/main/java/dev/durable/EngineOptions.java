@@ -62,6 +62,7 @@ public final class EngineOptions {
     public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
     public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
     public static final int DEFAULT_INSERT_BUFFER_CAPACITY = 4096;
+    public static final int DEFAULT_PERMIT_TRY_CONCURRENCY = 2;
 
     /** One option: its name (in messages and toString), its default, its check and how it prints. */
     private static final class Option<T> {
@@ -178,6 +179,8 @@ public final class EngineOptions {
             Options::requirePositive);
     private static final Option<Integer> INSERT_BUFFER_CAPACITY = option("insertBufferCapacity",
             DEFAULT_INSERT_BUFFER_CAPACITY, (name, value) -> Options.requireAtLeast(name, value, 1));
+    private static final Option<Integer> PERMIT_TRY_CONCURRENCY = option("permitTryConcurrency",
+            DEFAULT_PERMIT_TRY_CONCURRENCY, (name, value) -> Options.requireAtLeast(name, value, 1));
 
     /** The values set, by option; an option not in it has its default. */
     private final Map<Option<?>, Object> values;
@@ -415,6 +418,11 @@ public final class EngineOptions {
     /** The most requests of {@code insertAsync} buffered or in flight; more are inserted directly. */
     public int insertBufferCapacity() {
         return get(INSERT_BUFFER_CAPACITY);
+    }
+
+    /** The most tries of {@code limits().acquire/tryAcquire} asking the limiter at once; more wait their turn. */
+    public int permitTryConcurrency() {
+        return get(PERMIT_TRY_CONCURRENCY);
     }
 
     /** Every option with its value, passwords masked; options with no value (no factory, say) left out. */
@@ -776,6 +784,16 @@ public final class EngineOptions {
             return set(INSERT_BUFFER_CAPACITY, insertBufferCapacity);
         }
 
+        /**
+         * The most permit tries ({@code engine.limits()}) asking the limiter at once: they share the
+         * engine's connection pool with picks, commits and heartbeats, so hundreds of waiting
+         * {@code acquire} calls must not take it over; a try over the bound waits (without blocking) for
+         * its turn.
+         */
+        public Builder permitTryConcurrency(int permitTryConcurrency) {
+            return set(PERMIT_TRY_CONCURRENCY, permitTryConcurrency);
+        }
+
         /** The options, once the rules across them hold. */
         public EngineOptions build() {
             EngineOptions options = new EngineOptions(values);
@@ -797,6 +815,14 @@ public final class EngineOptions {
                 throw new IllegalArgumentException("maxBatchBytes must be at least maxPayloadBytes (a batch of one"
                         + " request of the largest payload must fit), was " + options.maxBatchBytes() + " with"
                         + " maxPayloadBytes " + options.maxPayloadBytes());
+            }
+            // A row's rate slot and a permit name a bucket or a window by name alone: one name, one kind.
+            for (String name : options.windows().keySet()) {
+                if (options.rateLimits().containsKey(name)) {
+                    throw new IllegalArgumentException("'" + name + "' is configured both as rate limit "
+                            + options.rateLimits().get(name) + " and as window " + options.windows().get(name)
+                            + ": a limit name must name one of them (give the other its own name)");
+                }
             }
             // The engine's own pool serves each queue's pick, the group commits and maintenance at
             // once; fewer connections and a busy queue waits for a commit that waits for a connection.

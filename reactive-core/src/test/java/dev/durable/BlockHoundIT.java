@@ -17,6 +17,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -60,6 +61,7 @@ class BlockHoundIT {
                 .queue("hound").backoff(Backoff.fixed(Duration.ofMillis(20)));
         DurableEngine engine = engines.start(engines.options("hound")
                         .handlerScheduler(Schedulers.parallel())
+                        .gate("hound-gate", 4, 2)
                         .pokeTransport(PokeTransports.postgresNotify())
                         .queue(QueueOptions.builder("hound").concurrency(8).prefetch(8).minDemand(4)
                                 .pollInterval(Duration.ofMillis(50)).build()),
@@ -72,6 +74,13 @@ class BlockHoundIT {
         long cancelled = engine.insert(JobRequest.of("work", "cancel-me").runIn(Duration.ofHours(1))).block();
         engine.cancel(cancelled).block();
         Eventually.until("all done", Duration.ofSeconds(60), () -> Sql.count(db, "queue = 'hound' AND status = 'done'") == 300);
+        // Permits outside jobs (engine.limits()), asked from a parallel thread: ids, turns, shard tries.
+        Long permits = Flux.range(0, 40)
+                .flatMap(i -> engine.limits().acquire("hound-gate", "k", 1)
+                        .flatMap(permit -> permit.renew().then(permit.release()).thenReturn(1L)), 20)
+                .subscribeOn(Schedulers.parallel())
+                .count().block(Duration.ofSeconds(60));
+        assertThat(permits).isEqualTo(40L);
         engine.closeLater().block();
 
         assertThat(blockingCalls).isEmpty();

@@ -104,6 +104,26 @@ class OptionsTest {
     }
 
     @Test
+    void oneNameCannotBeBothARateLimitAndAWindow() {
+        EngineOptions.Builder builder = EngineOptions.builder().url("r2dbc:postgresql://h/db")
+                .rateLimit("api", 5, 10).window("api", 100, Duration.ofHours(1));
+        assertThatThrownBy(builder::build).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'api' is configured both as rate limit")
+                .hasMessageContaining("and as window")
+                .hasMessageContaining("a limit name must name one of them");
+        assertThat(EngineOptions.builder().url("r2dbc:postgresql://h/db").rateLimit("api", 5, 10)
+                .window("api-hourly", 100, Duration.ofHours(1)).build().windows()).containsOnlyKeys("api-hourly");
+    }
+
+    @Test
+    void permitTryConcurrencyIsAtLeastOne() {
+        assertThat(EngineOptions.builder().url("r2dbc:postgresql://h/db").build().permitTryConcurrency())
+                .isEqualTo(EngineOptions.DEFAULT_PERMIT_TRY_CONCURRENCY);
+        assertThatThrownBy(() -> EngineOptions.builder().permitTryConcurrency(0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("permitTryConcurrency");
+    }
+
+    @Test
     void anUnencodedAtSignInThePasswordIsRefusedWithoutQuotingIt() {
         assertThatThrownBy(() -> EngineOptions.builder().url("r2dbc:postgresql://app:p@ssw0rd@db:5432/app"))
                 .hasMessageContaining("must percent-encode '@'")

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.admin.GateUsage;
 import dev.durable.internal.Db;
+import dev.durable.internal.sql.LimiterSql;
 import dev.durable.internal.sql.MaintenanceSql;
 import dev.durable.internal.sql.Tables;
 import dev.durable.limit.EngineLimits;
@@ -14,6 +15,7 @@ import dev.durable.support.Engines;
 import dev.durable.support.Eventually;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestClock;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -129,6 +131,118 @@ class PermitsIT {
     }
 
     @Test
+    void permitsReleasedAndRenewedWhileOthersAcquireSweepAndReconcileNeverDeadlock() {
+        DurableEngine engine = engine("locks");
+        EngineLimits limits = engine.limits();
+        Maintenance maintenance = engine.maintenance().orElseThrow();
+        LimiterSql sql = new LimiterSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()));
+        // One counter, every permit path on it at once: acquires that count expired permits off, renewals
+        // and releases, the sweep and the reconcile. Each locks the counter first, so none waits on another
+        // in a cycle; a lock conflict left over would be retried inside, never seen here.
+        List<String> done = Flux.range(0, 240)
+                .flatMap(i -> switch (i % 6) {
+                    case 0 -> maintenance.reconcileLimits().thenReturn("reconciled");
+                    case 1 -> sql.sweepPermits(10).thenReturn("swept");
+                    case 2 -> limits.tryAcquire("api", "hot", 1, Duration.ofMillis(1)).thenReturn("expiring");
+                    default -> limits.acquire("api", "hot", 1, WAIT, Duration.ofSeconds(30))
+                            .flatMap(permit -> permit.renew().then(permit.release()).thenReturn("released"));
+                }, 24)
+                .collectList().block(WAIT);
+        assertThat(done).hasSize(240).contains("released", "reconciled", "swept", "expiring");
+
+        // What is left counts exactly: the live permits' slots, and the whole gate once they are gone.
+        sql.sweepPermits(100).block(WAIT);
+        assertThat(Sql.query(db, "SELECT s.held - coalesce((SELECT sum(p.slots) FROM {schema}.durable_limit_permits p"
+                + " WHERE p.gate = s.gate AND p.key = s.key AND p.shard = s.shard), 0)::int"
+                + " FROM {schema}.durable_gate_slots s WHERE s.gate = 'api' AND s.key = 'hot'",
+                row -> row.get(0, Integer.class))).containsExactly(0);
+        Permit whole = Eventually.until("the expired permits counted off", WAIT,
+                () -> limits.tryAcquire("api", "hot", 2).block(WAIT), Optional::isPresent).orElseThrow();
+        whole.release().block(WAIT);
+    }
+
+    @Test
+    void anExpiredPermitStopsHoldingTheGatesJobsBackWithoutTheReconcile() {
+        AtomicInteger ran = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("held-back", String.class, (String s) -> {
+            ran.incrementAndGet();
+            return Mono.just(s);
+        }).queue("expiry");
+        // The reconcile never runs here; the sweep ticks often.
+        DurableEngine engine = engines.start(engines.options("expiry").gate("api", 2)
+                .limiterReconcile(Maintenance.TaskOptions.every(Duration.ofHours(1)).disabled())
+                .bucketSweeper(Maintenance.TaskOptions.every(Duration.ofMillis(100)))
+                .queue(queue("expiry")), job);
+        EngineLimits limits = engine.limits();
+
+        // A caller that crashed: its permit is never renewed nor released, and nothing else acquires.
+        limits.tryAcquire("api", "crashed", 2, Duration.ofMillis(300)).block(WAIT).orElseThrow();
+        long id = engine.insert(JobRequest.of("held-back", "x").gate("api", "crashed")).block(WAIT);
+        assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(ran.get()).isEqualTo(1);
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_limit_permits WHERE key = 'crashed'",
+                row -> row.get(0, Long.class))).containsExactly(0L);
+    }
+
+    @Test
+    void aRenewalThatFindsThePermitExpiredCountsItsSlotsOffAtOnce() {
+        DurableEngine engine = engines.start(engines.options("renewal").gate("api", 2)
+                .limiterReconcile(Maintenance.TaskOptions.every(Duration.ofHours(1)).disabled())
+                .bucketSweeper(Maintenance.TaskOptions.every(Duration.ofHours(1)).disabled())
+                .queue(queue("renewal")));
+        EngineLimits limits = engine.limits();
+        Permit late = limits.tryAcquire("api", "late", 2, Duration.ofSeconds(30)).block(WAIT).orElseThrow();
+        Sql.update(db, "UPDATE {schema}.durable_limit_permits SET expires_at = now() - interval '1 second'"
+                + " WHERE key = 'late'");
+
+        assertThat(late.renew().block(WAIT)).isFalse();
+        assertThat(Sql.query(db, "SELECT held FROM {schema}.durable_gate_slots WHERE gate = 'api' AND key = 'late'",
+                row -> row.get(0, Integer.class))).containsExactly(0);
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_limit_permits WHERE key = 'late'",
+                row -> row.get(0, Long.class))).containsExactly(0L);
+        late.release().block(WAIT); // nothing left to give back
+    }
+
+    @Test
+    void twoHundredWaitingAcquiresLeaveTheEnginesJobsRunningAndAllGetTheirTurn() {
+        AtomicInteger runs = new AtomicInteger();
+        // Each run outlives its lease (3 s): it only finishes when heartbeats still get connections.
+        JobDefinition<String, String> slow = JobDefinition.of("slow", String.class, (String s) -> {
+            runs.incrementAndGet();
+            return Mono.delay(Duration.ofSeconds(4)).thenReturn(s);
+        }).queue("crowd");
+        DurableEngine engine = engines.start(engines.options("crowd").gate("one", 1).queue(queue("crowd")), slow);
+        EngineLimits limits = engine.limits();
+        Permit held = limits.tryAcquire("one", "k", 1).block(WAIT).orElseThrow();
+
+        Duration crowdWait = Duration.ofMinutes(5);
+        AtomicInteger granted = new AtomicInteger();
+        Mono<List<Boolean>> crowd = Flux.range(0, 200)
+                .flatMap(i -> limits.acquire("one", "k", 1, crowdWait, Duration.ofSeconds(30))
+                        .flatMap(permit -> {
+                            granted.incrementAndGet();
+                            return permit.release().thenReturn(true);
+                        }), 200)
+                .collectList()
+                .cache();
+        crowd.subscribe(null, error -> { });
+
+        List<Long> ids = Flux.range(0, 8).concatMap(i -> engine.insert(JobRequest.of("slow", "job-" + i))).collectList()
+                .block(WAIT);
+        for (long id : ids) {
+            assertThat(engines.awaitSettled(engine, id, Duration.ofMinutes(2)).status()).isEqualTo(InstanceStatus.DONE);
+        }
+        assertThat(runs.get()).isEqualTo(8); // no lease lost, no run repeated
+        assertThat(granted.get()).isZero();
+
+        held.release().block(WAIT);
+        assertThat(crowd.block(crowdWait)).hasSize(200);
+        assertThat(granted.get()).isEqualTo(200);
+        assertThat(Sql.query(db, "SELECT coalesce(sum(held), 0)::int FROM {schema}.durable_gate_slots WHERE gate = 'one'",
+                row -> row.get(0, Integer.class))).containsExactly(0);
+    }
+
+    @Test
     void theReconcileCountsLivePermitsAndDropsExpiredOnes() {
         DurableEngine engine = engine("reconcile");
         EngineLimits limits = engine.limits();
@@ -194,10 +308,43 @@ class PermitsIT {
         StepVerifier.create(limits.tryAcquire("hourly", "tenant-c", 6)).expectError(InvalidRequestException.class)
                 .verify(WAIT);
 
-        // A short window: full now, open again once its length has passed.
+        // A short window on the server's clock: what it admitted slides out, so a wait ends with a permit.
         assertThat(limits.tryAcquire("brief", "p", 2).block(WAIT)).isPresent();
-        assertThat(limits.tryAcquire("brief", "p", 1).block(WAIT)).isEmpty();
         assertThat(limits.acquire("brief", "p", 2, WAIT, Duration.ofSeconds(1)).block(WAIT).holdsSlots()).isFalse();
+    }
+
+    @Test
+    void aWindowIsFullUntilItsLengthHasPassedOnTheDatabasesClock() {
+        TestClock clock = TestClock.on(db);
+        DurableEngine engine = engines.start(clock.engineOptions().name("clocked")
+                .window("hour", 2, Duration.ofHours(1)).queue(queue("clocked")));
+        EngineLimits limits = engine.limits();
+        assertThat(limits.tryAcquire("hour", "p", 2).block(WAIT)).isPresent();
+        assertThat(limits.tryAcquire("hour", "p", 1).block(WAIT)).isEmpty();
+        clock.advance(Duration.ofMinutes(30));
+        assertThat(limits.tryAcquire("hour", "p", 1).block(WAIT)).isEmpty();
+        // Past the window and its partly counted oldest slot.
+        clock.advance(Duration.ofMinutes(60));
+        assertThat(limits.tryAcquire("hour", "p", 2).block(WAIT)).isPresent();
+        assertThat(limits.tryAcquire("hour", "p", 1).block(WAIT)).isEmpty();
+    }
+
+    @Test
+    void aTryOnAShardedGateTriesEveryShardBeforeRefusing() {
+        DurableEngine engine = engines.start(engines.options("shards").gate("spread", 6, 3)
+                .limiterReconcile(Maintenance.TaskOptions.every(Duration.ofHours(1)).disabled())
+                .queue(queue("shards")));
+        EngineLimits limits = engine.limits();
+        // Three shards of two; two of them full (as if jobs held them), one free.
+        Sql.update(db, "INSERT INTO {schema}.durable_gate_slots (gate, key, shard, capacity, held, admitted)"
+                + " VALUES ('spread', 'sharded', 0, 2, 2, 0), ('spread', 'sharded', 1, 2, 2, 0)");
+        // Whichever shard a try starts on, it goes on to the free one: both free slots are granted at once.
+        for (int i = 0; i < 2; i++) {
+            assertThat(limits.tryAcquire("spread", "sharded", 1).block(WAIT)).as("try " + i).isPresent();
+        }
+        assertThat(limits.tryAcquire("spread", "sharded", 1).block(WAIT)).isEmpty();
+        assertThat(Sql.query(db, "SELECT shard || '=' || held FROM {schema}.durable_gate_slots WHERE gate = 'spread' AND key = 'sharded'"
+                + " ORDER BY shard", row -> row.get(0, String.class))).containsExactly("0=2", "1=2", "2=2");
     }
 
     @Test

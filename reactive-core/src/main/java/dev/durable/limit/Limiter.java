@@ -77,6 +77,15 @@ public interface Limiter {
     }
 
     /**
+     * Counts off the slots of permits whose lease ended, at most {@code counters} gate counters' worth
+     * (one maintenance batch); emits how many permits. Nothing by default: a limiter whose slots
+     * expire by themselves (Redis) has nothing to sweep.
+     */
+    default Mono<Long> sweepPermits(int counters) {
+        return Mono.just(0L);
+    }
+
+    /**
      * Takes {@code weight} of sliding window {@code window}'s partition {@code partition} when what
      * it admitted over the window's length plus {@code weight} stays within its limit; else takes
      * nothing. Emits whether it took it.

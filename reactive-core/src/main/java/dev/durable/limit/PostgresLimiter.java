@@ -25,7 +25,9 @@ import reactor.core.publisher.Mono;
  * so neither does {@link #renew}. {@link #reconcile} recounts the counters from the executing rows
  * and the live permits under a lock that holds picks off. Permits ({@link #acquireSlots}) are rows of
  * {@code durable_limit_permits} counted on their gate's counter; an expired one is counted off by the
- * next acquire on its counter or by the reconcile, whichever comes first.
+ * next acquire on its counter, by its own {@code renew()}, or by {@link #sweepPermits} on the bucket
+ * sweeper's tick, whichever comes first (the reconcile as a last resort). Every permit statement locks
+ * the gate counter before the permit rows, as the reconcile does (a table lock), so they cannot deadlock.
  */
 public final class PostgresLimiter implements Limiter {
 
@@ -115,12 +117,18 @@ public final class PostgresLimiter implements Limiter {
     @Override
     public Mono<Boolean> renewSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
             Duration lease) {
-        return sql.renewSlots(holder, lease.toMillis());
+        return sql.renewSlots(holder, gate.name(), key, shard, lease.toMillis());
     }
 
     @Override
     public Mono<Void> releaseSlots(String holder, Limits.Gate gate, String key, int shard, int slots) {
-        return sql.releaseSlots(holder);
+        return sql.releaseSlots(holder, gate.name(), key, shard);
+    }
+
+    /** A bounded batch of expired permits counted off (see {@code LimiterSql.sweepPermits}). */
+    @Override
+    public Mono<Long> sweepPermits(int counters) {
+        return sql.sweepPermits(counters);
     }
 
     /** One statement on the window's row (see {@code LimiterSql.takeWindow}). */

@@ -187,7 +187,13 @@ public final class RedisLimiter implements Limiter {
                             }
                         }
                         return admitted;
-                    }));
+                    }))
+                    // Failed part-way (Redis down after some counters seated their claims): the engine
+                    // admits none of them, so give back whatever slot any of them got, before failing.
+                    .onErrorResume(error -> credit(claims).onErrorResume(creditError -> {
+                        error.addSuppressed(creditError);
+                        return Mono.empty();
+                    }).then(Mono.error(error)));
         });
     }
 

@@ -1,5 +1,6 @@
 package dev.durable.internal.engine;
 
+import dev.durable.DurableDatabaseException;
 import dev.durable.EngineClosedException;
 import dev.durable.InvalidRequestException;
 import dev.durable.JobRequest;
@@ -7,6 +8,7 @@ import dev.durable.Limits;
 import dev.durable.limit.EngineLimits;
 import dev.durable.limit.LimitClaim;
 import dev.durable.limit.Limiter;
+import dev.durable.limit.LimiterUnavailableException;
 import dev.durable.limit.Permit;
 import dev.durable.limit.PermitTimeoutException;
 import dev.durable.limit.UnknownLimitException;
@@ -15,9 +17,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -27,8 +30,8 @@ import reactor.util.retry.Retry;
 
 /**
  * {@code engine.limits()}: permits from the engine's limiter for code outside jobs. A try is one
- * call to the limiter (a gate: {@link Limiter#acquireSlots} on a shard drawn at random, so a
- * sharded gate's shards are all tried over the retries; a rate limit: {@link Limiter#draw}; a sliding
+ * call to the limiter (a gate: {@link Limiter#acquireSlots}, a sharded gate's shards in turn from one
+ * drawn at random until one grants; a rate limit: {@link Limiter#draw}; a sliding
  * window: {@link Limiter#takeWindow}); a wait
  * is tries with a growing, jittered pause (10 ms to 500 ms) until the bound, never a blocked thread.
  */
@@ -37,6 +40,7 @@ public final class EnginePermits implements EngineLimits {
     private static final Logger log = Loggers.getLogger(EnginePermits.class);
     private static final Duration FIRST_PAUSE = Duration.ofMillis(10);
     private static final Duration MAX_PAUSE = Duration.ofMillis(500);
+    private static final int LOCK_CONFLICT_RETRIES = 3;
 
     /** A try the limit refused, to be retried (never seen by a caller). */
     private static final class Refused extends RuntimeException {
@@ -53,11 +57,20 @@ public final class EnginePermits implements EngineLimits {
     private final Map<String, Limits.RateLimit> rateLimits;
     private final Map<String, Limits.Window> windows;
     private final Supplier<@Nullable Limiter> limiter;
+    private final Turns turns;
+    private final String holderPrefix;
+    private final AtomicLong holders = new AtomicLong();
 
-    /** Permits of these limits, asked of the limiter {@code limiter} gives (null while the engine is not running). */
+    /**
+     * Permits of these limits, asked of the limiter {@code limiter} gives (null while the engine is not
+     * running), at most {@code tryConcurrency} tries at once.
+     */
     public EnginePermits(String engine, Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits,
-            Map<String, Limits.Window> windows, Supplier<@Nullable Limiter> limiter) {
+            Map<String, Limits.Window> windows, int tryConcurrency, Supplier<@Nullable Limiter> limiter) {
         this.engine = engine;
+        this.turns = new Turns(tryConcurrency);
+        // 64 random bits per engine instance tell apart engines of one name and restarts; a counter the rest.
+        this.holderPrefix = engine + ":permit:" + Long.toString(ThreadLocalRandom.current().nextLong() >>> 1, 36) + ":";
         this.gates = gates;
         this.rateLimits = rateLimits;
         this.windows = windows;
@@ -136,12 +149,38 @@ public final class EnginePermits implements EngineLimits {
         }
     }
 
+    /**
+     * One try, each call to the limiter once a turn is free (see {@link Turns}): a sharded gate's
+     * shards one after the other from one drawn at random until one grants, so a try refuses only
+     * when every shard did.
+     */
     private Mono<Optional<Permit>> tryOnce(Request request) {
+        Limits.Gate gate = request.gate();
+        if (gate == null || gate.shards() == 1) {
+            return turns.run(() -> askLimiter(request, 0));
+        }
+        return tryShards(request, ThreadLocalRandom.current().nextInt(gate.shards()), 0);
+    }
+
+    /** Shard {@code (first + tried) % shards}, then the next one while they refuse, each shard once. */
+    private Mono<Optional<Permit>> tryShards(Request request, int first, int tried) {
+        int shards = request.gate().shards();
+        return turns.run(() -> askLimiter(request, (first + tried) % shards))
+                .flatMap(answer -> answer.isPresent() || tried + 1 == shards ? Mono.just(answer)
+                        : tryShards(request, first, tried + 1));
+    }
+
+    /** A holder name unique across engines and restarts, made without SecureRandom (no blocking on a Reactor thread). */
+    private String nextHolder() {
+        return holderPrefix + Long.toString(holders.incrementAndGet(), 36);
+    }
+
+    private Mono<Optional<Permit>> askLimiter(Request request, int shard) {
         Limiter current = limiter.get();
         if (current == null) {
             return Mono.error(new EngineClosedException(engine));
         }
-        String holder = engine + ":permit:" + UUID.randomUUID();
+        String holder = nextHolder();
         if (request.window() != null) {
             return current.takeWindow(request.window(), request.key(), request.weight())
                     .map(granted -> granted ? Optional.of(new TokenPermit(request)) : Optional.empty());
@@ -152,9 +191,10 @@ public final class EnginePermits implements EngineLimits {
                     .map(granted -> granted ? Optional.of(new TokenPermit(request)) : Optional.empty());
         }
         Limits.Gate gate = request.gate();
-        int shard = gate.shards() == 1 ? 0 : ThreadLocalRandom.current().nextInt(gate.shards());
         AtomicBoolean answered = new AtomicBoolean();
         return current.acquireSlots(holder, gate, request.key(), shard, request.weight(), request.lease())
+                // A lock conflict rolled the try back whole (nothing taken): try again, a few times.
+                .retryWhen(lockConflicts("a permit of " + request.what()))
                 .doOnNext(granted -> answered.set(true))
                 // A try cancelled in flight (the wait's bound, the caller) may have been granted: give it back.
                 .doOnCancel(() -> {
@@ -167,6 +207,86 @@ public final class EnginePermits implements EngineLimits {
                 .map(granted -> granted
                         ? Optional.of(new SlotPermit(current, holder, request, shard, Instant.now().plus(request.lease())))
                         : Optional.empty());
+    }
+
+    /**
+     * At most {@code max} permit tries asking the limiter at once: the tries share the engine's
+     * connection pool with picks, commits and heartbeats, so a crowd of waiting {@code acquire} calls
+     * must not hold every connection. A try finding no free turn waits a short, jittered, growing pause
+     * on the timer and looks again (no thread blocks, no queue to leak on cancel); a turn is given back
+     * when its try ends, fails or is cancelled.
+     */
+    static final class Turns {
+
+        /** No free turn now (never seen by a caller). */
+        private static final class Busy extends RuntimeException {
+
+            private static final long serialVersionUID = 1L;
+
+            Busy() {
+                super("busy", null, false, false);
+            }
+        }
+
+        private static final Busy BUSY = new Busy();
+        private static final Duration FIRST_LOOK = Duration.ofMillis(2);
+        private static final Duration MAX_LOOK = Duration.ofMillis(50);
+
+        private final int max;
+        private final AtomicInteger taken = new AtomicInteger();
+
+        Turns(int max) {
+            this.max = max;
+        }
+
+        <T> Mono<T> run(Supplier<Mono<T>> task) {
+            return Mono.defer(() -> {
+                if (!enter()) {
+                    return Mono.<T>error(BUSY);
+                }
+                AtomicBoolean left = new AtomicBoolean();
+                return Mono.defer(task).doFinally(signal -> {
+                    if (left.compareAndSet(false, true)) {
+                        taken.decrementAndGet();
+                    }
+                });
+            }).retryWhen(Retry.backoff(Long.MAX_VALUE, FIRST_LOOK).maxBackoff(MAX_LOOK).jitter(0.5)
+                    .filter(Busy.class::isInstance));
+        }
+
+        private boolean enter() {
+            for (;;) {
+                int now = taken.get();
+                if (now >= max) {
+                    return false;
+                }
+                if (taken.compareAndSet(now, now + 1)) {
+                    return true;
+                }
+            }
+        }
+
+        /** Turns in use now (tests). */
+        int taken() {
+            return taken.get();
+        }
+    }
+
+    /**
+     * A serialization failure or deadlock (40001, 40P01) aborted a permit statement: it took nothing,
+     * so it is retried a few times; past them the caller sees {@link LimiterUnavailableException}.
+     */
+    static Retry lockConflicts(String what) {
+        return Retry.backoff(LOCK_CONFLICT_RETRIES, FIRST_PAUSE).jitter(0.5)
+                .filter(EnginePermits::isLockConflict)
+                .onRetryExhaustedThrow((spec, signal) -> new LimiterUnavailableException(
+                        "lock conflicts on the gate counter of " + what + ", " + LOCK_CONFLICT_RETRIES
+                                + " times in a row", signal.failure()));
+    }
+
+    static boolean isLockConflict(Throwable error) {
+        return error instanceof DurableDatabaseException db
+                && ("40P01".equals(db.sqlState()) || "40001".equals(db.sqlState()));
     }
 
     /** One permit request, checked: of a gate or of a rate limit. */
@@ -277,6 +397,7 @@ public final class EnginePermits implements EngineLimits {
                 }
                 Instant next = Instant.now().plus(request.lease());
                 return limiter.renewSlots(holder, request.gate(), request.key(), shard, request.weight(), request.lease())
+                        .retryWhen(lockConflicts("the renewal of " + this))
                         .doOnNext(renewed -> {
                             if (renewed) {
                                 expiresAt = next;
@@ -289,6 +410,7 @@ public final class EnginePermits implements EngineLimits {
         public Mono<Void> release() {
             return Mono.defer(() -> released.compareAndSet(false, true)
                     ? limiter.releaseSlots(holder, request.gate(), request.key(), shard, request.weight())
+                            .retryWhen(lockConflicts("the release of " + this))
                     : Mono.empty());
         }
 

@@ -53,7 +53,7 @@ public final class MaintenanceTasks implements Maintenance {
                 options.retention());
         this.limiterReconcile = new LimiterReconcile(options.limiterReconcile(), lane, timer, meters, limiter);
         this.bucketSweeper = new BucketSweeper(options.bucketSweeper(), lane, timer, meters, sql,
-                limiter.admitsInPick() ? options.rateLimits().values() : List.of());
+                limiter.admitsInPick() ? options.rateLimits().values() : List.of(), limiter);
         this.fairKeyHealer = new FairKeyHealer(options.fairKeyHealer(), lane, timer, meters, fair,
                 options.queues().values().stream().filter(queue -> queue.fairness().enabled())
                         .map(dev.durable.QueueOptions::name).collect(java.util.stream.Collectors.toSet()),

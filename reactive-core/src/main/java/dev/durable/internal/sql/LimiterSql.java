@@ -53,26 +53,47 @@ public final class LimiterSql {
     private final String ensureCounter;
 
     /**
+     * Locks counter ($1, $2, $3) before any permit statement touches its permits: every permit path
+     * (acquire, renew, release, the sweep) and the reconcile (a table lock) take the counter first and
+     * the permit rows after it, so two of them cannot wait on each other. Its own statement, since
+     * the order of a data-modifying CTE's row locks is not defined. Index: the counters' primary key.
+     * Locks: the counter row, to the end of the transaction (a pick skips it meanwhile).
+     */
+    private final String lockCounter;
+
+    /**
      * Takes $6 slots of counter ($1, $2, $3) of capacity $4 for permit holder $5 with a lease of $7
-     * ms, when they all fit; else takes nothing. The counter is locked first, the expired permits of
-     * the counter are counted off it (a crashed caller's slots come free here), then the permit is
+     * ms, when they all fit; else takes nothing. Runs after {@link #lockCounter}: the expired permits
+     * of the counter are counted off it (a crashed caller's slots come free here), then the permit is
      * recorded and counted on when it fits. Returns (granted, changed). Index: the counters' primary
-     * key, the permits' counter index. Locks: the counter row, to the end of the transaction (a pick
-     * skips it meanwhile, as it skips any locked counter).
+     * key, the permits' counter index. Locks: the permit rows, under the counter's lock.
      */
     private final String acquireSlots;
 
     /**
-     * Extends permit $1's lease to $2 ms from now, unless it had already ended. Index: the permits'
-     * primary key. Locks: the permit row.
+     * Extends permit $1's lease to $2 ms from now when it has not ended; a permit found ended is
+     * deleted and counted off its counter at once (its slots must not wait for the next acquire or
+     * the reconcile). Returns (renewed). Runs after {@link #lockCounter}. Index: the permits' and the
+     * counters' primary keys. Locks: the permit row, under the counter's lock.
      */
     private final String renewSlots;
 
     /**
-     * Deletes permit $1 and counts its slots off its counter; nothing when it is gone already.
-     * Index: the permits' and the counters' primary keys. Locks: both rows.
+     * Deletes permit $1 and counts its slots off its counter; nothing when it is gone already. Runs
+     * after {@link #lockCounter}. Index: the permits' and the counters' primary keys. Locks: the
+     * permit row, under the counter's lock.
      */
     private final String releaseSlots;
+
+    /**
+     * Counts off expired permits, at most $1 counters a batch (a crashed caller's slots come free within
+     * a sweep tick, not at the next acquire or reconcile). The counters are locked first ({@code FOR
+     * UPDATE SKIP LOCKED}: one an acquire or a pick holds is left to the next batch); a permit row is
+     * only deleted through the join with a counter the statement has locked, so the counter's lock
+     * comes first here too. Emits the permits deleted. Index: the permits' counter index (expires_at
+     * last), the counters' primary key. Locks: those counters and permits.
+     */
+    private final String sweepPermits;
 
     /**
      * Takes $3 of window $1, partition $2 (slot length $4 ms, limit $5) when the live slots of its ring
@@ -147,9 +168,11 @@ public final class LimiterSql {
         this.ensureCounter = tables.render("""
                 INSERT INTO {gate_slots} (gate, key, shard, capacity, held, admitted) VALUES ($1, $2, $3, $4, 0, 0)
                 ON CONFLICT (gate, key, shard) DO NOTHING""");
+        this.lockCounter = tables.render("""
+                SELECT s.held FROM {gate_slots} s WHERE (s.gate, s.key, s.shard) = ($1, $2, $3) FOR UPDATE""");
         this.acquireSlots = tables.render("""
                 WITH counter AS (
-                    SELECT s.held FROM {gate_slots} s WHERE (s.gate, s.key, s.shard) = ($1, $2, $3) FOR UPDATE
+                    SELECT s.held FROM {gate_slots} s WHERE (s.gate, s.key, s.shard) = ($1, $2, $3)
                 ), expired AS (
                     DELETE FROM {permits} p
                      WHERE (p.gate, p.key, p.shard) = ($1, $2, $3) AND p.expires_at <= now()
@@ -172,9 +195,43 @@ public final class LimiterSql {
                 )
                 SELECT (SELECT count(*) FROM granted) AS granted, (SELECT count(*) FROM counted) AS counted""");
         this.renewSlots = tables.render("""
-                UPDATE {permits} SET expires_at = now() + $2 * interval '1 millisecond'
-                 WHERE holder = $1 AND expires_at > now()
-                RETURNING holder""");
+                WITH renewed AS (
+                    UPDATE {permits} SET expires_at = now() + $2 * interval '1 millisecond'
+                     WHERE holder = $1 AND expires_at > now()
+                    RETURNING holder
+                ), ended AS (
+                    DELETE FROM {permits} WHERE holder = $1 AND expires_at <= now()
+                    RETURNING gate, key, shard, slots
+                ), counted AS (
+                    UPDATE {gate_slots} s SET held = greatest(0, s.held - e.slots)
+                      FROM ended e
+                     WHERE (s.gate, s.key, s.shard) = (e.gate, e.key, e.shard)
+                    RETURNING s.held
+                )
+                SELECT (SELECT count(*) FROM renewed) AS renewed, (SELECT count(*) FROM counted) AS counted""");
+        this.sweepPermits = tables.render("""
+                WITH locked AS (
+                    SELECT s.gate, s.key, s.shard FROM {gate_slots} s
+                     WHERE (s.gate, s.key, s.shard) IN (
+                            SELECT DISTINCT p.gate, p.key, p.shard FROM {permits} p WHERE p.expires_at <= now())
+                     ORDER BY s.gate, s.key, s.shard
+                     LIMIT $1
+                       FOR UPDATE OF s SKIP LOCKED
+                ), gone AS (
+                    DELETE FROM {permits} p USING locked l
+                     WHERE (p.gate, p.key, p.shard) = (l.gate, l.key, l.shard) AND p.expires_at <= now()
+                    RETURNING p.gate, p.key, p.shard, p.slots
+                ), freed AS (
+                    SELECT g.gate, g.key, g.shard, sum(g.slots)::int AS slots, count(*) AS permits
+                      FROM gone g GROUP BY g.gate, g.key, g.shard
+                ), counted AS (
+                    UPDATE {gate_slots} s SET held = greatest(0, s.held - f.slots)
+                      FROM freed f
+                     WHERE (s.gate, s.key, s.shard) = (f.gate, f.key, f.shard)
+                    RETURNING s.held
+                )
+                SELECT coalesce((SELECT sum(f.permits) FROM freed f), 0)::bigint AS swept,
+                       (SELECT count(*) FROM counted) AS counted""");
         this.releaseSlots = tables.render("""
                 WITH gone AS (
                     DELETE FROM {permits} WHERE holder = $1 RETURNING gate, key, shard, slots
@@ -260,6 +317,7 @@ public final class LimiterSql {
         return db.inTransaction(connection -> Flux.from(connection.createStatement(ensureCounter)
                                 .bind(0, gate).bind(1, key).bind(2, shard).bind(3, capacity).execute())
                         .concatMap(result -> result.getRowsUpdated())
+                        .thenMany(lockCounter(connection, gate, key, shard))
                         .thenMany(Flux.from(connection.createStatement(acquireSlots)
                                 .bind(0, gate).bind(1, key).bind(2, shard).bind(3, capacity).bind(4, holder)
                                 .bind(5, slots).bind(6, leaseMillis).execute()))
@@ -267,18 +325,22 @@ public final class LimiterSql {
                 .single();
     }
 
-    /** Extends a permit's lease; emits false when it had ended (or was released). */
-    public Mono<Boolean> renewSlots(String holder, long leaseMillis) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(renewSlots)
-                                .bind(0, holder).bind(1, leaseMillis).execute())
-                        .concatMap(result -> result.map(row -> true)))
-                .hasElements();
+    /**
+     * Extends a permit's lease; emits false when it had ended (it is then counted off at once) or was
+     * released. Counter first, then the permit, in one short transaction.
+     */
+    public Mono<Boolean> renewSlots(String holder, String gate, String key, int shard, long leaseMillis) {
+        return db.inTransaction(connection -> lockCounter(connection, gate, key, shard)
+                        .thenMany(Flux.from(connection.createStatement(renewSlots)
+                                .bind(0, holder).bind(1, leaseMillis).execute()))
+                        .concatMap(result -> result.map(row -> row.get("renewed", Long.class) == 1L)))
+                .single();
     }
 
-    /** Gives a permit's slots back; nothing when it is gone already. */
-    public Mono<Void> releaseSlots(String holder) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(releaseSlots)
-                                .bind(0, holder).execute())
+    /** Gives a permit's slots back; nothing when it is gone already. Counter first, then the permit. */
+    public Mono<Void> releaseSlots(String holder, String gate, String key, int shard) {
+        return db.inTransaction(connection -> lockCounter(connection, gate, key, shard)
+                        .thenMany(Flux.from(connection.createStatement(releaseSlots).bind(0, holder).execute()))
                         .concatMap(result -> result.getRowsUpdated()))
                 .then();
     }
@@ -292,6 +354,19 @@ public final class LimiterSql {
                                 .bind(8, slotMillis).bind(9, limit).execute())
                         .concatMap(result -> result.map(row -> true)))
                 .hasElements();
+    }
+
+    /** Counts off the expired permits of at most {@code counters} counters; emits how many permits. */
+    public Mono<Long> sweepPermits(int counters) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(sweepPermits)
+                                .bind(0, counters).execute())
+                        .concatMap(result -> result.map(row -> row.get("swept", Long.class))))
+                .single();
+    }
+
+    private Flux<Long> lockCounter(io.r2dbc.spi.Connection connection, String gate, String key, int shard) {
+        return Flux.from(connection.createStatement(lockCounter).bind(0, gate).bind(1, key).bind(2, shard).execute())
+                .concatMap(result -> result.getRowsUpdated());
     }
 
     /** Takes {@code weight} of a sliding window's partition; emits whether it fitted. */
