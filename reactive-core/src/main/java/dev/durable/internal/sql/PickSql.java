@@ -54,6 +54,23 @@ import reactor.core.publisher.Mono;
 public final class PickSql {
 
     /**
+     * The per-row conditions every candidate scan shares (plain, limited, fair): the row's version is
+     * one this engine runs (%1$s the versions, %2$s the types: current versions, then lowest ones), and
+     * an ungated concurrency key is neither executing now nor being claimed by another pick (the
+     * executing-key probe, then a tried advisory lock on the key's hash). One place, so a guard added
+     * here reaches every pick.
+     */
+    private static final String RUNS_HERE = """
+                   AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
+                   AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
+                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
+                        WHEN EXISTS (SELECT 1 FROM {instances} e
+                                      WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
+                                        AND e.gate_name IS NULL) THEN false
+                        ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
+            """;
+
+    /**
      * The candidates and the one-per-key guard. The first two placeholders name the parameters of
      * the versions and the types this engine knows: a row of another type, or of a newer version, is
      * left for an engine that knows it (a rolling deploy never fails work an old node cannot run);
@@ -84,13 +101,7 @@ public final class PickSql {
                   FROM {instances} c
                  WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
-                   AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
-                   AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
-                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
-                        WHEN EXISTS (SELECT 1 FROM {instances} e
-                                      WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
-                                        AND e.gate_name IS NULL) THEN false
-                        ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
+            """ + RUNS_HERE + """
                    AND c.priority = s.priority
                    %3$s
                  ORDER BY c.priority, c.eligible_at, c.id
@@ -188,13 +199,7 @@ public final class PickSql {
                          LIMIT q.quota * 4) w
                   JOIN {instances} c ON c.ctid = w.row_at
                  WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
-                   AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
-                   AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
-                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
-                        WHEN EXISTS (SELECT 1 FROM {instances} e
-                                      WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
-                                        AND e.gate_name IS NULL) THEN false
-                        ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
+            """ + RUNS_HERE + """
                    %3$s
                  ORDER BY w.priority, w.eligible_at, w.id
                  LIMIT q.quota
@@ -227,13 +232,7 @@ public final class PickSql {
                          LIMIT (SELECT slots FROM fair_short) * 4) w
                   JOIN {instances} c ON c.ctid = w.row_at
                  WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
-                   AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
-                   AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
-                   AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
-                        WHEN EXISTS (SELECT 1 FROM {instances} e
-                                      WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
-                                        AND e.gate_name IS NULL) THEN false
-                        ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
+            """ + RUNS_HERE + """
                    %3$s
                  ORDER BY w.priority, w.eligible_at, w.id
                  LIMIT (SELECT slots FROM fair_short)
