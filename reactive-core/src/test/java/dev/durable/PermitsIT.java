@@ -142,7 +142,7 @@ class PermitsIT {
         List<String> done = Flux.range(0, 240)
                 .flatMap(i -> switch (i % 6) {
                     case 0 -> maintenance.reconcileLimits().thenReturn("reconciled");
-                    case 1 -> sql.sweepPermits(10).thenReturn("swept");
+                    case 1 -> sql.sweepPermits(10, WAIT).thenReturn("swept");
                     case 2 -> limits.tryAcquire("api", "hot", 1, Duration.ofMillis(1)).thenReturn("expiring");
                     default -> limits.acquire("api", "hot", 1, WAIT, Duration.ofSeconds(30))
                             .flatMap(permit -> permit.renew().then(permit.release()).thenReturn("released"));
@@ -151,7 +151,7 @@ class PermitsIT {
         assertThat(done).hasSize(240).contains("released", "reconciled", "swept", "expiring");
 
         // What is left counts exactly: the live permits' slots, and the whole gate once they are gone.
-        sql.sweepPermits(100).block(WAIT);
+        sql.sweepPermits(100, WAIT).block(WAIT);
         assertThat(Sql.query(db, "SELECT s.held - coalesce((SELECT sum(p.slots) FROM {schema}.durable_limit_permits p"
                 + " WHERE p.gate = s.gate AND p.key = s.key AND p.shard = s.shard), 0)::int"
                 + " FROM {schema}.durable_gate_slots s WHERE s.gate = 'api' AND s.key = 'hot'",

@@ -78,10 +78,10 @@ public interface Limiter {
 
     /**
      * Counts off the slots of permits whose lease ended, at most {@code counters} gate counters' worth
-     * (one maintenance batch); emits how many permits. Nothing by default: a limiter whose slots
-     * expire by themselves (Redis) has nothing to sweep.
+     * (one maintenance batch), bounded by {@code timeout}; emits how many permits. Nothing by default:
+     * a limiter whose slots expire by themselves (Redis) has nothing to sweep.
      */
-    default Mono<Long> sweepPermits(int counters) {
+    default Mono<Long> sweepPermits(int counters, java.time.Duration timeout) {
         return Mono.just(0L);
     }
 

@@ -127,8 +127,8 @@ public final class PostgresLimiter implements Limiter {
 
     /** A bounded batch of expired permits counted off (see {@code LimiterSql.sweepPermits}). */
     @Override
-    public Mono<Long> sweepPermits(int counters) {
-        return sql.sweepPermits(counters);
+    public Mono<Long> sweepPermits(int counters, java.time.Duration timeout) {
+        return sql.sweepPermits(counters, timeout);
     }
 
     /** One statement on the window's row (see {@code LimiterSql.takeWindow}). */

@@ -177,7 +177,9 @@ public final class RedisLimiter implements Limiter {
                 return Flux.fromIterable(byBucket.entrySet())
                         .flatMap(bucket -> takeTokens(bucket.getKey(), bucket.getValue(), refused))
                         .then();
-            })).then(Mono.defer(() -> giveBackCounts(counted, countedSlot, refused)))
+            })).then(Mono.defer(() -> giveBackCounts(counted, countedSlot, refused)
+                            // Given back once: a failure after this point must not give them back again.
+                            .doOnSuccess(done -> counted.clear())))
                     .then(Mono.defer(() -> credit(seated.stream().filter(claim -> refused.contains(claim.id())).toList())))
                     .then(Mono.fromSupplier(() -> {
                         Set<Long> admitted = new HashSet<>();
@@ -189,11 +191,18 @@ public final class RedisLimiter implements Limiter {
                         return admitted;
                     }))
                     // Failed part-way (Redis down after some counters seated their claims): the engine
-                    // admits none of them, so give back whatever slot any of them got, before failing.
-                    .onErrorResume(error -> credit(claims).onErrorResume(creditError -> {
+                    // admits none of them, so give back whatever window count and slot any of them got,
+                    // before failing.
+                    .onErrorResume(error -> Mono.defer(() -> {
+                        claims.forEach(claim -> refused.add(claim.id()));
+                        return giveBackCounts(counted, countedSlot, refused);
+                    }).onErrorResume(giveBackError -> {
+                        error.addSuppressed(giveBackError);
+                        return Mono.empty();
+                    }).then(credit(claims).onErrorResume(creditError -> {
                         error.addSuppressed(creditError);
                         return Mono.empty();
-                    }).then(Mono.error(error)));
+                    })).then(Mono.error(error)));
         });
     }
 

@@ -155,6 +155,19 @@ class RedisStackedLimitsIT {
         return JobRequest.of(type, arg).gate("rglobal", type).rateLimit("rtenant", type).window("rhour", type);
     }
 
+    /**
+     * Stops the queue's picks before reading the limits: a Redis pick holds its rows' gate slots for a
+     * moment between taking them and giving back those a later limit refused, so a read during a pick
+     * could see them (all the longer on a loaded machine). Paused, a pick admits nothing; two more
+     * picks make sure none is still in flight.
+     */
+    private static void quiesce(DurableEngine engine, String queue) {
+        engine.admin().pauseQueue(queue).block(WAIT);
+        long picks = engine.queueStats(queue).orElseThrow().picks();
+        Eventually.until("two picks of the paused queue", WAIT,
+                () -> engine.queueStats(queue).orElseThrow().picks() >= picks + 2);
+    }
+
     @Test
     void aRowItsWindowRefusesTakesNoTokenAndNoSlot() {
         DurableEngine engine = engines.start(engines.options("rwfull").limiter(RedisLimiters.redis(redis.uri()))
@@ -167,6 +180,7 @@ class RedisStackedLimitsIT {
         Eventually.until("several picks with the window full", WAIT,
                 () -> engine.queueStats("rwfull").orElseThrow().picks() >= picks + 5);
         assertThat(Sql.count(db, "queue = 'rwfull' AND status = 'runnable'")).isEqualTo(3);
+        quiesce(engine, "rwfull");
         // The window refused them: the bucket kept its second token and the gate both its slots.
         assertThat(engine.limits().tryAcquire("rglobal", "rwfull", 2).block(WAIT)).isPresent();
         assertThat(engine.limits().tryAcquire("rtenant", "rwfull", 1).block(WAIT)).isPresent();
@@ -188,6 +202,7 @@ class RedisStackedLimitsIT {
         Eventually.until("several picks with the bucket empty", WAIT,
                 () -> engine.queueStats("rbempty").orElseThrow().picks() >= picks + 5);
         assertThat(Sql.count(db, "queue = 'rbempty' AND status = 'done'")).isEqualTo(3);
+        quiesce(engine, "rbempty");
         // The window counted the three that ran only (counts taken for refused rows went back): two left.
         assertThat(engine.limits().tryAcquire("rhour", "rbempty", 2).block(WAIT)).isPresent();
         assertThat(engine.limits().tryAcquire("rhour", "rbempty", 1).block(WAIT)).isEmpty();

@@ -231,6 +231,8 @@ public final class EnginePermits implements EngineLimits {
         private static final Busy BUSY = new Busy();
         private static final Duration FIRST_LOOK = Duration.ofMillis(2);
         private static final Duration MAX_LOOK = Duration.ofMillis(50);
+        /** About half a minute of looks at most 50 ms apart. */
+        private static final long MAX_LOOKS = 600;
 
         private final int max;
         private final AtomicInteger taken = new AtomicInteger();
@@ -250,8 +252,13 @@ public final class EnginePermits implements EngineLimits {
                         taken.decrementAndGet();
                     }
                 });
-            }).retryWhen(Retry.backoff(Long.MAX_VALUE, FIRST_LOOK).maxBackoff(MAX_LOOK).jitter(0.5)
-                    .filter(Busy.class::isInstance));
+            }).retryWhen(Retry.backoff(MAX_LOOKS, FIRST_LOOK).maxBackoff(MAX_LOOK).jitter(0.5)
+                    .filter(Busy.class::isInstance)
+                    // Bounded: a turn held by calls that never end (each is bounded by the call timeout)
+                    // must not keep a try waiting for ever.
+                    .onRetryExhaustedThrow((spec, signal) -> new LimiterUnavailableException("no free permit try"
+                            + " turn after " + MAX_LOOKS + " looks: " + max + " tries at once are all busy",
+                            signal.failure())));
         }
 
         private boolean enter() {

@@ -56,6 +56,6 @@ public final class BucketSweeper extends MaintenanceService {
         // next acquire on their counter or the reconcile.
         return sql.sweepBuckets(rateLimits, IDLE.toMillis(), limit, timeout)
                 .zipWith(sql.sweepWindows(limit, timeout), Long::sum)
-                .zipWith(limiter.sweepPermits(limit).timeout(timeout), Long::sum);
+                .zipWith(limiter.sweepPermits(limit, timeout).timeout(timeout), Long::sum);
     }
 }

@@ -1,6 +1,7 @@
 package dev.durable.internal.sql;
 
 import dev.durable.internal.Db;
+import java.time.Duration;
 import java.util.List;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -90,8 +91,9 @@ public final class LimiterSql {
      * a sweep tick, not at the next acquire or reconcile). The counters are locked first ({@code FOR
      * UPDATE SKIP LOCKED}: one an acquire or a pick holds is left to the next batch); a permit row is
      * only deleted through the join with a counter the statement has locked, so the counter's lock
-     * comes first here too. Emits the permits deleted. Index: the permits' counter index (expires_at
-     * last), the counters' primary key. Locks: those counters and permits.
+     * comes first here too. Emits the permits deleted. Index: a read of the permits (few: one per
+     * permit held now; the counter index cannot serve expires_at alone), the counters' primary key.
+     * Locks: those counters and permits.
      */
     private final String sweepPermits;
 
@@ -107,7 +109,9 @@ public final class LimiterSql {
      * An inline step's bucket and window at once, all or nothing: $3 tokens of bucket $1 (partition
      * $2, burst $4, $5 a second) and $8 of window $6 (partition $7, slot length $9 ms, limit $10). The
      * window row is locked and read first; the bucket is drawn only when the window has room, and the
-     * window counted only when the bucket afforded the tokens. Returns one row when both took. Index:
+     * window counted only when the bucket afforded the tokens. Returns one row when both took. One
+     * race spends tokens for nothing, as in the pick: a window row that does not exist yet is created
+     * by a concurrent take first and then has no room. Index:
      * the buckets' and windows' primary keys. Locks: the window row, then the bucket row (the pick's
      * order is the reverse only for rows it skip-locks, so neither waits on the other in a cycle).
      */
@@ -357,9 +361,10 @@ public final class LimiterSql {
     }
 
     /** Counts off the expired permits of at most {@code counters} counters; emits how many permits. */
-    public Mono<Long> sweepPermits(int counters) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(sweepPermits)
-                                .bind(0, counters).execute())
+    public Mono<Long> sweepPermits(int counters, Duration timeout) {
+        // Bounded on the server too (a maintenance statement): the client's timeout alone leaves it running.
+        return db.inTransaction(connection -> MaintenanceSql.boundStatements(connection, timeout)
+                        .thenMany(Flux.from(connection.createStatement(sweepPermits).bind(0, counters).execute()))
                         .concatMap(result -> result.map(row -> row.get("swept", Long.class))))
                 .single();
     }
