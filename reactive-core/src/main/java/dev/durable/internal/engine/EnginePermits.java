@@ -310,26 +310,32 @@ public final class EnginePermits implements EngineLimits {
         }
     }
 
+    /** A permit answers what it was asked for from its request. */
+    private interface Requested extends Permit {
+
+        Request request();
+
+        @Override
+        default String limit() {
+            return request().name();
+        }
+
+        @Override
+        default String key() {
+            return request().key();
+        }
+
+        @Override
+        default int weight() {
+            return request().weight();
+        }
+    }
+
     /** Tokens spent, or a window's count taken: nothing to hold. */
-    private record TokenPermit(Request request, Instant expiresAt) implements Permit {
+    private record TokenPermit(Request request, Instant expiresAt) implements Requested {
 
         TokenPermit(Request request) {
             this(request, Instant.now());
-        }
-
-        @Override
-        public String limit() {
-            return request.name();
-        }
-
-        @Override
-        public String key() {
-            return request.key();
-        }
-
-        @Override
-        public int weight() {
-            return request.weight();
         }
 
         @Override
@@ -354,7 +360,7 @@ public final class EnginePermits implements EngineLimits {
     }
 
     /** Gate slots held in the limiter under {@code holder} until released or the lease ends. */
-    private static final class SlotPermit implements Permit {
+    private static final class SlotPermit implements Requested {
 
         private final Limiter limiter;
         private final String holder;
@@ -372,18 +378,8 @@ public final class EnginePermits implements EngineLimits {
         }
 
         @Override
-        public String limit() {
-            return request.name();
-        }
-
-        @Override
-        public String key() {
-            return request.key();
-        }
-
-        @Override
-        public int weight() {
-            return request.weight();
+        public Request request() {
+            return request;
         }
 
         @Override

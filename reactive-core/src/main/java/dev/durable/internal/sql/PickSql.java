@@ -53,6 +53,14 @@ import reactor.core.publisher.Mono;
  */
 public final class PickSql {
 
+    /** What every candidate scan reads of a row (alias {@code c}): one list, so the picks agree on their columns. */
+    private static final String CANDIDATE_COLUMNS = """
+                SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
+                       c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
+                       c.window_name, COALESCE(c.window_partition, '') AS window_partition, c.window_weight,
+                       CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
+            """;
+
     /**
      * The per-row conditions every candidate scan shares (plain, limited, fair): the row's version is
      * one this engine runs (%1$s the versions, %2$s the types: current versions, then lowest ones), and
@@ -94,10 +102,7 @@ public final class PickSql {
                  WHERE s.priority IS NOT NULL
             ), candidates AS (
                 SELECT c.* FROM priorities s CROSS JOIN LATERAL (
-                SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
-                       c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
-                       c.window_name, COALESCE(c.window_partition, '') AS window_partition, c.window_weight,
-                       CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key
+            """ + CANDIDATE_COLUMNS + """
                   FROM {instances} c
                  WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
@@ -187,10 +192,8 @@ public final class PickSql {
                  GROUP BY f.fairness_key
             ), fair_first AS (
                 SELECT c.* FROM fair_quota q CROSS JOIN LATERAL (
-                SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
-                       c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
-                       c.window_name, COALESCE(c.window_partition, '') AS window_partition, c.window_weight,
-                       CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
+            """ + CANDIDATE_COLUMNS + """
+                       , c.fairness_key
                   FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
                          WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
                            AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
@@ -219,10 +222,8 @@ public final class PickSql {
                         ORDER BY f.priority DESC, f.eligible_at DESC, f.id DESC
                         LIMIT 1) last
                  CROSS JOIN LATERAL (
-                SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
-                       c.rate_limit, COALESCE(c.rate_partition, '') AS rate_partition, c.rate_weight,
-                       c.window_name, COALESCE(c.window_partition, '') AS window_partition, c.window_weight,
-                       CASE WHEN c.gate_name IS NULL THEN c.concurrency_key END AS ungated_key, c.fairness_key
+            """ + CANDIDATE_COLUMNS + """
+                       , c.fairness_key
                   FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
                          WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
                            AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
