@@ -45,7 +45,7 @@ import reactor.core.publisher.Mono;
  * and a probe): none of the hot table's indexes carries the key of a runnable row, so no scan can
  * step over one key's rows. benchmarks/README.md measures that shape and what would flatten it.
  *
- * <p>A fair queue ({@code QueueOptions.fairness}) has its own candidates ({@link #FAIR_CANDIDATES}:
+ * <p>A fair queue ({@code QueueOptions.fairness}) has its own candidate source ({@link #FAIR_WALK}:
  * claims shared across the rows' fairness keys by weight) and moves ({@link #FAIR_MOVES}: the keys'
  * passes advanced, keys without work parked), in the same one statement, with or without limits;
  * the other queues' statements are unchanged. The queue's scheduler also runs {@link #age} (priority
@@ -79,20 +79,12 @@ public final class PickSql {
             """;
 
     /**
-     * The candidates and the one-per-key guard. The first two placeholders name the parameters of
-     * the versions and the types this engine knows: a row of another type, or of a newer version, is
-     * left for an engine that knows it (a rolling deploy never fails work an old node cannot run);
-     * so is a row older than the oldest version the engine can migrate from (no migration path: it
-     * waits, visible as unserved work). The versions parameter holds each type's current version, then
-     * (at the same position plus the number of types) its lowest; without the second half every version
-     * down to 1 runs. Two plain int comparisons: a range type would be cast from text on every row
-     * under a generic plan.
-     * The third takes the limit filters. {@code priorities} and the lateral scan are the skip over
-     * future rows the class describes (the statement starts WITH RECURSIVE for them); the key probe,
-     * the advisory lock and the row lock are taken inside the lateral, so only rows the outer LIMIT
-     * pulls are ever locked.
+     * The queue's distinct runnable priorities in ascending order, one index-only descent each
+     * ({@code min(priority) > previous}): the skip over future rows the class describes (the statement
+     * starts WITH RECURSIVE for it). Every pick defines it first; the plain scan reads through it, and
+     * so does the limited pick's count of the head of the queue.
      */
-    private static final String CANDIDATES = """
+    private static final String PRIORITIES = """
             priorities AS (
                 SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable') AS priority
                 UNION ALL
@@ -100,20 +92,43 @@ public final class PickSql {
                          WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > s.priority)
                   FROM priorities s
                  WHERE s.priority IS NOT NULL
-            ), candidates AS (
+            )""";
+
+    /**
+     * The plain candidate source: for each priority of {@link #PRIORITIES}, a lateral scan of the
+     * pick index range (queue, priority, ..now()], with {@code {runs_here}} ({@link #RUNS_HERE} for the
+     * statement's versions and types: a row of another type, or of a newer version, is left for an
+     * engine that knows it, so a rolling deploy never fails work an old node cannot run; so is a row
+     * older than the oldest version the engine can migrate from: no migration path, it waits, visible
+     * as unserved work; the versions parameter holds each type's current version, then, at the same
+     * position plus the number of types, its lowest; two plain int comparisons, as a range type would
+     * be cast from text on every row under a generic plan) and {@code {limit_filter}} (which limited
+     * rows this statement may take). The
+     * key probe, the advisory lock and the row lock are taken inside the lateral, so only rows the
+     * outer LIMIT pulls are ever locked.
+     */
+    private static final String PLAIN_SCAN = """
+            , candidates AS (
                 SELECT c.* FROM priorities s CROSS JOIN LATERAL (
             """ + CANDIDATE_COLUMNS + """
                   FROM {instances} c
                  WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
-            """ + RUNS_HERE + """
+                   {runs_here}
                    AND c.priority = s.priority
-                   %3$s
+                   {limit_filter}
                  ORDER BY c.priority, c.eligible_at, c.id
                  LIMIT $2
                    FOR UPDATE OF c SKIP LOCKED) c
                  LIMIT $2
-            ), one_per_key AS (
+            )""";
+
+    /**
+     * The one-per-key guard every source ends with: of the locked {@code candidates}, at most one
+     * per ungated key, the most urgent.
+     */
+    private static final String ONE_PER_KEY = """
+            , one_per_key AS (
                 SELECT * FROM (
                     SELECT candidates.*, row_number() OVER (
                                PARTITION BY ungated_key, CASE WHEN ungated_key IS NULL THEN id END
@@ -123,17 +138,18 @@ public final class PickSql {
             )""";
 
     /**
-     * The candidates of a fair queue ({@code Fairness}), with the same columns (and the row's key)
-     * and the same guards as {@link #CANDIDATES}, shared across keys by stride scheduling.
+     * The fair candidate source ({@code Fairness}), in place of {@link #PLAIN_SCAN}: the same columns
+     * (and the row's key), the same {@code {runs_here}} and {@code {limit_filter}}, the same
+     * {@code candidates} for {@link #ONE_PER_KEY}, shared across keys by stride scheduling.
      * <ul>
      * <li>The walk reads the queue's active keys in pass order (their pass index), at most $2, plus
      *     parked keys whose scheduled rows came due (their wake index), which join at the queue's
      *     virtual time (the least pass walked); keys without work are parked and cost nothing. A key
      *     at its cap (the queue's cap gate, {@code Fairness.capGate}, full for it) is stepped over.
      * <li>Each walked key is offered slots j = 1..$2 finishing at pass + j / weight; the $2 earliest
-     *     finishes are the pick's quotas. Weights: the pick's arrays of keys and weights (the fourth
-     *     and fifth format arguments name their parameters), else the weight stored with the key,
-     *     else the default (the sixth).
+     *     finishes are the pick's quotas. Weights: the pick's arrays of keys and weights
+     *     ({@code {weighed_keys}}, {@code {weights}}: their parameters), else the weight stored with
+     *     the key, else the default ({@code {default_weight}}).
      * <li>One lateral per key with a quota reads that key's due rows in urgency order from the fair
      *     pick index ((queue, fairness_key), priority, eligible_at, id) and locks at most its quota,
      *     so one key's backlog is never walked for another. The index leads with queue and key as
@@ -151,17 +167,11 @@ public final class PickSql {
      *     finishes take the slots left.
      * </ul>
      * A key's future rows of a more urgent priority are walked in its lateral (no per-key priority
-     * skip). {@code priorities} is kept for the statements that read the head of the queue through it.
+     * skip). The statement still defines {@link #PRIORITIES} first: the limited pick reads the head
+     * of the queue through it.
      */
-    private static final String FAIR_CANDIDATES = """
-            priorities AS (
-                SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable') AS priority
-                UNION ALL
-                SELECT (SELECT min(f.priority) FROM {instances} f
-                         WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > s.priority)
-                  FROM priorities s
-                 WHERE s.priority IS NOT NULL
-            ), fair_active AS MATERIALIZED (
+    private static final String FAIR_WALK = """
+            , fair_active AS MATERIALIZED (
                 SELECT k.fairness_key, k.pass, k.weight, true AS was_active
                   FROM {fair_keys} k
                  WHERE k.queue = $1 AND k.active
@@ -181,8 +191,8 @@ public final class PickSql {
                  LIMIT $2
             ), fair_walk AS (
                 SELECT w.fairness_key, w.pass, w.was_active,
-                       COALESCE(($%5$d::float8[])[array_position($%4$d::text[], w.fairness_key)], w.weight, $%6$d::float8)
-                           AS weight
+                       COALESCE(({weights}::float8[])[array_position({weighed_keys}::text[], w.fairness_key)],
+                                w.weight, {default_weight}::float8) AS weight
                   FROM (SELECT * FROM fair_active UNION ALL SELECT * FROM fair_woken) w
             ), fair_quota AS MATERIALIZED (
                 SELECT f.fairness_key, count(*)::int AS quota FROM (
@@ -202,8 +212,8 @@ public final class PickSql {
                          LIMIT q.quota * 4) w
                   JOIN {instances} c ON c.ctid = w.row_at
                  WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
-            """ + RUNS_HERE + """
-                   %3$s
+                   {runs_here}
+                   {limit_filter}
                  ORDER BY w.priority, w.eligible_at, w.id
                  LIMIT q.quota
                    FOR UPDATE OF c SKIP LOCKED) c
@@ -233,8 +243,8 @@ public final class PickSql {
                          LIMIT (SELECT slots FROM fair_short) * 4) w
                   JOIN {instances} c ON c.ctid = w.row_at
                  WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
-            """ + RUNS_HERE + """
-                   %3$s
+                   {runs_here}
+                   {limit_filter}
                  ORDER BY w.priority, w.eligible_at, w.id
                  LIMIT (SELECT slots FROM fair_short)
                    FOR UPDATE OF c SKIP LOCKED) c
@@ -247,18 +257,11 @@ public final class PickSql {
                    FROM fair_more
                   ORDER BY finish, fairness_key
                   LIMIT (SELECT slots FROM fair_short))
-            ), one_per_key AS (
-                SELECT * FROM (
-                    SELECT candidates.*, row_number() OVER (
-                               PARTITION BY ungated_key, CASE WHEN ungated_key IS NULL THEN id END
-                               ORDER BY priority, eligible_at, id) AS key_rank
-                      FROM candidates) ranked
-                 WHERE key_rank = 1
             )""";
 
     /**
      * What a fair pick does to the keys it walked, after it claims the rows of the CTE named by
-     * {@code %s} (by id). A key served advances its pass by claims / weight (from the joined virtual
+     * {@code {claimed}} (by id). A key served advances its pass by claims / weight (from the joined virtual
      * time if it was parked). A key with a quota that yielded nothing is looked at once more: with due
      * rows (locked by another pick, or held by a key) it stays active and steps back by one slot, so
      * it cannot hold the head of the walk; with only scheduled rows it parks until the earliest comes
@@ -275,7 +278,7 @@ public final class PickSql {
             , fair_served AS (
                 SELECT w.fairness_key, w.pass, w.weight, w.was_active, COALESCE(q.quota, 0) AS quota,
                        (SELECT count(*) FROM one_per_key o
-                         WHERE o.fairness_key = w.fairness_key AND o.id IN (SELECT id FROM %s)) AS served
+                         WHERE o.fairness_key = w.fairness_key AND o.id IN (SELECT id FROM {claimed})) AS served
                   FROM fair_walk w LEFT JOIN fair_quota q ON q.fairness_key = w.fairness_key
             ), fair_looked AS (
                 SELECT s.*, (SELECT r.eligible_at FROM {instances} r
@@ -355,14 +358,236 @@ public final class PickSql {
      */
     static final String REFILLED = "least(%1$s, b.tokens + %2$s * greatest(0, extract(epoch FROM now() - b.refilled_at)))";
 
-    /** Claims the rows of the CTE named by {@code %s} for worker $3 with a lease of $4 ms. */
+    /** Claims the rows of the CTE named by {@code {claimed}} for worker $3 with a lease of $4 ms. */
     private static final String CLAIM = """
             UPDATE {instances} i
                SET status = 'executing', claimed_by = $3, attempt = i.attempt + 1,
                    lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now()
-              FROM %s m
+              FROM {claimed} m
              WHERE i.id = m.id
             RETURNING\s""";
+
+    /**
+     * The limits a limited pick admits, as tables: the gates ($5-$7: name, capacity, shards), the
+     * rate limits ($8-$10: name, tokens a second, burst) and the sliding windows ($13-$15: name, slot
+     * length in ms, limit). They come first in its WITH RECURSIVE, before the candidate source.
+     */
+    private static final String LIMIT_TABLES = """
+            gates AS (
+                SELECT * FROM unnest($5::text[], $6::int[], $7::int[]) AS g(name, capacity, shards)
+            ), rates AS (
+                SELECT * FROM unnest($8::text[], $9::float8[], $10::int[]) AS r(name, rate, burst)
+            ), wins AS (
+                SELECT * FROM unnest($13::text[], $14::bigint[], $15::int[]) AS x(name, slot_ms, lim)
+            )""";
+
+    /** The limit filter of a statement that takes no limited rows (an engine that knows no limits). */
+    private static final String NO_LIMITS = "AND c.gate_name IS NULL AND c.rate_limit IS NULL AND c.window_name IS NULL";
+
+    /**
+     * The limit filter of the limited pick: a limited row of a limit this engine knows, whose gate
+     * counter, bucket or window is not already known to be full (so throttled rows never crowd
+     * unrelated work out of the pick's LIMIT).
+     */
+    private static final String LIMITED_FILTER =
+            "AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT " + GATE_FULL.formatted("c") + "))\n"
+            + "AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT " + BUCKET_SHORT.formatted("c") + ")\n"
+            + "     OR (c.rate_limit = ANY ($13) AND NOT " + WINDOW_FULL.formatted("c", "rate").replace("c.rate_name", "c.rate_limit") + "))\n"
+            + "AND (c.window_name IS NULL OR (c.window_name = ANY ($13) AND NOT " + WINDOW_FULL.formatted("c", "window") + "))";
+
+    /**
+     * The limit filter of the first half of the pick with a limiter outside the database: limited rows
+     * of the limits this engine knows ($3 gates, $4 rate slots), but not those of a (gate, key, shard) or
+     * (limit, partition) the limiter refused a moment ago ($5, $6).
+     */
+    private static final String REMOTE_LIMITS_FILTER = """
+            AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
+                 (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
+            AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
+                 (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))
+            AND (c.window_name IS NULL OR (c.window_name = ANY ($4) AND NOT (
+                 (c.window_name || chr(31) || COALESCE(c.window_partition, '')) = ANY ($6))))""";
+
+    /**
+     * What the limited pick does after its candidate source: admits the rows of {@code one_per_key}
+     * all or nothing across their limits, claims those admitted ({@code admitted}), and counts what
+     * the limits held back ({@link #pickWithLimits} tells how). Its {@code {refilled}}, {@code {fits}},
+     * {@code {pos}}, {@code {window_used}} and {@code {ring}} are filled by {@link #limited}.
+     */
+    private static final String LIMITED_ADMISSION = """
+            , stacked AS (
+                -- A window in the rate slot (rows from before migration 12) is admitted as the row's window.
+                SELECT o.id, o.type, o.priority, o.eligible_at, o.gate_name, o.concurrency_key, o.gate_shard,
+                       CASE WHEN o.rate_limit = ANY ($13) THEN NULL ELSE o.rate_limit END AS rate_limit,
+                       o.rate_partition, o.rate_weight,
+                       CASE WHEN o.rate_limit = ANY ($13) THEN o.rate_limit ELSE o.window_name END AS window_name,
+                       CASE WHEN o.rate_limit = ANY ($13) THEN o.rate_partition ELSE o.window_partition END
+                           AS window_partition,
+                       CASE WHEN o.rate_limit = ANY ($13) THEN o.rate_weight ELSE o.window_weight END AS window_weight
+                  FROM one_per_key o
+            ), gate_wanted AS (
+                SELECT o.*, row_number() OVER (PARTITION BY o.gate_name, o.concurrency_key, o.gate_shard
+                                               ORDER BY o.priority, o.eligible_at, o.id) AS gate_rank
+                  FROM stacked o
+            ), gate_locked AS (
+                SELECT s.gate, s.key, s.shard, s.held FROM {gate_slots} s
+                 WHERE (s.gate, s.key, s.shard) IN (SELECT gate_name, concurrency_key, gate_shard FROM gate_wanted)
+                 ORDER BY s.gate, s.key, s.shard
+                   FOR UPDATE OF s SKIP LOCKED
+            ), gate_checked AS (
+                SELECT w.*, cap.capacity AS gate_capacity, CASE
+                           WHEN w.gate_name IS NULL THEN true
+                           WHEN l.gate IS NOT NULL THEN w.gate_rank <= cap.capacity - l.held
+                           WHEN NOT EXISTS (SELECT 1 FROM {gate_slots} e
+                                             WHERE (e.gate, e.key, e.shard) = (w.gate_name, w.concurrency_key, w.gate_shard))
+                                THEN w.gate_rank <= cap.capacity
+                           ELSE false END AS gate_ok
+                  FROM gate_wanted w
+                  LEFT JOIN gate_locked l ON (l.gate, l.key, l.shard) = (w.gate_name, w.concurrency_key, w.gate_shard)
+                  LEFT JOIN gates g ON g.name = w.gate_name
+                 CROSS JOIN LATERAL (SELECT g.capacity / g.shards
+                                            + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
+                                            AS capacity) cap
+            ), window_wanted AS (
+                SELECT c.*, sum(c.window_weight) OVER (PARTITION BY c.window_name, c.window_partition
+                                                       ORDER BY c.priority, c.eligible_at, c.id) AS window_cum
+                  FROM gate_checked c
+                 WHERE c.gate_ok
+            ), window_locked AS (
+                SELECT w.name, w.partition_key, w.slots, w.counts FROM {windows} w
+                 WHERE (w.name, w.partition_key) IN (SELECT window_name, window_partition FROM window_wanted)
+                 ORDER BY w.name, w.partition_key
+                   FOR UPDATE OF w SKIP LOCKED
+            ), window_checked AS (
+                SELECT v.*, CASE
+                           WHEN v.window_name IS NULL THEN true
+                           WHEN w.name IS NOT NULL THEN v.window_cum <= x.lim - {window_used}
+                           WHEN NOT EXISTS (SELECT 1 FROM {windows} e
+                                             WHERE (e.name, e.partition_key) = (v.window_name, v.window_partition))
+                                THEN v.window_cum <= x.lim
+                           ELSE false END AS window_ok
+                  FROM window_wanted v
+                  LEFT JOIN window_locked w ON (w.name, w.partition_key) = (v.window_name, v.window_partition)
+                  LEFT JOIN wins x ON x.name = v.window_name
+            ), rate_wanted AS (
+                SELECT c.*, sum(c.rate_weight) OVER (PARTITION BY c.rate_limit, c.rate_partition
+                                                     ORDER BY c.priority, c.eligible_at, c.id) AS rate_cum
+                  FROM window_checked c
+                 WHERE c.window_ok
+            ), rate_taken AS (
+                INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
+                SELECT w.rate_limit, w.rate_partition,
+                       r.burst - coalesce(max(w.rate_cum) FILTER (WHERE w.rate_cum <= r.burst), 0), now(),
+                       coalesce(max(w.rate_cum) FILTER (WHERE w.rate_cum <= r.burst), 0)
+                  FROM rate_wanted w JOIN rates r ON r.name = w.rate_limit
+                 GROUP BY w.rate_limit, w.rate_partition, r.burst
+                 ORDER BY w.rate_limit, w.rate_partition
+                ON CONFLICT (name, partition_key) DO UPDATE
+                   SET taken = coalesce((
+                           SELECT max(w.rate_cum) FROM rate_wanted w, rates r
+                            WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
+                              AND w.rate_cum <= {refilled}), 0),
+                       tokens = (SELECT {refilled}
+                                   FROM rates r WHERE r.name = b.name)
+                                - coalesce((
+                           SELECT max(w.rate_cum) FROM rate_wanted w, rates r
+                            WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
+                              AND w.rate_cum <= {refilled}), 0),
+                       refilled_at = greatest(b.refilled_at, now())
+                RETURNING b.name, b.partition_key, b.taken
+            ), rate_passed AS (
+                SELECT w.*, sum(w.window_weight) OVER (PARTITION BY w.window_name, w.window_partition
+                                                       ORDER BY w.priority, w.eligible_at, w.id) AS window_fit
+                  FROM rate_wanted w
+                  LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
+                 WHERE w.rate_limit IS NULL OR w.rate_cum <= t.taken
+            ), window_taken AS (
+                INSERT INTO {windows} AS w (name, partition_key, slots, counts, slot_millis, taken)
+                SELECT g.name, g.partition_key, array_fill(g.slot, ARRAY[{ring}]),
+                       ARRAY(SELECT CASE WHEN i = (g.slot % {ring})::int + 1 THEN g.fits ELSE 0 END
+                               FROM generate_series(1, {ring}) i),
+                       g.slot_ms, g.fits
+                  FROM (SELECT v.window_name AS name, v.window_partition AS partition_key, x.slot_ms,
+                               floor(extract(epoch FROM now()) * 1000 / x.slot_ms)::bigint AS slot,
+                               coalesce(max(v.window_fit) FILTER (WHERE v.window_fit <= x.lim), 0)::int AS fits
+                          FROM rate_passed v JOIN wins x ON x.name = v.window_name
+                         GROUP BY v.window_name, v.window_partition, x.slot_ms, x.lim) g
+                 ORDER BY g.name, g.partition_key
+                ON CONFLICT (name, partition_key) DO UPDATE
+                   SET taken = {fits},
+                       counts[{pos}] = CASE WHEN w.slots[{pos}] = EXCLUDED.slots[1] THEN w.counts[{pos}] ELSE 0 END
+                                       + {fits},
+                       slots[{pos}] = EXCLUDED.slots[1],
+                       slot_millis = EXCLUDED.slot_millis
+                RETURNING w.name, w.partition_key, w.taken
+            ), rate_admitted AS (
+                SELECT p.*, row_number() OVER (PARTITION BY p.gate_name, p.concurrency_key, p.gate_shard
+                                               ORDER BY p.priority, p.eligible_at, p.id) AS slot_rank
+                  FROM rate_passed p
+                  LEFT JOIN window_taken wt ON wt.name = p.window_name AND wt.partition_key = p.window_partition
+                 WHERE p.window_name IS NULL OR p.window_fit <= wt.taken
+            ), gate_taken AS (
+                INSERT INTO {gate_slots} AS s (gate, key, shard, capacity, held, admitted)
+                SELECT a.gate_name, a.concurrency_key, a.gate_shard, a.gate_capacity,
+                       least(count(*), a.gate_capacity), least(count(*), a.gate_capacity)
+                  FROM rate_admitted a
+                 WHERE a.gate_name IS NOT NULL
+                 GROUP BY a.gate_name, a.concurrency_key, a.gate_shard, a.gate_capacity
+                 ORDER BY a.gate_name, a.concurrency_key, a.gate_shard
+                ON CONFLICT (gate, key, shard) DO UPDATE
+                   SET capacity = EXCLUDED.capacity,
+                       admitted = greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held)),
+                       held = s.held + greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held))
+                RETURNING s.gate, s.key, s.shard, s.admitted
+            ), admitted AS (
+                SELECT a.id FROM rate_admitted a
+                  LEFT JOIN gate_taken t ON t.gate = a.gate_name AND t.key = a.concurrency_key AND t.shard = a.gate_shard
+                 WHERE a.gate_name IS NULL OR a.slot_rank <= t.admitted
+            ), peek AS (
+                SELECT p.id, p.type,
+            """ + "p.gate_name IS NOT NULL AND " + GATE_FULL.formatted("p") + " AS gate_full,\n"
+            + "(p.rate_limit IS NOT NULL AND (" + BUCKET_SHORT.formatted("p") + " OR "
+            + WINDOW_FULL.formatted("p", "rate").replace("p.rate_name", "p.rate_limit") + ")\n"
+            + " OR p.window_name IS NOT NULL AND " + WINDOW_FULL.formatted("p", "window") + ") AS rate_short\n" + """
+                  FROM priorities s CROSS JOIN LATERAL (
+                       SELECT * FROM {instances} p
+                        WHERE p.queue = $1 AND p.priority = s.priority AND p.status = 'runnable'
+                          AND p.eligible_at <= now()
+                        ORDER BY p.eligible_at, p.id
+                        LIMIT $2) p
+                 LIMIT $2
+            ), held AS (
+                SELECT 'gate' AS reason, id, type FROM peek WHERE gate_full
+                UNION ALL
+                SELECT 'rate', id, type FROM peek WHERE rate_short AND NOT gate_full
+                UNION ALL
+                SELECT 'rate', w.id, w.type FROM rate_wanted w
+                  LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
+                 WHERE w.rate_limit IS NOT NULL AND w.rate_cum > coalesce(t.taken, 0)
+                UNION ALL
+                SELECT 'rate', v.id, v.type FROM window_checked v WHERE NOT v.window_ok
+                UNION ALL
+                SELECT 'rate', p.id, p.type FROM rate_passed p
+                  LEFT JOIN window_taken wt ON wt.name = p.window_name AND wt.partition_key = p.window_partition
+                 WHERE p.window_name IS NOT NULL AND p.window_fit > coalesce(wt.taken, 0)
+                UNION ALL
+                SELECT 'gate', c.id, c.type FROM gate_checked c WHERE NOT c.gate_ok
+                UNION ALL
+                SELECT 'gate', a.id, a.type FROM rate_admitted a
+                  LEFT JOIN gate_taken t ON t.gate = a.gate_name AND t.key = a.concurrency_key AND t.shard = a.gate_shard
+                 WHERE a.gate_name IS NOT NULL AND a.slot_rank > coalesce(t.admitted, 0)
+            ), throttled AS (
+                SELECT count(*) FILTER (WHERE reason = 'gate') AS gate_held,
+                       min(id) FILTER (WHERE reason = 'gate') AS gate_sample_id,
+                       (array_agg(type ORDER BY id) FILTER (WHERE reason = 'gate'))[1] AS gate_sample_type,
+                       count(*) FILTER (WHERE reason = 'rate') AS rate_held,
+                       min(id) FILTER (WHERE reason = 'rate') AS rate_sample_id,
+                       (array_agg(type ORDER BY id) FILTER (WHERE reason = 'rate'))[1] AS rate_sample_type
+                  FROM held
+            ), claimed AS (
+            """ + fill(CLAIM, "claimed", "admitted") + ClaimColumns.SELECT + """
+            )
+            SELECT claimed.*, throttled.* FROM throttled LEFT JOIN claimed ON true""";
 
     /**
      * The pick of an engine that knows no limits, in one statement. Rows with a gate or rate limit
@@ -442,10 +667,10 @@ public final class PickSql {
      */
     private final String claimLocked;
 
-    /** As {@link #pick} for a fair queue: {@link #FAIR_CANDIDATES}, then {@link #FAIR_MOVES}; $7-$9 the weights. */
+    /** As {@link #pick} for a fair queue: {@link #fairSource} (the fair walk and its key moves); $7-$9 the weights. */
     private final String fairPick;
 
-    /** As {@link #pickWithLimits} for a fair queue: {@link #FAIR_CANDIDATES}, then {@link #FAIR_MOVES}; $16-$18 the weights. */
+    /** As {@link #pickWithLimits} for a fair queue: {@link #fairSource} in it; $16-$18 the weights. */
     private final @Nullable String fairPickWithLimits;
 
     /**
@@ -522,212 +747,10 @@ public final class PickSql {
         this.versions = java.util.stream.Stream.concat(knownTypes.values().stream(),
                         knownTypes.keySet().stream().map(type -> lowestVersions.getOrDefault(type, 1)))
                 .toArray(Integer[]::new);
-        this.pick = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$6", "$5",
-                        "AND c.gate_name IS NULL AND c.rate_limit IS NULL AND c.window_name IS NULL")
-                + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
-        this.pickWithLimits = tables.render("""
-                WITH RECURSIVE gates AS (
-                    SELECT * FROM unnest($5::text[], $6::int[], $7::int[]) AS g(name, capacity, shards)
-                ), rates AS (
-                    SELECT * FROM unnest($8::text[], $9::float8[], $10::int[]) AS r(name, rate, burst)
-                ), wins AS (
-                    SELECT * FROM unnest($13::text[], $14::bigint[], $15::int[]) AS x(name, slot_ms, lim)
-                ),\s""" + CANDIDATES.formatted("$12", "$11",
-                "AND (c.gate_name IS NULL OR (c.gate_name = ANY ($5) AND NOT " + GATE_FULL.formatted("c") + "))\n"
-                + "AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($8) AND NOT " + BUCKET_SHORT.formatted("c") + ")\n"
-                + "     OR (c.rate_limit = ANY ($13) AND NOT " + WINDOW_FULL.formatted("c", "rate").replace("c.rate_name", "c.rate_limit") + "))\n"
-                + "AND (c.window_name IS NULL OR (c.window_name = ANY ($13) AND NOT " + WINDOW_FULL.formatted("c", "window") + "))")
-                + """
-                , stacked AS (
-                    -- A window in the rate slot (rows from before migration 12) is admitted as the row's window.
-                    SELECT o.id, o.type, o.priority, o.eligible_at, o.gate_name, o.concurrency_key, o.gate_shard,
-                           CASE WHEN o.rate_limit = ANY ($13) THEN NULL ELSE o.rate_limit END AS rate_limit,
-                           o.rate_partition, o.rate_weight,
-                           CASE WHEN o.rate_limit = ANY ($13) THEN o.rate_limit ELSE o.window_name END AS window_name,
-                           CASE WHEN o.rate_limit = ANY ($13) THEN o.rate_partition ELSE o.window_partition END
-                               AS window_partition,
-                           CASE WHEN o.rate_limit = ANY ($13) THEN o.rate_weight ELSE o.window_weight END AS window_weight
-                      FROM one_per_key o
-                ), gate_wanted AS (
-                    SELECT o.*, row_number() OVER (PARTITION BY o.gate_name, o.concurrency_key, o.gate_shard
-                                                   ORDER BY o.priority, o.eligible_at, o.id) AS gate_rank
-                      FROM stacked o
-                ), gate_locked AS (
-                    SELECT s.gate, s.key, s.shard, s.held FROM {gate_slots} s
-                     WHERE (s.gate, s.key, s.shard) IN (SELECT gate_name, concurrency_key, gate_shard FROM gate_wanted)
-                     ORDER BY s.gate, s.key, s.shard
-                       FOR UPDATE OF s SKIP LOCKED
-                ), gate_checked AS (
-                    SELECT w.*, cap.capacity AS gate_capacity, CASE
-                               WHEN w.gate_name IS NULL THEN true
-                               WHEN l.gate IS NOT NULL THEN w.gate_rank <= cap.capacity - l.held
-                               WHEN NOT EXISTS (SELECT 1 FROM {gate_slots} e
-                                                 WHERE (e.gate, e.key, e.shard) = (w.gate_name, w.concurrency_key, w.gate_shard))
-                                    THEN w.gate_rank <= cap.capacity
-                               ELSE false END AS gate_ok
-                      FROM gate_wanted w
-                      LEFT JOIN gate_locked l ON (l.gate, l.key, l.shard) = (w.gate_name, w.concurrency_key, w.gate_shard)
-                      LEFT JOIN gates g ON g.name = w.gate_name
-                     CROSS JOIN LATERAL (SELECT g.capacity / g.shards
-                                                + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
-                                                AS capacity) cap
-                ), window_wanted AS (
-                    SELECT c.*, sum(c.window_weight) OVER (PARTITION BY c.window_name, c.window_partition
-                                                           ORDER BY c.priority, c.eligible_at, c.id) AS window_cum
-                      FROM gate_checked c
-                     WHERE c.gate_ok
-                ), window_locked AS (
-                    SELECT w.name, w.partition_key, w.slots, w.counts FROM {windows} w
-                     WHERE (w.name, w.partition_key) IN (SELECT window_name, window_partition FROM window_wanted)
-                     ORDER BY w.name, w.partition_key
-                       FOR UPDATE OF w SKIP LOCKED
-                ), window_checked AS (
-                    SELECT v.*, CASE
-                               WHEN v.window_name IS NULL THEN true
-                               WHEN w.name IS NOT NULL THEN v.window_cum <= x.lim - {window_used}
-                               WHEN NOT EXISTS (SELECT 1 FROM {windows} e
-                                                 WHERE (e.name, e.partition_key) = (v.window_name, v.window_partition))
-                                    THEN v.window_cum <= x.lim
-                               ELSE false END AS window_ok
-                      FROM window_wanted v
-                      LEFT JOIN window_locked w ON (w.name, w.partition_key) = (v.window_name, v.window_partition)
-                      LEFT JOIN wins x ON x.name = v.window_name
-                ), rate_wanted AS (
-                    SELECT c.*, sum(c.rate_weight) OVER (PARTITION BY c.rate_limit, c.rate_partition
-                                                         ORDER BY c.priority, c.eligible_at, c.id) AS rate_cum
-                      FROM window_checked c
-                     WHERE c.window_ok
-                ), rate_taken AS (
-                    INSERT INTO {buckets} AS b (name, partition_key, tokens, refilled_at, taken)
-                    SELECT w.rate_limit, w.rate_partition,
-                           r.burst - coalesce(max(w.rate_cum) FILTER (WHERE w.rate_cum <= r.burst), 0), now(),
-                           coalesce(max(w.rate_cum) FILTER (WHERE w.rate_cum <= r.burst), 0)
-                      FROM rate_wanted w JOIN rates r ON r.name = w.rate_limit
-                     GROUP BY w.rate_limit, w.rate_partition, r.burst
-                     ORDER BY w.rate_limit, w.rate_partition
-                    ON CONFLICT (name, partition_key) DO UPDATE
-                       SET taken = coalesce((
-                               SELECT max(w.rate_cum) FROM rate_wanted w, rates r
-                                WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
-                                  AND w.rate_cum <= {refilled}), 0),
-                           tokens = (SELECT {refilled}
-                                       FROM rates r WHERE r.name = b.name)
-                                    - coalesce((
-                               SELECT max(w.rate_cum) FROM rate_wanted w, rates r
-                                WHERE w.rate_limit = b.name AND w.rate_partition = b.partition_key AND r.name = b.name
-                                  AND w.rate_cum <= {refilled}), 0),
-                           refilled_at = greatest(b.refilled_at, now())
-                    RETURNING b.name, b.partition_key, b.taken
-                ), rate_passed AS (
-                    SELECT w.*, sum(w.window_weight) OVER (PARTITION BY w.window_name, w.window_partition
-                                                           ORDER BY w.priority, w.eligible_at, w.id) AS window_fit
-                      FROM rate_wanted w
-                      LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
-                     WHERE w.rate_limit IS NULL OR w.rate_cum <= t.taken
-                ), window_taken AS (
-                    INSERT INTO {windows} AS w (name, partition_key, slots, counts, slot_millis, taken)
-                    SELECT g.name, g.partition_key, array_fill(g.slot, ARRAY[{ring}]),
-                           ARRAY(SELECT CASE WHEN i = (g.slot % {ring})::int + 1 THEN g.fits ELSE 0 END
-                                   FROM generate_series(1, {ring}) i),
-                           g.slot_ms, g.fits
-                      FROM (SELECT v.window_name AS name, v.window_partition AS partition_key, x.slot_ms,
-                                   floor(extract(epoch FROM now()) * 1000 / x.slot_ms)::bigint AS slot,
-                                   coalesce(max(v.window_fit) FILTER (WHERE v.window_fit <= x.lim), 0)::int AS fits
-                              FROM rate_passed v JOIN wins x ON x.name = v.window_name
-                             GROUP BY v.window_name, v.window_partition, x.slot_ms, x.lim) g
-                     ORDER BY g.name, g.partition_key
-                    ON CONFLICT (name, partition_key) DO UPDATE
-                       SET taken = {fits},
-                           counts[{pos}] = CASE WHEN w.slots[{pos}] = EXCLUDED.slots[1] THEN w.counts[{pos}] ELSE 0 END
-                                           + {fits},
-                           slots[{pos}] = EXCLUDED.slots[1],
-                           slot_millis = EXCLUDED.slot_millis
-                    RETURNING w.name, w.partition_key, w.taken
-                ), rate_admitted AS (
-                    SELECT p.*, row_number() OVER (PARTITION BY p.gate_name, p.concurrency_key, p.gate_shard
-                                                   ORDER BY p.priority, p.eligible_at, p.id) AS slot_rank
-                      FROM rate_passed p
-                      LEFT JOIN window_taken wt ON wt.name = p.window_name AND wt.partition_key = p.window_partition
-                     WHERE p.window_name IS NULL OR p.window_fit <= wt.taken
-                ), gate_taken AS (
-                    INSERT INTO {gate_slots} AS s (gate, key, shard, capacity, held, admitted)
-                    SELECT a.gate_name, a.concurrency_key, a.gate_shard, a.gate_capacity,
-                           least(count(*), a.gate_capacity), least(count(*), a.gate_capacity)
-                      FROM rate_admitted a
-                     WHERE a.gate_name IS NOT NULL
-                     GROUP BY a.gate_name, a.concurrency_key, a.gate_shard, a.gate_capacity
-                     ORDER BY a.gate_name, a.concurrency_key, a.gate_shard
-                    ON CONFLICT (gate, key, shard) DO UPDATE
-                       SET capacity = EXCLUDED.capacity,
-                           admitted = greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held)),
-                           held = s.held + greatest(0, least(EXCLUDED.admitted, EXCLUDED.capacity - s.held))
-                    RETURNING s.gate, s.key, s.shard, s.admitted
-                ), admitted AS (
-                    SELECT a.id FROM rate_admitted a
-                      LEFT JOIN gate_taken t ON t.gate = a.gate_name AND t.key = a.concurrency_key AND t.shard = a.gate_shard
-                     WHERE a.gate_name IS NULL OR a.slot_rank <= t.admitted
-                ), peek AS (
-                    SELECT p.id, p.type,
-                """ + "p.gate_name IS NOT NULL AND " + GATE_FULL.formatted("p") + " AS gate_full,\n"
-                + "(p.rate_limit IS NOT NULL AND (" + BUCKET_SHORT.formatted("p") + " OR "
-                + WINDOW_FULL.formatted("p", "rate").replace("p.rate_name", "p.rate_limit") + ")\n"
-                + " OR p.window_name IS NOT NULL AND " + WINDOW_FULL.formatted("p", "window") + ") AS rate_short\n" + """
-                      FROM priorities s CROSS JOIN LATERAL (
-                           SELECT * FROM {instances} p
-                            WHERE p.queue = $1 AND p.priority = s.priority AND p.status = 'runnable'
-                              AND p.eligible_at <= now()
-                            ORDER BY p.eligible_at, p.id
-                            LIMIT $2) p
-                     LIMIT $2
-                ), held AS (
-                    SELECT 'gate' AS reason, id, type FROM peek WHERE gate_full
-                    UNION ALL
-                    SELECT 'rate', id, type FROM peek WHERE rate_short AND NOT gate_full
-                    UNION ALL
-                    SELECT 'rate', w.id, w.type FROM rate_wanted w
-                      LEFT JOIN rate_taken t ON t.name = w.rate_limit AND t.partition_key = w.rate_partition
-                     WHERE w.rate_limit IS NOT NULL AND w.rate_cum > coalesce(t.taken, 0)
-                    UNION ALL
-                    SELECT 'rate', v.id, v.type FROM window_checked v WHERE NOT v.window_ok
-                    UNION ALL
-                    SELECT 'rate', p.id, p.type FROM rate_passed p
-                      LEFT JOIN window_taken wt ON wt.name = p.window_name AND wt.partition_key = p.window_partition
-                     WHERE p.window_name IS NOT NULL AND p.window_fit > coalesce(wt.taken, 0)
-                    UNION ALL
-                    SELECT 'gate', c.id, c.type FROM gate_checked c WHERE NOT c.gate_ok
-                    UNION ALL
-                    SELECT 'gate', a.id, a.type FROM rate_admitted a
-                      LEFT JOIN gate_taken t ON t.gate = a.gate_name AND t.key = a.concurrency_key AND t.shard = a.gate_shard
-                     WHERE a.gate_name IS NOT NULL AND a.slot_rank > coalesce(t.admitted, 0)
-                ), throttled AS (
-                    SELECT count(*) FILTER (WHERE reason = 'gate') AS gate_held,
-                           min(id) FILTER (WHERE reason = 'gate') AS gate_sample_id,
-                           (array_agg(type ORDER BY id) FILTER (WHERE reason = 'gate'))[1] AS gate_sample_type,
-                           count(*) FILTER (WHERE reason = 'rate') AS rate_held,
-                           min(id) FILTER (WHERE reason = 'rate') AS rate_sample_id,
-                           (array_agg(type ORDER BY id) FILTER (WHERE reason = 'rate'))[1] AS rate_sample_type
-                      FROM held
-                ), claimed AS (
-                """ + CLAIM.formatted("admitted") + ClaimColumns.SELECT + """
-                )
-                SELECT claimed.*, throttled.* FROM throttled LEFT JOIN claimed ON true""")
-                .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"))
-                .replace("{fits}", """
-                        coalesce((SELECT max(v.window_fit) FROM rate_passed v, wins x
-                                   WHERE v.window_name = w.name AND v.window_partition = w.partition_key AND x.name = w.name
-                                     AND v.window_fit <= x.lim - (SELECT coalesce(sum(u.c), 0)
-                                                                  FROM unnest(w.slots, w.counts) AS u(s, c)
-                                                                 WHERE u.s > EXCLUDED.slots[1] - {ring})), 0)::int""")
-                .replace("{pos}", "(EXCLUDED.slots[1] % {ring})::int + 1")
-                .replace("{window_used}", WINDOW_USED.strip())
-                .replace("{ring}", Integer.toString(Limits.Window.SLOTS + 1));
-        this.lockCandidates = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$8", "$7", """
-                       AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
-                            (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
-                       AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
-                            (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))
-                       AND (c.window_name IS NULL OR (c.window_name = ANY ($4) AND NOT (
-                            (c.window_name || chr(31) || COALESCE(c.window_partition, '')) = ANY ($6))))""") + """
+        this.pick = tables.render("WITH RECURSIVE " + plainSource("$6", "$5", NO_LIMITS)
+                + "\n" + fill(CLAIM, "claimed", "one_per_key") + ClaimColumns.SELECT);
+        this.pickWithLimits = limited(tables, plainSource("$12", "$11", LIMITED_FILTER));
+        this.lockCandidates = tables.render("WITH RECURSIVE " + plainSource("$8", "$7", REMOTE_LIMITS_FILTER) + """
 
                 SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
                        concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight, window_name, window_partition,
@@ -739,10 +762,8 @@ public final class PickSql {
                        lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
                  WHERE i.id = ANY($1) AND i.status = 'runnable'
                 RETURNING\s""" + ClaimColumns.SELECT);
-        this.fairPick = tables.render("WITH RECURSIVE " + FAIR_CANDIDATES.formatted("$6", "$5",
-                        "AND c.gate_name IS NULL AND c.rate_limit IS NULL AND c.window_name IS NULL", 7, 8, 9)
-                + FAIR_MOVES.formatted("one_per_key")
-                + "\n" + CLAIM.formatted("one_per_key") + ClaimColumns.SELECT);
+        this.fairPick = tables.render("WITH RECURSIVE " + fairSource("$6", "$5", NO_LIMITS, 7, "one_per_key")
+                + "\n" + fill(CLAIM, "claimed", "one_per_key") + ClaimColumns.SELECT);
         this.keysInLine = tables.render("SELECT fairness_key, weight FROM {fair_keys} WHERE queue = $1 AND active"
                 + " ORDER BY pass, fairness_key LIMIT $2");
         this.storeWeights = tables.render("""
@@ -772,29 +793,74 @@ public final class PickSql {
                                          eligible_at = i.eligible_at + $2 * interval '1 millisecond'
                   FROM aged a
                  WHERE i.id = a.id AND i.status = 'runnable' AND i.priority > $3""");
-        this.fairPickWithLimits = limits ? fairVariant(tables, pickWithLimits, "$12", "$11", 16, "admitted") : null;
+        this.fairPickWithLimits = limits ? limited(tables, fairSource("$12", "$11", LIMITED_FILTER, 16, "admitted"))
+                : null;
     }
 
     /**
-     * The fair variant of a pick rendered from {@link #CANDIDATES}: its candidates replaced by the
-     * fair ones (the same columns), and the key moves added after them (with WITH RECURSIVE, a CTE
-     * may name one defined later, here the claimed set).
+     * The plain candidate source of a statement whose known versions and types are the parameters
+     * named {@code versions} and {@code types}, taking the limited rows {@code limitFilter} lets
+     * through: {@link #PRIORITIES}, {@link #PLAIN_SCAN}, {@link #ONE_PER_KEY}.
      */
-    private static String fairVariant(Tables tables, String rendered, String versions, String types, int firstWeight,
-            String claimedSet) {
-        int start = rendered.indexOf("priorities AS (");
-        int end = rendered.indexOf("WHERE key_rank = 1\n)", start);
-        if (start < 0 || end < 0) {
-            throw new IllegalStateException("the pick's candidates are not where the fair variant expects them");
+    private static String plainSource(String versions, String types, String limitFilter) {
+        return PRIORITIES + fill(PLAIN_SCAN, "runs_here", runsHere(versions, types), "limit_filter", limitFilter)
+                + ONE_PER_KEY;
+    }
+
+    /**
+     * The fair candidate source, as {@link #plainSource}, with the weights in parameters
+     * {@code firstWeight} to {@code firstWeight + 2} (keys, their weights, the default), and the key
+     * moves after the rows of {@code claimed} are claimed: {@link #PRIORITIES}, {@link #FAIR_WALK},
+     * {@link #ONE_PER_KEY}, {@link #FAIR_MOVES} (with WITH RECURSIVE, a CTE may name one defined later,
+     * here the claimed set).
+     */
+    private static String fairSource(String versions, String types, String limitFilter, int firstWeight,
+            String claimed) {
+        return PRIORITIES + fill(FAIR_WALK, "runs_here", runsHere(versions, types), "limit_filter", limitFilter,
+                        "weighed_keys", "$" + firstWeight, "weights", "$" + (firstWeight + 1),
+                        "default_weight", "$" + (firstWeight + 2))
+                + ONE_PER_KEY + fill(FAIR_MOVES, "claimed", claimed);
+    }
+
+    /** {@link #RUNS_HERE} for the parameters named {@code versions} and {@code types}. */
+    private static String runsHere(String versions, String types) {
+        return RUNS_HERE.formatted(versions, types).strip();
+    }
+
+    /**
+     * The limited pick around a candidate source ({@link #plainSource} or {@link #fairSource} with
+     * {@link #LIMITED_FILTER}, parameters $11-$12): {@link #LIMIT_TABLES}, the source,
+     * {@link #LIMITED_ADMISSION}, its refill and window expressions filled in.
+     */
+    private static String limited(Tables tables, String source) {
+        return tables.render("WITH RECURSIVE " + LIMIT_TABLES + ", " + source + LIMITED_ADMISSION)
+                .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"))
+                .replace("{fits}", """
+                        coalesce((SELECT max(v.window_fit) FROM rate_passed v, wins x
+                                   WHERE v.window_name = w.name AND v.window_partition = w.partition_key AND x.name = w.name
+                                     AND v.window_fit <= x.lim - (SELECT coalesce(sum(u.c), 0)
+                                                                  FROM unnest(w.slots, w.counts) AS u(s, c)
+                                                                 WHERE u.s > EXCLUDED.slots[1] - {ring})), 0)::int""")
+                .replace("{pos}", "(EXCLUDED.slots[1] % {ring})::int + 1")
+                .replace("{window_used}", WINDOW_USED.strip())
+                .replace("{ring}", Integer.toString(Limits.Window.SLOTS + 1));
+    }
+
+    /**
+     * Fills a fragment's named placeholders ({@code {name}}, each given as a name and its text), every
+     * occurrence; a name the fragment does not hold is a mistake in this class, so it fails when the
+     * engine builds its statements, never on a pick.
+     */
+    private static String fill(String fragment, String... namesAndTexts) {
+        String filled = fragment;
+        for (int i = 0; i < namesAndTexts.length; i += 2) {
+            String placeholder = "{" + namesAndTexts[i] + "}";
+            if (!filled.contains(placeholder)) {
+                throw new IllegalStateException("no placeholder " + placeholder + " in a pick fragment");
+            }
+            filled = filled.replace(placeholder, namesAndTexts[i + 1]);
         }
-        end += "WHERE key_rank = 1\n)".length();
-        String filter = rendered.substring(start, end);
-        int filterStart = filter.indexOf("AND c.priority = s.priority\n");
-        int filterEnd = filter.indexOf("ORDER BY c.priority, c.eligible_at, c.id", filterStart);
-        String limitFilter = filter.substring(filterStart + "AND c.priority = s.priority\n".length(), filterEnd).strip();
-        String fair = tables.render(FAIR_CANDIDATES.formatted(versions, types, limitFilter, firstWeight,
-                firstWeight + 1, firstWeight + 2) + FAIR_MOVES.formatted(claimedSet));
-        return rendered.substring(0, start) + fair + rendered.substring(end);
+        return filled;
     }
 
     /** The text of the pick of an engine without limits ($1-$4 as in a pick, $5-$6 the known types), for EXPLAIN. */
