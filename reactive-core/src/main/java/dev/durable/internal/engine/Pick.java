@@ -100,23 +100,39 @@ final class Pick implements QueueScheduler.Picker {
     }
 
     /**
-     * Asks the queue's weigher for the weights of the keys next in line, every
-     * {@link Fairness#WEIGHER_REFRESH}, and stores those that changed, where every engine's pick reads
-     * them. A failure (of the weigher or the database) is left for the next refresh.
+     * Asks the queue's weigher and cap function for the weights and caps of the keys next in line,
+     * before the first pick and then every {@link Fairness#WEIGHER_REFRESH}, and stores those that
+     * changed, where every engine's pick reads them (a key with a static weight keeps what is stored:
+     * the pick passes its weight). A failure (of a function or the database) is left for the next refresh.
      */
     private Mono<Void> weighing() {
         long now = System.nanoTime();
-        if (fairness.weigher() == null || (weighedAt != 0 && now - weighedAt < Fairness.WEIGHER_REFRESH.toNanos())) {
+        if ((fairness.weigher() == null && fairness.keyCaps() == null)
+                || (weighedAt != 0 && now - weighedAt < Fairness.WEIGHER_REFRESH.toNanos())) {
             return Mono.empty();
         }
         weighedAt = now;
         return picks.keysInLine(queue.queue(), WEIGHED_KEYS)
-                .filter(key -> !fairness.weights().containsKey(key.key()))
-                .map(key -> new PickSql.KeyWeight(key.key(), fairness.weight(key.key())))
+                .mapNotNull(this::reweighed)
                 .collectList()
-                .flatMap(weights -> weights.isEmpty() ? Mono.empty() : picks.storeWeights(queue.queue(), weights))
+                .flatMap(shares -> shares.isEmpty() ? Mono.empty()
+                        : picks.storeShares(queue.queue(), sorted(shares), fairness.capGateCapacity()))
                 .onErrorResume(error -> Mono.empty())
                 .then();
+    }
+
+    /** The key's weight and cap as the functions answer now, or null when that is what is stored. */
+    private PickSql.@Nullable KeyShare reweighed(PickSql.KeyShare stored) {
+        String key = stored.key();
+        Double weight = fairness.weigher() == null || fairness.weights().containsKey(key) ? stored.weight()
+                : Double.valueOf(fairness.weight(key));
+        PickSql.KeyShare now = new PickSql.KeyShare(key, weight, fairness.keyCap(key));
+        return now.equals(stored) ? null : now;
+    }
+
+    /** In key order, so two engines storing the same keys lock them in the same order. */
+    private static java.util.List<PickSql.KeyShare> sorted(java.util.List<PickSql.KeyShare> shares) {
+        return shares.stream().sorted(java.util.Comparator.comparing(PickSql.KeyShare::key)).toList();
     }
 
     private void throttled(boolean byGate, PickSql.Throttled held) {

@@ -49,7 +49,8 @@ import reactor.core.publisher.Mono;
  * claims shared across the rows' fairness keys by weight) and moves ({@link #FAIR_MOVES}: the keys'
  * passes advanced, keys without work parked), in the same one statement, with or without limits;
  * the other queues' statements are unchanged. The queue's scheduler also runs {@link #age} (priority
- * aging) and stores the weigher's weights ({@link #storeWeights}), each at most every few seconds.
+ * aging) and stores the weigher's weights and the cap function's caps ({@link #storeShares}, {@link
+ * #resizeCaps}), each at most every few seconds.
  */
 public final class PickSql {
 
@@ -145,7 +146,9 @@ public final class PickSql {
      * <li>The walk reads the queue's active keys in pass order (their pass index), at most $2, plus
      *     parked keys whose scheduled rows came due (their wake index), which join at the queue's
      *     virtual time (the least pass walked); keys without work are parked and cost nothing. A key
-     *     at its cap (the queue's cap gate, {@code Fairness.capGate}, full for it) is stepped over.
+     *     at its cap (the queue's cap gate, {@code Fairness.capGate}, full for it: its counter holds
+     *     the key's own cap, stored with the key by its scheduler, else the gate's) is stepped over;
+     *     the walk carries the key's cap to the admission ({@link #FAIR_KEY_CAP}).
      * <li>Each walked key is offered slots j = 1..$2 finishing at pass + j / weight; the $2 earliest
      *     finishes are the pick's quotas. Weights: the pick's arrays of keys and weights
      *     ({@code {weighed_keys}}, {@code {weights}}: their parameters), else the weight stored with
@@ -172,25 +175,25 @@ public final class PickSql {
      */
     private static final String FAIR_WALK = """
             , fair_active AS MATERIALIZED (
-                SELECT k.fairness_key, k.pass, k.weight, true AS was_active
+                SELECT k.fairness_key, k.pass, k.weight, k.cap, true AS was_active
                   FROM {fair_keys} k
                  WHERE k.queue = $1 AND k.active
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
                    AND NOT EXISTS (SELECT 1 FROM {gate_slots} s
                                     WHERE s.gate = 'fairness.' || $1 AND s.key = k.fairness_key AND s.shard = 0
-                                      AND s.held >= s.capacity)
+                                      AND s.held >= COALESCE(k.cap, s.capacity))
                  ORDER BY k.pass, k.fairness_key
                  LIMIT $2
             ), fair_woken AS MATERIALIZED (
                 SELECT k.fairness_key, greatest(k.pass, COALESCE((SELECT min(a.pass) FROM fair_active a), k.pass)) AS pass,
-                       k.weight, false AS was_active
+                       k.weight, k.cap, false AS was_active
                   FROM {fair_keys} k
                  WHERE k.queue = $1 AND NOT k.active AND k.wake_at <= now()
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
                  ORDER BY k.wake_at
                  LIMIT $2
             ), fair_walk AS (
-                SELECT w.fairness_key, w.pass, w.was_active,
+                SELECT w.fairness_key, w.pass, w.was_active, w.cap,
                        COALESCE(({weights}::float8[])[array_position({weighed_keys}::text[], w.fairness_key)],
                                 w.weight, {default_weight}::float8) AS weight
                   FROM (SELECT * FROM fair_active UNION ALL SELECT * FROM fair_woken) w
@@ -409,10 +412,21 @@ public final class PickSql {
                  (c.window_name || chr(31) || COALESCE(c.window_partition, '')) = ANY ($6))))""";
 
     /**
+     * The capacity of gate row {@code w}'s counter in the fair limited pick: on the queue's cap gate,
+     * the cap stored with the row's key (walked by {@link #FAIR_WALK}, so no read), null for the
+     * gate's own. The counter is upserted with it, so it holds the key's cap from then on.
+     */
+    private static final String FAIR_KEY_CAP = """
+            (SELECT fw.cap FROM fair_walk fw
+              WHERE w.gate_name = 'fairness.' || $1 AND fw.fairness_key = w.concurrency_key)""";
+
+    /**
      * What the limited pick does after its candidate source: admits the rows of {@code one_per_key}
      * all or nothing across their limits, claims those admitted ({@code admitted}), and counts what
-     * the limits held back ({@link #pickWithLimits} tells how). Its {@code {refilled}}, {@code {fits}},
-     * {@code {pos}}, {@code {window_used}} and {@code {ring}} are filled by {@link #limited}.
+     * the limits held back ({@link #pickWithLimits} tells how). {@code {key_cap}}: the capacity of a
+     * row's gate counter when it is not the gate's share per shard ({@link #FAIR_KEY_CAP}, or null).
+     * Its {@code {refilled}}, {@code {fits}}, {@code {pos}}, {@code {window_used}} and {@code {ring}}
+     * are filled by {@link #limited}.
      */
     private static final String LIMITED_ADMISSION = """
             , stacked AS (
@@ -445,8 +459,8 @@ public final class PickSql {
                   FROM gate_wanted w
                   LEFT JOIN gate_locked l ON (l.gate, l.key, l.shard) = (w.gate_name, w.concurrency_key, w.gate_shard)
                   LEFT JOIN gates g ON g.name = w.gate_name
-                 CROSS JOIN LATERAL (SELECT g.capacity / g.shards
-                                            + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END
+                 CROSS JOIN LATERAL (SELECT COALESCE({key_cap}, g.capacity / g.shards
+                                            + CASE WHEN w.gate_shard < g.capacity % g.shards THEN 1 ELSE 0 END)
                                             AS capacity) cap
             ), window_wanted AS (
                 SELECT c.*, sum(c.window_weight) OVER (PARTITION BY c.window_name, c.window_partition
@@ -689,15 +703,24 @@ public final class PickSql {
 
     /**
      * The keys of queue $1 next in line (active, least pass first, at most $2) and their stored
-     * weights, for the scheduler to weigh. Index: the fair keys' pass index. Locks: none.
+     * weights and caps, for the scheduler to weigh and cap. Index: the fair keys' pass index. Locks: none.
      */
     private final String keysInLine;
 
     /**
-     * Stores weights $3 of keys $2 of queue $1 where they differ. Index: the fair keys' primary key.
-     * Locks: the rows it changes.
+     * Stores weights $3 and caps $4 of keys $2 of queue $1 where they differ. Index: the fair keys'
+     * primary key. Locks: the rows it changes.
      */
-    private final String storeWeights;
+    private final String storeShares;
+
+    /**
+     * Sets the capacity of the cap gate's counters of keys $2 of queue $1 to their stored cap, else
+     * the gate's $3, where it differs: every reader of a counter (the pick's filters and its walk, the
+     * admin's limits) sees a changed cap at once, not only after the pick next admits on it. Its own
+     * statement, after {@link #storeShares}, so no transaction holds key rows while it waits on a
+     * counter. Index: the fair keys' and the counters' primary keys. Locks: the counters it changes.
+     */
+    private final String resizeCaps;
 
     private final Db db;
     private final boolean limits;
@@ -749,7 +772,7 @@ public final class PickSql {
                 .toArray(Integer[]::new);
         this.pick = tables.render("WITH RECURSIVE " + plainSource("$6", "$5", NO_LIMITS)
                 + "\n" + fill(CLAIM, "claimed", "one_per_key") + ClaimColumns.SELECT);
-        this.pickWithLimits = limited(tables, plainSource("$12", "$11", LIMITED_FILTER));
+        this.pickWithLimits = limited(tables, plainSource("$12", "$11", LIMITED_FILTER), "NULL::int");
         this.lockCandidates = tables.render("WITH RECURSIVE " + plainSource("$8", "$7", REMOTE_LIMITS_FILTER) + """
 
                 SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
@@ -764,12 +787,19 @@ public final class PickSql {
                 RETURNING\s""" + ClaimColumns.SELECT);
         this.fairPick = tables.render("WITH RECURSIVE " + fairSource("$6", "$5", NO_LIMITS, 7, "one_per_key")
                 + "\n" + fill(CLAIM, "claimed", "one_per_key") + ClaimColumns.SELECT);
-        this.keysInLine = tables.render("SELECT fairness_key, weight FROM {fair_keys} WHERE queue = $1 AND active"
+        this.keysInLine = tables.render("SELECT fairness_key, weight, cap FROM {fair_keys} WHERE queue = $1 AND active"
                 + " ORDER BY pass, fairness_key LIMIT $2");
-        this.storeWeights = tables.render("""
-                UPDATE {fair_keys} k SET weight = w.weight
-                  FROM unnest($2::text[], $3::float8[]) AS w(fairness_key, weight)
-                 WHERE k.queue = $1 AND k.fairness_key = w.fairness_key AND k.weight IS DISTINCT FROM w.weight""");
+        this.storeShares = tables.render("""
+                UPDATE {fair_keys} k SET weight = w.weight, cap = w.cap
+                  FROM unnest($2::text[], $3::float8[], $4::int[]) AS w(fairness_key, weight, cap)
+                 WHERE k.queue = $1 AND k.fairness_key = w.fairness_key
+                   AND (k.weight IS DISTINCT FROM w.weight OR k.cap IS DISTINCT FROM w.cap)""");
+        this.resizeCaps = tables.render("""
+                UPDATE {gate_slots} s SET capacity = COALESCE(k.cap, $3)
+                  FROM {fair_keys} k
+                 WHERE k.queue = $1 AND k.fairness_key = ANY ($2::text[])
+                   AND s.gate = 'fairness.' || $1 AND s.key = k.fairness_key AND s.shard = 0
+                   AND s.capacity <> COALESCE(k.cap, $3)""");
         this.age = tables.render("""
                 WITH RECURSIVE levels AS (
                     SELECT (SELECT max(f.priority) FROM {instances} f
@@ -793,8 +823,8 @@ public final class PickSql {
                                          eligible_at = i.eligible_at + $2 * interval '1 millisecond'
                   FROM aged a
                  WHERE i.id = a.id AND i.status = 'runnable' AND i.priority > $3""");
-        this.fairPickWithLimits = limits ? limited(tables, fairSource("$12", "$11", LIMITED_FILTER, 16, "admitted"))
-                : null;
+        this.fairPickWithLimits = limits
+                ? limited(tables, fairSource("$12", "$11", LIMITED_FILTER, 16, "admitted"), FAIR_KEY_CAP) : null;
     }
 
     /**
@@ -830,10 +860,11 @@ public final class PickSql {
     /**
      * The limited pick around a candidate source ({@link #plainSource} or {@link #fairSource} with
      * {@link #LIMITED_FILTER}, parameters $11-$12): {@link #LIMIT_TABLES}, the source,
-     * {@link #LIMITED_ADMISSION}, its refill and window expressions filled in.
+     * {@link #LIMITED_ADMISSION} with {@code keyCap}, its refill and window expressions filled in.
      */
-    private static String limited(Tables tables, String source) {
-        return tables.render("WITH RECURSIVE " + LIMIT_TABLES + ", " + source + LIMITED_ADMISSION)
+    private static String limited(Tables tables, String source, String keyCap) {
+        return tables.render("WITH RECURSIVE " + LIMIT_TABLES + ", " + source
+                        + fill(LIMITED_ADMISSION, "key_cap", keyCap.strip()))
                 .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"))
                 .replace("{fits}", """
                         coalesce((SELECT max(v.window_fit) FROM rate_passed v, wins x
@@ -945,25 +976,38 @@ public final class PickSql {
                 .map(rows -> new Picked(rows, held[0], held[1]));
     }
 
-    /** A key next in line in a fair queue, and the weight stored with it (null for none). */
-    public record KeyWeight(String key, @Nullable Double weight) {
+    /** A key next in line in a fair queue, and the weight and cap stored with it (null for none). */
+    public record KeyShare(String key, @Nullable Double weight, @Nullable Integer cap) {
     }
 
     /** Up to {@code limit} keys next in line in {@code queue}; see {@link #keysInLine}. */
-    public Flux<KeyWeight> keysInLine(String queue, int limit) {
+    public Flux<KeyShare> keysInLine(String queue, int limit) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(keysInLine)
                         .bind(0, queue).bind(1, limit).execute())
-                .concatMap(result -> result.map(row -> new KeyWeight(row.get(0, String.class),
-                        row.get(1, Double.class)))));
+                .concatMap(result -> result.map(row -> new KeyShare(row.get(0, String.class),
+                        row.get(1, Double.class), row.get(2, Integer.class)))));
     }
 
-    /** Stores these keys' weights in {@code queue}; see {@link #storeWeights}. */
-    public Mono<Long> storeWeights(String queue, List<KeyWeight> weights) {
-        return db.withConnection(connection -> Flux.from(connection.createStatement(storeWeights)
-                        .bind(0, queue).bind(1, weights.stream().map(KeyWeight::key).toArray(String[]::new))
-                        .bind(2, weights.stream().map(KeyWeight::weight).toArray(Double[]::new)).execute())
-                        .flatMap(result -> Mono.from(result.getRowsUpdated())))
-                .reduce(0L, Long::sum);
+    /**
+     * Stores these keys' weights and caps in {@code queue} ({@link #storeShares}), then, when the
+     * queue caps keys ({@code capGateCapacity} above 0: the cap gate's own capacity), resizes their
+     * counters ({@link #resizeCaps}); returns how many keys changed.
+     */
+    public Mono<Long> storeShares(String queue, List<KeyShare> shares, int capGateCapacity) {
+        String[] keys = shares.stream().map(KeyShare::key).toArray(String[]::new);
+        return db.withConnection(connection -> Flux.from(connection.createStatement(storeShares)
+                                .bind(0, queue).bind(1, keys)
+                                .bind(2, shares.stream().map(KeyShare::weight).toArray(Double[]::new))
+                                .bind(3, shares.stream().map(KeyShare::cap).toArray(Integer[]::new)).execute())
+                        .flatMap(result -> Mono.from(result.getRowsUpdated()))
+                        .reduce(0L, Long::sum)
+                        .flatMap(changed -> capGateCapacity <= 0 ? Mono.just(changed)
+                                : Flux.from(connection.createStatement(resizeCaps)
+                                                .bind(0, queue).bind(1, keys).bind(2, capGateCapacity).execute())
+                                        .flatMap(result -> Mono.from(result.getRowsUpdated()))
+                                        .then(Mono.just(changed)))
+                        .flux())
+                .single();
     }
 
     /** Ages up to {@code batch} rows of {@code queue}; see {@link #age}. */
