@@ -80,6 +80,18 @@ public final class PickSql {
             """;
 
     /**
+     * The version half of {@link #RUNS_HERE} (a row of a type, at a version, this engine runs), for a
+     * probe that claims nothing and so takes none of its key guards; the same placeholders.
+     */
+    private static final String KNOWN_VERSION = """
+            c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
+            AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)""";
+
+    /** The keys a fair pick found foreign to this engine ({@link #FAIR_MOVES}), returned on its every row. */
+    private static final String FAIR_REPORT = "(SELECT array_agg(fairness_key ORDER BY fairness_key) FROM fair_foreign)"
+            + " AS foreign_keys";
+
+    /**
      * The queue's distinct runnable priorities in ascending order, one index-only descent each
      * ({@code min(priority) > previous}): the skip over future rows the class describes (the statement
      * starts WITH RECURSIVE for it). Every pick defines it first; the plain scan reads through it, and
@@ -148,7 +160,8 @@ public final class PickSql {
      *     virtual time (the least pass walked); keys without work are parked and cost nothing. A key
      *     at its cap (the queue's cap gate, {@code Fairness.capGate}, full for it: its counter holds
      *     the key's own cap, stored with the key by its scheduler, else the gate's) is stepped over;
-     *     the walk carries the key's cap to the admission ({@link #FAIR_KEY_CAP}).
+     *     the walk carries the key's cap to the admission ({@link #FAIR_KEY_CAP}). Keys this engine
+     *     found foreign a moment ago ({@code {foreign}}, see {@link #FAIR_MOVES}) are stepped over.
      * <li>Each walked key is offered slots j = 1..$2 finishing at pass + j / weight; the $2 earliest
      *     finishes are the pick's quotas. Weights: the pick's arrays of keys and weights
      *     ({@code {weighed_keys}}, {@code {weights}}: their parameters), else the weight stored with
@@ -177,7 +190,7 @@ public final class PickSql {
             , fair_active AS MATERIALIZED (
                 SELECT k.fairness_key, k.pass, k.weight, k.cap, true AS was_active
                   FROM {fair_keys} k
-                 WHERE k.queue = $1 AND k.active
+                 WHERE k.queue = $1 AND k.active AND k.fairness_key <> ALL ({foreign}::text[])
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
                    AND NOT EXISTS (SELECT 1 FROM {gate_slots} s
                                     WHERE s.gate = 'fairness.' || $1 AND s.key = k.fairness_key AND s.shard = 0
@@ -188,7 +201,7 @@ public final class PickSql {
                 SELECT k.fairness_key, greatest(k.pass, COALESCE((SELECT min(a.pass) FROM fair_active a), k.pass)) AS pass,
                        k.weight, k.cap, false AS was_active
                   FROM {fair_keys} k
-                 WHERE k.queue = $1 AND NOT k.active AND k.wake_at <= now()
+                 WHERE k.queue = $1 AND NOT k.active AND k.wake_at <= now() AND k.fairness_key <> ALL ({foreign}::text[])
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
                  ORDER BY k.wake_at
                  LIMIT $2
@@ -276,6 +289,13 @@ public final class PickSql {
      * while its insert activates the key (a pick would stall the queue behind it, or deadlock with a
      * batch insert activating keys in another order). A key skipped so keeps its pass (its claims of
      * this pick go uncounted) and parking and waking are left to the next pick.
+     *
+     * <p>A key served nothing whose first due rows (as many as its lateral read) are all of types or
+     * versions this engine does not run ({@code {known_version}}: {@link #KNOWN_VERSION}) is foreign to
+     * this engine ({@code fair_foreign}): the statement returns such keys ({@link #FAIR_REPORT}), and
+     * the scheduler steps over them in its next picks for a while, so they cost it one bounded look,
+     * not one per pick, and cannot fill its walk. Such a key still steps back a slot, as any key with
+     * due rows that yielded nothing: with types no engine runs, it must not hold the head of every walk.
      */
     private static final String FAIR_MOVES = """
             , fair_served AS (
@@ -283,6 +303,17 @@ public final class PickSql {
                        (SELECT count(*) FROM one_per_key o
                          WHERE o.fairness_key = w.fairness_key AND o.id IN (SELECT id FROM {claimed})) AS served
                   FROM fair_walk w LEFT JOIN fair_quota q ON q.fairness_key = w.fairness_key
+            ), fair_foreign AS (
+                SELECT s.fairness_key FROM fair_served s
+                 CROSS JOIN LATERAL (
+                       SELECT count(*) AS due, count(*) FILTER (WHERE {known_version}) AS known
+                         FROM (SELECT c.type, c.type_version FROM {instances} c
+                                WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || s.fairness_key)
+                                  AND c.fairness_key = s.fairness_key AND c.status = 'runnable'
+                                  AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
+                                ORDER BY c.priority, c.eligible_at, c.id
+                                LIMIT s.quota * 4) c) r
+                 WHERE s.served = 0 AND s.quota > 0 AND r.due > 0 AND r.known = 0
             ), fair_looked AS (
                 SELECT s.*, (SELECT r.eligible_at FROM {instances} r
                               WHERE (r.queue || chr(31) || r.fairness_key) = ($1 || chr(31) || s.fairness_key)
@@ -424,7 +455,8 @@ public final class PickSql {
      * What the limited pick does after its candidate source: admits the rows of {@code one_per_key}
      * all or nothing across their limits, claims those admitted ({@code admitted}), and counts what
      * the limits held back ({@link #pickWithLimits} tells how). {@code {key_cap}}: the capacity of a
-     * row's gate counter when it is not the gate's share per shard ({@link #FAIR_KEY_CAP}, or null).
+     * row's gate counter when it is not the gate's share per shard ({@link #FAIR_KEY_CAP}, or null);
+     * {@code {report}}: more columns for its rows ({@link #FAIR_REPORT}, or none).
      * Its {@code {refilled}}, {@code {fits}}, {@code {pos}}, {@code {window_used}} and {@code {ring}}
      * are filled by {@link #limited}.
      */
@@ -601,7 +633,7 @@ public final class PickSql {
             ), claimed AS (
             """ + fill(CLAIM, "claimed", "admitted") + ClaimColumns.SELECT + """
             )
-            SELECT claimed.*, throttled.* FROM throttled LEFT JOIN claimed ON true""";
+            SELECT claimed.*, throttled.*{report} FROM throttled LEFT JOIN claimed ON true""";
 
     /**
      * The pick of an engine that knows no limits, in one statement. Rows with a gate or rate limit
@@ -681,10 +713,14 @@ public final class PickSql {
      */
     private final String claimLocked;
 
-    /** As {@link #pick} for a fair queue: {@link #fairSource} (the fair walk and its key moves); $7-$9 the weights. */
+    /**
+     * As {@link #pick} for a fair queue: {@link #fairSource} (the fair walk and its key moves); $7-$9 the
+     * weights, $10 the keys to step over. Returns one row more when it claims nothing (the claimed
+     * columns null), as every row carries the foreign keys ({@link #FAIR_REPORT}).
+     */
     private final String fairPick;
 
-    /** As {@link #pickWithLimits} for a fair queue: {@link #fairSource} in it; $16-$18 the weights. */
+    /** As {@link #pickWithLimits} for a fair queue: {@link #fairSource} in it; $16-$18 the weights, $19 the keys to step over. */
     private final @Nullable String fairPickWithLimits;
 
     /**
@@ -772,7 +808,7 @@ public final class PickSql {
                 .toArray(Integer[]::new);
         this.pick = tables.render("WITH RECURSIVE " + plainSource("$6", "$5", NO_LIMITS)
                 + "\n" + fill(CLAIM, "claimed", "one_per_key") + ClaimColumns.SELECT);
-        this.pickWithLimits = limited(tables, plainSource("$12", "$11", LIMITED_FILTER), "NULL::int");
+        this.pickWithLimits = limited(tables, plainSource("$12", "$11", LIMITED_FILTER), "NULL::int", "");
         this.lockCandidates = tables.render("WITH RECURSIVE " + plainSource("$8", "$7", REMOTE_LIMITS_FILTER) + """
 
                 SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
@@ -786,7 +822,8 @@ public final class PickSql {
                  WHERE i.id = ANY($1) AND i.status = 'runnable'
                 RETURNING\s""" + ClaimColumns.SELECT);
         this.fairPick = tables.render("WITH RECURSIVE " + fairSource("$6", "$5", NO_LIMITS, 7, "one_per_key")
-                + "\n" + fill(CLAIM, "claimed", "one_per_key") + ClaimColumns.SELECT);
+                + ", claimed AS (\n" + fill(CLAIM, "claimed", "one_per_key") + ClaimColumns.SELECT + "\n)\n"
+                + "SELECT claimed.*, " + FAIR_REPORT + " FROM (SELECT) AS one LEFT JOIN claimed ON true");
         this.keysInLine = tables.render("SELECT fairness_key, weight, cap FROM {fair_keys} WHERE queue = $1 AND active"
                 + " ORDER BY pass, fairness_key LIMIT $2");
         this.storeShares = tables.render("""
@@ -824,7 +861,8 @@ public final class PickSql {
                   FROM aged a
                  WHERE i.id = a.id AND i.status = 'runnable' AND i.priority > $3""");
         this.fairPickWithLimits = limits
-                ? limited(tables, fairSource("$12", "$11", LIMITED_FILTER, 16, "admitted"), FAIR_KEY_CAP) : null;
+                ? limited(tables, fairSource("$12", "$11", LIMITED_FILTER, 16, "admitted"), FAIR_KEY_CAP,
+                        ", " + FAIR_REPORT) : null;
     }
 
     /**
@@ -839,7 +877,8 @@ public final class PickSql {
 
     /**
      * The fair candidate source, as {@link #plainSource}, with the weights in parameters
-     * {@code firstWeight} to {@code firstWeight + 2} (keys, their weights, the default), and the key
+     * {@code firstWeight} to {@code firstWeight + 2} (keys, their weights, the default), the keys to
+     * step over as foreign in the next ({@code firstWeight + 3}), and the key
      * moves after the rows of {@code claimed} are claimed: {@link #PRIORITIES}, {@link #FAIR_WALK},
      * {@link #ONE_PER_KEY}, {@link #FAIR_MOVES} (with WITH RECURSIVE, a CTE may name one defined later,
      * here the claimed set).
@@ -848,8 +887,9 @@ public final class PickSql {
             String claimed) {
         return PRIORITIES + fill(FAIR_WALK, "runs_here", runsHere(versions, types), "limit_filter", limitFilter,
                         "weighed_keys", "$" + firstWeight, "weights", "$" + (firstWeight + 1),
-                        "default_weight", "$" + (firstWeight + 2))
-                + ONE_PER_KEY + fill(FAIR_MOVES, "claimed", claimed);
+                        "default_weight", "$" + (firstWeight + 2), "foreign", "$" + (firstWeight + 3))
+                + ONE_PER_KEY + fill(FAIR_MOVES, "claimed", claimed,
+                        "known_version", KNOWN_VERSION.formatted(versions, types));
     }
 
     /** {@link #RUNS_HERE} for the parameters named {@code versions} and {@code types}. */
@@ -860,11 +900,11 @@ public final class PickSql {
     /**
      * The limited pick around a candidate source ({@link #plainSource} or {@link #fairSource} with
      * {@link #LIMITED_FILTER}, parameters $11-$12): {@link #LIMIT_TABLES}, the source,
-     * {@link #LIMITED_ADMISSION} with {@code keyCap}, its refill and window expressions filled in.
+     * {@link #LIMITED_ADMISSION} with {@code keyCap} and {@code report}, its refill and window expressions filled in.
      */
-    private static String limited(Tables tables, String source, String keyCap) {
+    private static String limited(Tables tables, String source, String keyCap, String report) {
         return tables.render("WITH RECURSIVE " + LIMIT_TABLES + ", " + source
-                        + fill(LIMITED_ADMISSION, "key_cap", keyCap.strip()))
+                        + fill(LIMITED_ADMISSION, "key_cap", keyCap.strip(), "report", report))
                 .replace("{refilled}", REFILLED.formatted("r.burst", "r.rate"))
                 .replace("{fits}", """
                         coalesce((SELECT max(v.window_fit) FROM rate_passed v, wins x
@@ -913,15 +953,32 @@ public final class PickSql {
         static final Throttled NONE = new Throttled(0, 0, null);
     }
 
-    /** What one pick claimed, and what full gates and empty buckets held back. */
-    public record Picked(List<ClaimedRow> rows, Throttled byGate, Throttled byRate) {
+    /**
+     * What one pick claimed, what full gates and empty buckets held back, and (a fair pick) the keys it
+     * found foreign to this engine: due rows, none of a type and version it runs ({@link #FAIR_MOVES}).
+     */
+    public record Picked(List<ClaimedRow> rows, Throttled byGate, Throttled byRate, List<String> foreignKeys) {
+
+        public Picked(List<ClaimedRow> rows, Throttled byGate, Throttled byRate) {
+            this(rows, byGate, byRate, List.of());
+        }
     }
 
     /**
      * The weights a fair queue's pick passes: keys and their weights (parallel), and the weight of
-     * any other key whose row stores none.
+     * any other key whose row stores none; and the keys its walk steps over, found foreign to this
+     * engine by an earlier pick.
      */
-    public record FairShare(String[] keys, Double[] weights, double defaultWeight) {
+    public record FairShare(String[] keys, Double[] weights, double defaultWeight, String[] foreign) {
+
+        public FairShare(String[] keys, Double[] weights, double defaultWeight) {
+            this(keys, weights, defaultWeight, new String[0]);
+        }
+
+        /** These weights, stepping over {@code foreign}. */
+        public FairShare steppingOver(String[] foreign) {
+            return new FairShare(keys, weights, defaultWeight, foreign);
+        }
     }
 
     /**
@@ -943,7 +1000,10 @@ public final class PickSql {
         return pickCounting(connection, queue, limit, worker, leaseMillis, null).flatMapIterable(Picked::rows);
     }
 
-    /** The text of a fair queue's pick ($1-$6 as {@link #pickText()}, $7-$9 the weights), for EXPLAIN. */
+    /**
+     * The text of a fair queue's pick ($1-$6 as {@link #pickText()}, $7-$9 the weights, $10 the keys to
+     * step over), for EXPLAIN.
+     */
     public String fairPickText() {
         return fairPick;
     }
@@ -953,27 +1013,40 @@ public final class PickSql {
         String text = fair == null ? (limits ? pickWithLimits : pick) : (limits ? fairPickWithLimits : fairPick);
         Statement statement = connection.createStatement(text)
                 .bind(0, queue).bind(1, limit).bind(2, worker).bind(3, leaseMillis);
-        if (!limits) {
+        if (!limits && fair == null) {
             statement.bind(4, types).bind(5, versions);
-            bindFair(statement, 6, fair);
             return Flux.from(statement.execute()).concatMap(result -> result.map(ClaimColumns::read)).collectList()
                     .map(rows -> new Picked(rows, Throttled.NONE, Throttled.NONE));
         }
-        statement.bind(4, gateNames).bind(5, gateCapacities).bind(6, gateShards)
-                .bind(7, rateNames).bind(8, rates).bind(9, bursts).bind(10, types).bind(11, versions)
-                .bind(12, windowNames).bind(13, windowSlots).bind(14, windowLimits);
-        bindFair(statement, 15, fair);
+        if (!limits) {
+            statement.bind(4, types).bind(5, versions);
+            bindFair(statement, 6, fair);
+        } else {
+            statement.bind(4, gateNames).bind(5, gateCapacities).bind(6, gateShards)
+                    .bind(7, rateNames).bind(8, rates).bind(9, bursts).bind(10, types).bind(11, versions)
+                    .bind(12, windowNames).bind(13, windowSlots).bind(14, windowLimits);
+            bindFair(statement, 15, fair);
+        }
+        // Every row carries the counts (and a fair pick's foreign keys); a row that claims nothing only them.
         Throttled[] held = {Throttled.NONE, Throttled.NONE};
+        java.util.concurrent.atomic.AtomicReference<List<String>> foreign =
+                new java.util.concurrent.atomic.AtomicReference<>(List.of());
         return Flux.from(statement.execute())
                 .concatMap(result -> result.map(row -> {
-                    held[0] = throttled(row, "gate");
-                    held[1] = throttled(row, "rate");
+                    if (limits) {
+                        held[0] = throttled(row, "gate");
+                        held[1] = throttled(row, "rate");
+                    }
+                    if (fair != null) {
+                        String[] keys = row.get("foreign_keys", String[].class);
+                        foreign.set(keys == null ? List.of() : List.of(keys));
+                    }
                     return row.get("id", Long.class) == null ? Optional.<ClaimedRow>empty()
                             : Optional.of(ClaimColumns.read(row));
                 }))
                 .filter(Optional::isPresent).map(Optional::get)
                 .collectList()
-                .map(rows -> new Picked(rows, held[0], held[1]));
+                .map(rows -> new Picked(rows, held[0], held[1], foreign.get()));
     }
 
     /** A key next in line in a fair queue, and the weight and cap stored with it (null for none). */
@@ -1020,7 +1093,8 @@ public final class PickSql {
 
     private static void bindFair(Statement statement, int index, @Nullable FairShare fair) {
         if (fair != null) {
-            statement.bind(index, fair.keys()).bind(index + 1, fair.weights()).bind(index + 2, fair.defaultWeight());
+            statement.bind(index, fair.keys()).bind(index + 1, fair.weights()).bind(index + 2, fair.defaultWeight())
+                    .bind(index + 3, fair.foreign());
         }
     }
 
