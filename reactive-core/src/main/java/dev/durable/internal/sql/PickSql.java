@@ -726,14 +726,21 @@ public final class PickSql {
     /**
      * Priority aging of queue $1: runnable rows due at least a step ($2 ms, database clock) ago whose
      * priority is above (less urgent than) $3 gain one level and spend one step of their wait (their
-     * eligible time moves a step later, still in the past), at most $4 of them, least urgent
-     * priorities first and oldest first within each; returns how many. So a row gains exactly one
-     * level per step it has waited, down to the floor, however often this runs, and the pick index's
-     * order stays the pick's order (the entry moves with the new priority; within its new level the
-     * row sorts by when it reached it).
+     * eligible time moves a step later, still in the past), at most $4 of them; returns how many. So
+     * a row gains exactly one level per step it has waited, down to the floor, however often this
+     * runs, and the pick index's order stays the pick's order (the entry moves with the new
+     * priority; within its new level the row sorts by when it reached it).
+     *
+     * <p>When more rows are due for a step than one run lifts, the levels take turns: each level's
+     * oldest row, least urgent level first, then each level's second oldest, and so on; so a large
+     * backlog in one level delays no other level's aging, and which rows a run lifts is fixed by the
+     * rows (priority, eligible time, id), not by the plan. Bounds: the levels are read without locks,
+     * each at most $4 rows (fewer when there are more than eight levels: eight times $4 rows in all,
+     * plus one descent per level), and only the rows chosen are then locked and rewritten, at most
+     * $4, in id order.
      * Index: the pick index, one range per distinct priority above the floor (a recursive descent,
-     * as the pick's), reading only rows due before the step. Locks: the aged rows (skip locked, so
-     * a pick in progress is never waited on).
+     * as the pick's), reading only rows due before the step; the primary key for the lock. Locks:
+     * the aged rows (skip locked, so a pick in progress is never waited on).
      */
     private final String age;
 
@@ -846,15 +853,26 @@ public final class PickSql {
                              WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > $3 AND f.priority < l.priority)
                       FROM levels l
                      WHERE l.priority IS NOT NULL
+                ), share AS (
+                    SELECT least($4, ceil($4 * 8.0 / greatest(count(*), 1)))::int AS rows
+                      FROM levels WHERE priority IS NOT NULL
+                ), due AS (
+                    SELECT d.id, d.priority,
+                           row_number() OVER (PARTITION BY d.priority ORDER BY d.eligible_at, d.id) AS turn
+                      FROM levels l CROSS JOIN LATERAL (
+                           SELECT i.id, i.priority, i.eligible_at FROM {instances} i
+                            WHERE i.queue = $1 AND i.status = 'runnable' AND i.priority = l.priority
+                              AND i.eligible_at <= now() - $2 * interval '1 millisecond'
+                            ORDER BY i.eligible_at, i.id
+                            LIMIT (SELECT rows FROM share)) d
+                ), chosen AS (
+                    SELECT id FROM due ORDER BY turn, priority DESC LIMIT $4
                 ), aged AS (
-                    SELECT a.id FROM levels l CROSS JOIN LATERAL (
-                        SELECT i.id FROM {instances} i
-                         WHERE i.queue = $1 AND i.status = 'runnable' AND i.priority = l.priority
-                           AND i.eligible_at <= now() - $2 * interval '1 millisecond'
-                         ORDER BY i.eligible_at, i.id
-                         LIMIT $4
-                           FOR UPDATE OF i SKIP LOCKED) a
-                     LIMIT $4
+                    SELECT i.id FROM {instances} i
+                     WHERE i.id IN (SELECT id FROM chosen) AND i.status = 'runnable' AND i.priority > $3
+                       AND i.eligible_at <= now() - $2 * interval '1 millisecond'
+                     ORDER BY i.id
+                       FOR UPDATE OF i SKIP LOCKED
                 )
                 UPDATE {instances} i SET priority = i.priority - 1,
                                          eligible_at = i.eligible_at + $2 * interval '1 millisecond'
