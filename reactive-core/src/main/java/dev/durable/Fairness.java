@@ -255,8 +255,10 @@ public final class Fairness {
          * scheduler of the queue asks it about the keys with work (at most 1,000, those next in line)
          * before its first pick and every {@link #WEIGHER_REFRESH}, and stores the answers with the
          * keys, where every engine's pick admits on them: a changed cap holds within a refresh (a
-         * lowered one as the key's claims over it finish), and a key that first gets work after a
-         * refresh is held to the static cap until the next. Quick and non-blocking, as the weigher.
+         * lowered one as the key's claims over it finish). A key the function was never asked about
+         * (one that just got work) is held to one claim until it is: a pick that walks such a key
+         * makes its scheduler ask before the next pick (at most once a second), so no key ever runs
+         * over the cap the function gives it. Quick and non-blocking, as the weigher.
          */
         public Builder maxExecutingPerKey(Function<String, ? extends @Nullable Integer> caps) {
             this.keyCaps = Objects.requireNonNull(caps, "maxExecutingPerKey function");

@@ -35,6 +35,9 @@ final class Pick implements QueueScheduler.Picker {
     /** When (System.nanoTime) the weigher last weighed the keys in line; 0 before the first pick. */
     private long weighedAt;
 
+    /** The least time between two askings when a pick walked a key whose cap was never asked for. */
+    static final Duration ASK_AGAIN_AFTER = Duration.ofSeconds(1);
+
     /** The most keys the weigher is asked about at once (those next in line). */
     static final int WEIGHED_KEYS = 1_000;
 
@@ -65,8 +68,10 @@ final class Pick implements QueueScheduler.Picker {
     /** A pick that shares claims across keys as {@code fairness} says (the PostgreSQL pick only). */
     Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry,
             Fairness fairness) {
+        // A key whose cap was never asked for: held to one claim when caps come from a function.
         this.fair = fairness.enabled() ? new PickSql.FairShare(fairness.weights().keySet().toArray(String[]::new),
-                fairness.weights().values().toArray(Double[]::new), fairness.defaultWeight()) : null;
+                fairness.weights().values().toArray(Double[]::new), fairness.defaultWeight())
+                .capping(fairness.keyCaps() != null ? Integer.valueOf(1) : null) : null;
         this.fairness = fairness;
         this.telemetry = telemetry;
         this.queue = queue;
@@ -101,6 +106,11 @@ final class Pick implements QueueScheduler.Picker {
                     // again at once would only find them full again.
                     QueueScheduler.Picked claimed = new QueueScheduler.Picked(picked.rows(), 0);
                     remember(picked.foreignKeys());
+                    if (picked.unasked() && fairness.keyCaps() != null
+                            && System.nanoTime() - weighedAt >= ASK_AGAIN_AFTER.toNanos()) {
+                        // It walked a key whose cap is unknown (held to one claim): ask before the next pick.
+                        weighedAt = 0;
+                    }
                     int left = limit - picked.rows().size();
                     if (picked.foreignKeys().isEmpty() || left <= 0 || round >= FOREIGN_ROUNDS) {
                         return Mono.just(claimed);
@@ -183,7 +193,10 @@ final class Pick implements QueueScheduler.Picker {
         String key = stored.key();
         Double weight = fairness.weigher() == null || fairness.weights().containsKey(key) ? stored.weight()
                 : Double.valueOf(fairness.weight(key));
-        PickSql.KeyShare now = new PickSql.KeyShare(key, weight, fairness.keyCap(key));
+        Integer cap = fairness.keyCaps() == null ? null : fairness.keyCap(key);
+        // 0: asked, no cap of its own (the static cap holds); null is "never asked".
+        PickSql.KeyShare now = new PickSql.KeyShare(key, weight,
+                fairness.keyCaps() == null ? null : cap == null ? Integer.valueOf(0) : cap);
         return now.equals(stored) ? null : now;
     }
 

@@ -87,9 +87,12 @@ public final class PickSql {
             c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
             AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)""";
 
-    /** The keys a fair pick found foreign to this engine ({@link #FAIR_MOVES}), returned on its every row. */
+    /**
+     * What a fair pick tells its engine, on its every row: the keys it found foreign to this engine
+     * ({@link #FAIR_MOVES}), and whether it walked a key whose cap was never asked for.
+     */
     private static final String FAIR_REPORT = "(SELECT array_agg(fairness_key ORDER BY fairness_key) FROM fair_foreign)"
-            + " AS foreign_keys";
+            + " AS foreign_keys, (SELECT bool_or(cap IS NULL) FROM fair_walk) AS unasked";
 
     /**
      * The queue's distinct runnable priorities in ascending order, one index-only descent each
@@ -160,7 +163,10 @@ public final class PickSql {
      *     virtual time (the least pass walked); keys without work are parked and cost nothing. A key
      *     at its cap (the queue's cap gate, {@code Fairness.capGate}, full for it: its counter holds
      *     the key's own cap, stored with the key by its scheduler, else the gate's) is stepped over;
-     *     the walk carries the key's cap to the admission ({@link #FAIR_KEY_CAP}). Keys this engine
+     *     the walk carries the key's cap to the admission ({@link #FAIR_KEY_CAP}). A key whose cap
+     *     its queue's function has not been asked for yet ({@code cap} null) is held to
+     *     {@code {unknown_cap}} (1 on a queue capped by a function, else null: the gate's), and the
+     *     statement says it walked one ({@link #FAIR_REPORT}), so its engine asks at once. Keys this engine
      *     found foreign a moment ago ({@code {foreign}}, see {@link #FAIR_MOVES}) are stepped over.
      * <li>Each walked key is offered slots j = 1..$2 finishing at pass + j / weight; the $2 earliest
      *     finishes are the pick's quotas. Weights: the pick's arrays of keys and weights
@@ -194,7 +200,8 @@ public final class PickSql {
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
                    AND NOT EXISTS (SELECT 1 FROM {gate_slots} s
                                     WHERE s.gate = 'fairness.' || $1 AND s.key = k.fairness_key AND s.shard = 0
-                                      AND s.held >= COALESCE(k.cap, s.capacity))
+                                      AND s.held >= COALESCE(CASE WHEN k.cap IS NULL THEN {unknown_cap}::int
+                                                                  ELSE NULLIF(k.cap, 0) END, s.capacity))
                  ORDER BY k.pass, k.fairness_key
                  LIMIT $2
             ), fair_woken AS MATERIALIZED (
@@ -444,11 +451,11 @@ public final class PickSql {
 
     /**
      * The capacity of gate row {@code w}'s counter in the fair limited pick: on the queue's cap gate,
-     * the cap stored with the row's key (walked by {@link #FAIR_WALK}, so no read), null for the
-     * gate's own. The counter is upserted with it, so it holds the key's cap from then on.
+     * the cap stored with the row's key (walked by {@link #FAIR_WALK}, so no read; {@code {unknown_cap}}
+     * when none is yet), null for the gate's own (a stored 0: the function gave the key none). The counter is upserted with it, so it holds the key's cap from then on.
      */
     private static final String FAIR_KEY_CAP = """
-            (SELECT fw.cap FROM fair_walk fw
+            (SELECT CASE WHEN fw.cap IS NULL THEN {unknown_cap}::int ELSE NULLIF(fw.cap, 0) END FROM fair_walk fw
               WHERE w.gate_name = 'fairness.' || $1 AND fw.fairness_key = w.concurrency_key)""";
 
     /**
@@ -715,12 +722,12 @@ public final class PickSql {
 
     /**
      * As {@link #pick} for a fair queue: {@link #fairSource} (the fair walk and its key moves); $7-$9 the
-     * weights, $10 the keys to step over. Returns one row more when it claims nothing (the claimed
+     * weights, $10 the keys to step over, $11 the cap of a key not asked yet. Returns one row more when it claims nothing (the claimed
      * columns null), as every row carries the foreign keys ({@link #FAIR_REPORT}).
      */
     private final String fairPick;
 
-    /** As {@link #pickWithLimits} for a fair queue: {@link #fairSource} in it; $16-$18 the weights, $19 the keys to step over. */
+    /** As {@link #pickWithLimits} for a fair queue: {@link #fairSource} in it; $16-$18 the weights, $19 the keys to step over, $20 the cap of a key not asked yet. */
     private final @Nullable String fairPickWithLimits;
 
     /**
@@ -758,7 +765,7 @@ public final class PickSql {
 
     /**
      * Sets the capacity of the cap gate's counters of keys $2 of queue $1 to their stored cap, else
-     * the gate's $3, where it differs: every reader of a counter (the pick's filters and its walk, the
+     * (0: the function gave none) the gate's $3, where it differs: every reader of a counter (the pick's filters and its walk, the
      * admin's limits) sees a changed cap at once, not only after the pick next admits on it. Its own
      * statement, after {@link #storeShares}, so no transaction holds key rows while it waits on a
      * counter. Index: the fair keys' and the counters' primary keys. Locks: the counters it changes.
@@ -839,11 +846,11 @@ public final class PickSql {
                  WHERE k.queue = $1 AND k.fairness_key = w.fairness_key
                    AND (k.weight IS DISTINCT FROM w.weight OR k.cap IS DISTINCT FROM w.cap)""");
         this.resizeCaps = tables.render("""
-                UPDATE {gate_slots} s SET capacity = COALESCE(k.cap, $3)
+                UPDATE {gate_slots} s SET capacity = COALESCE(NULLIF(k.cap, 0), $3)
                   FROM {fair_keys} k
                  WHERE k.queue = $1 AND k.fairness_key = ANY ($2::text[])
                    AND s.gate = 'fairness.' || $1 AND s.key = k.fairness_key AND s.shard = 0
-                   AND s.capacity <> COALESCE(k.cap, $3)""");
+                   AND s.capacity <> COALESCE(NULLIF(k.cap, 0), $3)""");
         this.age = tables.render("""
                 WITH RECURSIVE levels AS (
                     SELECT (SELECT max(f.priority) FROM {instances} f
@@ -879,8 +886,8 @@ public final class PickSql {
                   FROM aged a
                  WHERE i.id = a.id AND i.status = 'runnable' AND i.priority > $3""");
         this.fairPickWithLimits = limits
-                ? limited(tables, fairSource("$12", "$11", LIMITED_FILTER, 16, "admitted"), FAIR_KEY_CAP,
-                        ", " + FAIR_REPORT) : null;
+                ? limited(tables, fairSource("$12", "$11", LIMITED_FILTER, 16, "admitted"),
+                        fill(FAIR_KEY_CAP, "unknown_cap", "$20"), ", " + FAIR_REPORT) : null;
     }
 
     /**
@@ -896,7 +903,8 @@ public final class PickSql {
     /**
      * The fair candidate source, as {@link #plainSource}, with the weights in parameters
      * {@code firstWeight} to {@code firstWeight + 2} (keys, their weights, the default), the keys to
-     * step over as foreign in the next ({@code firstWeight + 3}), and the key
+     * step over as foreign in the next ({@code firstWeight + 3}), the cap of a key not asked yet
+     * ({@code firstWeight + 4}), and the key
      * moves after the rows of {@code claimed} are claimed: {@link #PRIORITIES}, {@link #FAIR_WALK},
      * {@link #ONE_PER_KEY}, {@link #FAIR_MOVES} (with WITH RECURSIVE, a CTE may name one defined later,
      * here the claimed set).
@@ -905,7 +913,8 @@ public final class PickSql {
             String claimed) {
         return PRIORITIES + fill(FAIR_WALK, "runs_here", runsHere(versions, types), "limit_filter", limitFilter,
                         "weighed_keys", "$" + firstWeight, "weights", "$" + (firstWeight + 1),
-                        "default_weight", "$" + (firstWeight + 2), "foreign", "$" + (firstWeight + 3))
+                        "default_weight", "$" + (firstWeight + 2), "foreign", "$" + (firstWeight + 3),
+                        "unknown_cap", "$" + (firstWeight + 4))
                 + ONE_PER_KEY + fill(FAIR_MOVES, "claimed", claimed,
                         "known_version", KNOWN_VERSION.formatted(versions, types));
     }
@@ -973,29 +982,37 @@ public final class PickSql {
 
     /**
      * What one pick claimed, what full gates and empty buckets held back, and (a fair pick) the keys it
-     * found foreign to this engine: due rows, none of a type and version it runs ({@link #FAIR_MOVES}).
+     * found foreign to this engine: due rows, none of a type and version it runs ({@link #FAIR_MOVES}),
+     * and whether it walked a key whose cap was never asked for ({@link #FAIR_REPORT}).
      */
-    public record Picked(List<ClaimedRow> rows, Throttled byGate, Throttled byRate, List<String> foreignKeys) {
+    public record Picked(List<ClaimedRow> rows, Throttled byGate, Throttled byRate, List<String> foreignKeys,
+            boolean unasked) {
 
         public Picked(List<ClaimedRow> rows, Throttled byGate, Throttled byRate) {
-            this(rows, byGate, byRate, List.of());
+            this(rows, byGate, byRate, List.of(), false);
         }
     }
 
     /**
      * The weights a fair queue's pick passes: keys and their weights (parallel), and the weight of
-     * any other key whose row stores none; and the keys its walk steps over, found foreign to this
-     * engine by an earlier pick.
+     * any other key whose row stores none; the keys its walk steps over, found foreign to this
+     * engine by an earlier pick; and the cap of a key whose cap was never asked for (null: the gate's).
      */
-    public record FairShare(String[] keys, Double[] weights, double defaultWeight, String[] foreign) {
+    public record FairShare(String[] keys, Double[] weights, double defaultWeight, String[] foreign,
+            @Nullable Integer unknownCap) {
 
         public FairShare(String[] keys, Double[] weights, double defaultWeight) {
-            this(keys, weights, defaultWeight, new String[0]);
+            this(keys, weights, defaultWeight, new String[0], null);
         }
 
         /** These weights, stepping over {@code foreign}. */
         public FairShare steppingOver(String[] foreign) {
-            return new FairShare(keys, weights, defaultWeight, foreign);
+            return new FairShare(keys, weights, defaultWeight, foreign, unknownCap);
+        }
+
+        /** These weights, holding a key whose cap was never asked for to {@code cap} claims. */
+        public FairShare capping(@Nullable Integer cap) {
+            return new FairShare(keys, weights, defaultWeight, foreign, cap);
         }
     }
 
@@ -1049,6 +1066,7 @@ public final class PickSql {
         Throttled[] held = {Throttled.NONE, Throttled.NONE};
         java.util.concurrent.atomic.AtomicReference<List<String>> foreign =
                 new java.util.concurrent.atomic.AtomicReference<>(List.of());
+        boolean[] unasked = {false};
         return Flux.from(statement.execute())
                 .concatMap(result -> result.map(row -> {
                     if (limits) {
@@ -1058,13 +1076,14 @@ public final class PickSql {
                     if (fair != null) {
                         String[] keys = row.get("foreign_keys", String[].class);
                         foreign.set(keys == null ? List.of() : List.of(keys));
+                        unasked[0] = Boolean.TRUE.equals(row.get("unasked", Boolean.class));
                     }
                     return row.get("id", Long.class) == null ? Optional.<ClaimedRow>empty()
                             : Optional.of(ClaimColumns.read(row));
                 }))
                 .filter(Optional::isPresent).map(Optional::get)
                 .collectList()
-                .map(rows -> new Picked(rows, held[0], held[1], foreign.get()));
+                .map(rows -> new Picked(rows, held[0], held[1], foreign.get(), unasked[0]));
     }
 
     /** A key next in line in a fair queue, and the weight and cap stored with it (null for none). */
@@ -1113,6 +1132,11 @@ public final class PickSql {
         if (fair != null) {
             statement.bind(index, fair.keys()).bind(index + 1, fair.weights()).bind(index + 2, fair.defaultWeight())
                     .bind(index + 3, fair.foreign());
+            if (fair.unknownCap() == null) {
+                statement.bindNull(index + 4, Integer.class);
+            } else {
+                statement.bind(index + 4, fair.unknownCap());
+            }
         }
     }
 
