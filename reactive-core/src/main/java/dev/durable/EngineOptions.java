@@ -561,9 +561,10 @@ public final class EngineOptions {
         public Builder queue(QueueOptions queue) {
             Options.requireNonNull("queue", queue);
             add(QUEUES, "queue", queue.name(), queue);
-            // A per-key cap of a fair queue is a gate keyed by the fairness key (Fairness#capGate).
-            int cap = queue.fairness().maxExecutingPerKey();
-            return cap > 0 ? gate(Fairness.capGate(queue.name()), cap) : this;
+            // A per-key cap of a fair queue is a gate keyed by the fairness key (Fairness#capGate), its
+            // capacity the static cap; a key the cap function caps is admitted at its own (PickSql).
+            return queue.fairness().capsKeys()
+                    ? gate(Fairness.capGate(queue.name()), queue.fairness().capGateCapacity()) : this;
         }
 
         /** A queue with default knobs. */

@@ -17,7 +17,7 @@ import org.jspecify.annotations.Nullable;
  * JobRequest#fairnessKey}); a row without one shares the key {@code ""}.
  *
  * <p>Options: weights (a static map, a function of the key, and a default, 1 unless set), a cap of executing claims per
- * key across the fleet, and priority aging (a runnable row waiting longer than a step gains one
+ * key across the fleet (static, or a function of the key), and priority aging (a runnable row waiting longer than a step gains one
  * priority level per step, down to a floor). Immutable; build with {@link #builder()}.
  */
 public final class Fairness {
@@ -28,24 +28,27 @@ public final class Fairness {
     /** The largest weight: claims are shared in ratios up to a million to one. */
     public static final double MAX_WEIGHT = 1_000_000;
 
-    private static final Fairness NONE = new Fairness(false, Map.of(), null, 1, 0, null, 0);
+    private static final Fairness NONE = new Fairness(false, Map.of(), null, 1, 0, null, null, 0);
 
     private final boolean enabled;
     private final Map<String, Double> weights;
     private final @Nullable Function<String, ? extends @Nullable Number> weigher;
     private final double defaultWeight;
     private final int maxExecutingPerKey;
+    private final @Nullable Function<String, ? extends @Nullable Integer> keyCaps;
     private final @Nullable Duration agingStep;
     private final int agingFloor;
 
     private Fairness(boolean enabled, Map<String, Double> weights,
             @Nullable Function<String, ? extends @Nullable Number> weigher, double defaultWeight, int maxExecutingPerKey,
-            @Nullable Duration agingStep, int agingFloor) {
+            @Nullable Function<String, ? extends @Nullable Integer> keyCaps, @Nullable Duration agingStep,
+            int agingFloor) {
         this.enabled = enabled;
         this.weights = Map.copyOf(weights);
         this.weigher = weigher;
         this.defaultWeight = defaultWeight;
         this.maxExecutingPerKey = maxExecutingPerKey;
+        this.keyCaps = keyCaps;
         this.agingStep = agingStep;
         this.agingFloor = agingFloor;
     }
@@ -62,7 +65,7 @@ public final class Fairness {
      */
     public static Fairness priorityAgingOnly(Duration step, int floor) {
         Fairness aging = builder().aging(step, floor).build();
-        return new Fairness(false, Map.of(), null, 1, 0, aging.agingStep, aging.agingFloor);
+        return new Fairness(false, Map.of(), null, 1, 0, null, aging.agingStep, aging.agingFloor);
     }
 
     /** Fairness with every key at weight 1. */
@@ -118,10 +121,39 @@ public final class Fairness {
 
     /**
      * At most this many claims of one key execute at once across the fleet; 0 for no cap. Rows with
-     * a gate or concurrency key of their own are not counted (a row holds one gate).
+     * a gate or concurrency key of their own are not counted (a row holds one gate). A key the cap
+     * function ({@link #keyCaps()}) gives a cap is held to that one instead.
      */
     public int maxExecutingPerKey() {
         return maxExecutingPerKey;
+    }
+
+    /** The function that caps keys one by one, or null. */
+    public @Nullable Function<String, ? extends @Nullable Integer> keyCaps() {
+        return keyCaps;
+    }
+
+    /** Whether the queue caps its keys' executing claims: a static cap, a cap function, or both. */
+    public boolean capsKeys() {
+        return maxExecutingPerKey > 0 || keyCaps != null;
+    }
+
+    /**
+     * The capacity the queue's cap gate ({@link #capGate}) is declared with: the static cap, else, for
+     * keys capped by the function alone, {@link Integer#MAX_VALUE} (a key it gives no cap has none);
+     * 0 when the queue caps no keys.
+     */
+    public int capGateCapacity() {
+        return maxExecutingPerKey > 0 ? maxExecutingPerKey : keyCaps != null ? Integer.MAX_VALUE : 0;
+    }
+
+    /**
+     * The cap function's answer for {@code key} when it is a cap (at least 1), else null: the key is
+     * held to {@link #maxExecutingPerKey()} (no cap when that is 0).
+     */
+    public @Nullable Integer keyCap(String key) {
+        Integer cap = keyCaps == null ? null : keyCaps.apply(key);
+        return cap != null && cap >= 1 ? cap : null;
     }
 
     /** The wait after which a runnable row gains one priority level, or null for no aging. */
@@ -139,12 +171,14 @@ public final class Fairness {
         return other instanceof Fairness f && enabled == f.enabled && weights.equals(f.weights)
                 && Objects.equals(weigher, f.weigher)
                 && defaultWeight == f.defaultWeight && maxExecutingPerKey == f.maxExecutingPerKey
+                && Objects.equals(keyCaps, f.keyCaps)
                 && Objects.equals(agingStep, f.agingStep) && agingFloor == f.agingFloor;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(enabled, weights, weigher, defaultWeight, maxExecutingPerKey, agingStep, agingFloor);
+        return Objects.hash(enabled, weights, weigher, defaultWeight, maxExecutingPerKey, keyCaps, agingStep,
+                agingFloor);
     }
 
     @Override
@@ -155,7 +189,8 @@ public final class Fairness {
         }
         return "Fairness{weights=" + weights + ", defaultWeight=" + defaultWeight
                 + (weigher != null ? ", weigher=" + weigher : "")
-                + ", maxExecutingPerKey=" + maxExecutingPerKey + ", agingStep=" + agingStep
+                + ", maxExecutingPerKey=" + maxExecutingPerKey + (keyCaps != null ? ", keyCaps=" + keyCaps : "")
+                + ", agingStep=" + agingStep
                 + ", agingFloor=" + agingFloor + "}";
     }
 
@@ -165,6 +200,7 @@ public final class Fairness {
         private @Nullable Function<String, ? extends @Nullable Number> weigher;
         private double defaultWeight = 1;
         private int maxExecutingPerKey;
+        private @Nullable Function<String, ? extends @Nullable Integer> keyCaps;
         private @Nullable Duration agingStep;
         private int agingFloor = JobRequest.MIN_PRIORITY;
 
@@ -203,9 +239,29 @@ public final class Fairness {
             return this;
         }
 
-        /** At most this many executing claims per key across the fleet (at least 1); unset: no cap. */
+        /**
+         * At most this many executing claims per key across the fleet (at least 1); unset: no cap.
+         * With a cap function too, the cap of the keys it gives none.
+         */
         public Builder maxExecutingPerKey(int max) {
             this.maxExecutingPerKey = Options.requireAtLeast("maxExecutingPerKey", max, 1);
+            return this;
+        }
+
+        /**
+         * Caps keys one by one, e.g. by plan tier: at most the function's answer of a key's claims
+         * execute at once across the fleet. Null, or an answer below 1, means the static cap
+         * ({@link #maxExecutingPerKey(int)}; no cap without one). Like the {@link #weigher}, the
+         * scheduler of the queue asks it about the keys with work (at most 1,000, those next in line)
+         * before its first pick and every {@link #WEIGHER_REFRESH}, and stores the answers with the
+         * keys, where every engine's pick admits on them: a changed cap holds within a refresh (a
+         * lowered one as the key's claims over it finish). A key the function was never asked about
+         * (one that just got work) is held to one claim until it is: a pick that walks such a key
+         * makes its scheduler ask before the next pick (at most once a second), so no key ever runs
+         * over the cap the function gives it. Quick and non-blocking, as the weigher.
+         */
+        public Builder maxExecutingPerKey(Function<String, ? extends @Nullable Integer> caps) {
+            this.keyCaps = Objects.requireNonNull(caps, "maxExecutingPerKey function");
             return this;
         }
 
@@ -228,7 +284,8 @@ public final class Fairness {
         }
 
         public Fairness build() {
-            return new Fairness(true, weights, weigher, defaultWeight, maxExecutingPerKey, agingStep, agingFloor);
+            return new Fairness(true, weights, weigher, defaultWeight, maxExecutingPerKey, keyCaps, agingStep,
+                    agingFloor);
         }
 
         private static String requireKey(String key) {

@@ -310,7 +310,8 @@ class FairnessIT {
             var explain = connection.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + pick)
                     .bind(0, queue).bind(1, 32).bind(2, "w").bind(3, 30_000L)
                     .bind(4, new String[] {"t"}).bind(5, new Integer[] {1})
-                    .bind(6, new String[0]).bind(7, new Double[0]).bind(8, 1.0);
+                    .bind(6, new String[0]).bind(7, new Double[0]).bind(8, 1.0).bind(9, new String[0])
+                    .bindNull(10, Integer.class);
             List<String> plan = reactor.core.publisher.Mono.from(connection.beginTransaction())
                     .thenMany(reactor.core.publisher.Flux.from(explain.execute())
                             .concatMap(result -> result.map(row -> row.get(0, String.class))))

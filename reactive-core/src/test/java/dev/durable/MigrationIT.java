@@ -52,9 +52,9 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 12;
+    private static final int LATEST = 15;
     /** The versions this build ships. */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -123,6 +123,9 @@ class MigrationIT {
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
                     + db.schema() + "' AND column_name IN ('window_name', 'window_weight', 'window_partition')",
                     row -> row.get(0, Integer.class))).containsExactly(9);
+            // Version 15 (fair key caps): a key's cap is stored with it, none until its queue's function answers.
+            assertThat(Sql.query(db, "SELECT count(*)::int FROM {schema}.durable_fair_keys WHERE cap IS NULL",
+                    row -> row.get(0, Integer.class))).containsExactly(1);
         } finally {
             upgraded.closeLater().block();
         }
@@ -177,5 +180,7 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U10__fair_share.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V12__stacked_limits.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U12__stacked_limits.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V15__fair_key_caps.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U15__fair_key_caps.sql")).isNotNull();
     }
 }

@@ -202,7 +202,7 @@ public final class RequestMapper {
         String gate = request.gate();
         QueueOptions queueOptions = options.queues().get(queue);
         if (fairnessKey != null && gate == null && concurrencyKey == null && queueOptions != null
-                && queueOptions.fairness().maxExecutingPerKey() > 0) {
+                && queueOptions.fairness().capsKeys()) {
             // The queue's per-key cap: the row holds the cap gate, keyed by its fairness key.
             gate = dev.durable.Fairness.capGate(queue);
             concurrencyKey = fairnessKey;

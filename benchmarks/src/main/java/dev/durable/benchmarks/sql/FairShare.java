@@ -167,7 +167,8 @@ public final class FairShare {
             if (Boolean.getBoolean("explain")) {
                 db.execute("INSERT INTO " + db.instances() + " (type, queue, step, state, max_attempts, fairness_key)"
                         + " VALUES ('noop', 'crowded', 'run', '0', 20, 't1')");
-                String pick = db.statements.picks().fairPickText().replace("$1", "'crowded'").replace("$2", "32")
+                String pick = db.statements.picks().fairPickText().replace("$10", "ARRAY[]::text[]").replace("$11", "NULL::int")
+                        .replace("$1", "'crowded'").replace("$2", "32")
                         .replace("$3", "'w'").replace("$4", "30000").replace("$5", "ARRAY['noop']")
                         .replace("$6", "ARRAY[1]").replace("$7", "ARRAY[]::text[]").replace("$8", "ARRAY[]::float8[]")
                         .replace("$9", "1");

@@ -35,8 +35,28 @@ final class Pick implements QueueScheduler.Picker {
     /** When (System.nanoTime) the weigher last weighed the keys in line; 0 before the first pick. */
     private long weighedAt;
 
+    /** The least time between two askings when a pick walked a key whose cap was never asked for. */
+    static final Duration ASK_AGAIN_AFTER = Duration.ofSeconds(1);
+
     /** The most keys the weigher is asked about at once (those next in line). */
     static final int WEIGHED_KEYS = 1_000;
+
+    /**
+     * Keys of a fair queue whose due rows this engine cannot run (other types, newer versions), as
+     * its picks found them, and until when (System.nanoTime) they step over them: a key costs this
+     * engine one bounded look per {@link #FOREIGN_FOR}, and cannot fill its walk. Insertion order
+     * (renewed on each find), so the oldest is forgotten first. Picks of one queue never overlap.
+     */
+    private final java.util.LinkedHashMap<String, Long> foreign = new java.util.LinkedHashMap<>();
+
+    /** How long a key found foreign is stepped over. */
+    static final Duration FOREIGN_FOR = Duration.ofSeconds(10);
+
+    /** The most keys stepped over at once (a bound on the walk's extra cost too). */
+    static final int FOREIGN_KEYS = 1_000;
+
+    /** The most statements of one pick walking on past foreign keys. */
+    static final int FOREIGN_ROUNDS = 4;
 
     /** The most rows one aging statement lifts (the rest wait for the next step). */
     static final int AGING_BATCH = 1_000;
@@ -48,8 +68,10 @@ final class Pick implements QueueScheduler.Picker {
     /** A pick that shares claims across keys as {@code fairness} says (the PostgreSQL pick only). */
     Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry,
             Fairness fairness) {
+        // A key whose cap was never asked for: held to one claim when caps come from a function.
         this.fair = fairness.enabled() ? new PickSql.FairShare(fairness.weights().keySet().toArray(String[]::new),
-                fairness.weights().values().toArray(Double[]::new), fairness.defaultWeight()) : null;
+                fairness.weights().values().toArray(Double[]::new), fairness.defaultWeight())
+                .capping(fairness.keyCaps() != null ? Integer.valueOf(1) : null) : null;
         this.fairness = fairness;
         this.telemetry = telemetry;
         this.queue = queue;
@@ -62,23 +84,68 @@ final class Pick implements QueueScheduler.Picker {
     @Override
     public Mono<QueueScheduler.Picked> pick(int limit) {
         SchedulerCounters counters = queue.counters();
-        Mono<QueueScheduler.Picked> once = limiter.admitsInPick()
-                ? picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis(), fair)
-                        .map(picked -> {
-                            throttled(true, picked.byGate());
-                            throttled(false, picked.byRate());
-                            // Refused stays 0: the statement already skips full limits, so looking
-                            // again at once would only find them full again.
-                            return new QueueScheduler.Picked(picked.rows(), 0);
-                        })
-                : admission.pick(limit);
-        return weighing().then(aging()).then(once)
-                // After a short random pause: two picks that raced for a key must not race again in step.
-                .retryWhen(Retry.backoff(retries, RETRY_PAUSE).maxBackoff(RETRY_PAUSE.multipliedBy(8)).jitter(0.75)
-                        .filter(error -> Errors.isExecutingKeyTaken(error) || Errors.isDeadlock(error))
-                        .doBeforeRetry(retry -> counters.pickRetries.incrementAndGet()))
+        return weighing().then(aging())
+                .then(limiter.admitsInPick() ? claim(limit, 1) : retried(admission.pick(limit)))
                 .doOnSubscribe(subscription -> counters.picks.incrementAndGet())
                 .doOnError(error -> counters.pickFailures.incrementAndGet());
+    }
+
+    /**
+     * One pick statement (the {@code round}th of this pick). A fair pick steps over the keys found
+     * foreign to this engine ({@link #foreign}); when it finds more and comes back short, its walk was
+     * spent on keys this engine cannot run, so it walks on past them at once (at most
+     * {@link #FOREIGN_ROUNDS} statements), rather than leave the keys it can run to the next poll.
+     */
+    private Mono<QueueScheduler.Picked> claim(int limit, int round) {
+        return retried(Mono.defer(() -> picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis(),
+                        fair == null ? null : fair.steppingOver(steppedOver()))))
+                .flatMap(picked -> {
+                    throttled(true, picked.byGate());
+                    throttled(false, picked.byRate());
+                    // Refused stays 0: the statement already skips full limits, so looking
+                    // again at once would only find them full again.
+                    QueueScheduler.Picked claimed = new QueueScheduler.Picked(picked.rows(), 0);
+                    remember(picked.foreignKeys());
+                    if (picked.unasked() && fairness.keyCaps() != null
+                            && System.nanoTime() - weighedAt >= ASK_AGAIN_AFTER.toNanos()) {
+                        // It walked a key whose cap is unknown (held to one claim): ask before the next pick.
+                        weighedAt = 0;
+                    }
+                    int left = limit - picked.rows().size();
+                    if (picked.foreignKeys().isEmpty() || left <= 0 || round >= FOREIGN_ROUNDS) {
+                        return Mono.just(claimed);
+                    }
+                    return claim(left, round + 1).map(more -> new QueueScheduler.Picked(
+                            java.util.stream.Stream.concat(claimed.rows().stream(), more.rows().stream()).toList(), 0));
+                });
+    }
+
+    /** After a short random pause: two picks that raced for a key must not race again in step. */
+    private <T> Mono<T> retried(Mono<T> attempt) {
+        return attempt.retryWhen(Retry.backoff(retries, RETRY_PAUSE).maxBackoff(RETRY_PAUSE.multipliedBy(8)).jitter(0.75)
+                .filter(error -> Errors.isExecutingKeyTaken(error) || Errors.isDeadlock(error))
+                .doBeforeRetry(retry -> queue.counters().pickRetries.incrementAndGet()));
+    }
+
+    /** The keys to step over now: those found foreign less than {@link #FOREIGN_FOR} ago. */
+    private String[] steppedOver() {
+        long now = System.nanoTime();
+        foreign.values().removeIf(until -> until - now <= 0);
+        return foreign.keySet().toArray(String[]::new);
+    }
+
+    /** Steps over these keys for {@link #FOREIGN_FOR}, the oldest forgotten beyond {@link #FOREIGN_KEYS}. */
+    private void remember(java.util.List<String> keys) {
+        long until = System.nanoTime() + FOREIGN_FOR.toNanos();
+        for (String key : keys) {
+            foreign.remove(key);
+            foreign.put(key, until);
+        }
+        java.util.Iterator<String> oldest = foreign.keySet().iterator();
+        while (foreign.size() > FOREIGN_KEYS && oldest.hasNext()) {
+            oldest.next();
+            oldest.remove();
+        }
     }
 
     /**
@@ -100,23 +167,42 @@ final class Pick implements QueueScheduler.Picker {
     }
 
     /**
-     * Asks the queue's weigher for the weights of the keys next in line, every
-     * {@link Fairness#WEIGHER_REFRESH}, and stores those that changed, where every engine's pick reads
-     * them. A failure (of the weigher or the database) is left for the next refresh.
+     * Asks the queue's weigher and cap function for the weights and caps of the keys next in line,
+     * before the first pick and then every {@link Fairness#WEIGHER_REFRESH}, and stores those that
+     * changed, where every engine's pick reads them (a key with a static weight keeps what is stored:
+     * the pick passes its weight). A failure (of a function or the database) is left for the next refresh.
      */
     private Mono<Void> weighing() {
         long now = System.nanoTime();
-        if (fairness.weigher() == null || (weighedAt != 0 && now - weighedAt < Fairness.WEIGHER_REFRESH.toNanos())) {
+        if ((fairness.weigher() == null && fairness.keyCaps() == null)
+                || (weighedAt != 0 && now - weighedAt < Fairness.WEIGHER_REFRESH.toNanos())) {
             return Mono.empty();
         }
         weighedAt = now;
         return picks.keysInLine(queue.queue(), WEIGHED_KEYS)
-                .filter(key -> !fairness.weights().containsKey(key.key()))
-                .map(key -> new PickSql.KeyWeight(key.key(), fairness.weight(key.key())))
+                .mapNotNull(this::reweighed)
                 .collectList()
-                .flatMap(weights -> weights.isEmpty() ? Mono.empty() : picks.storeWeights(queue.queue(), weights))
+                .flatMap(shares -> shares.isEmpty() ? Mono.empty()
+                        : picks.storeShares(queue.queue(), sorted(shares), fairness.capGateCapacity()))
                 .onErrorResume(error -> Mono.empty())
                 .then();
+    }
+
+    /** The key's weight and cap as the functions answer now, or null when that is what is stored. */
+    private PickSql.@Nullable KeyShare reweighed(PickSql.KeyShare stored) {
+        String key = stored.key();
+        Double weight = fairness.weigher() == null || fairness.weights().containsKey(key) ? stored.weight()
+                : Double.valueOf(fairness.weight(key));
+        Integer cap = fairness.keyCaps() == null ? null : fairness.keyCap(key);
+        // 0: asked, no cap of its own (the static cap holds); null is "never asked".
+        PickSql.KeyShare now = new PickSql.KeyShare(key, weight,
+                fairness.keyCaps() == null ? null : cap == null ? Integer.valueOf(0) : cap);
+        return now.equals(stored) ? null : now;
+    }
+
+    /** In key order, so two engines storing the same keys lock them in the same order. */
+    private static java.util.List<PickSql.KeyShare> sorted(java.util.List<PickSql.KeyShare> shares) {
+        return shares.stream().sorted(java.util.Comparator.comparing(PickSql.KeyShare::key)).toList();
     }
 
     private void throttled(boolean byGate, PickSql.Throttled held) {
