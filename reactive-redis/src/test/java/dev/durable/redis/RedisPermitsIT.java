@@ -33,7 +33,7 @@ import reactor.test.StepVerifier;
 @ExtendWith({PostgresExtension.class, RedisExtension.class})
 class RedisPermitsIT {
 
-    private static final Duration WAIT = Duration.ofSeconds(60);
+    static final Duration WAIT = Duration.ofSeconds(60);
     private static final double TRICKLE = 0.001;
 
     @RegisterExtension
@@ -47,8 +47,13 @@ class RedisPermitsIT {
         engines.on(database);
     }
 
+    /** The limiter under test; the RedisCluster* subclasses run these cases on a Redis Cluster. */
+    dev.durable.limit.LimiterFactory limiter() {
+        return RedisLimiters.redis(redis.uri());
+    }
+
     private DurableEngine engine(String name, JobDefinition<?, ?>... jobs) {
-        return engines.start(engines.options(name).limiter(RedisLimiters.redis(redis.uri()))
+        return engines.start(engines.options(name).limiter(limiter())
                 .gate(name + "-api", 2).gate(name + "-wide", 6, 3).rateLimit(name + "-quota", TRICKLE, 3)
                 .window(name + "-hourly", 5, Duration.ofHours(1)).window(name + "-brief", 2, Duration.ofMillis(400))
                 .queue(QueueOptions.builder(name).pollInterval(Duration.ofMillis(50))

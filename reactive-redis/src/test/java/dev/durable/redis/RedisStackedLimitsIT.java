@@ -31,7 +31,7 @@ import reactor.core.publisher.Sinks;
 @ExtendWith({PostgresExtension.class, RedisExtension.class})
 class RedisStackedLimitsIT {
 
-    private static final Duration WAIT = Duration.ofSeconds(60);
+    static final Duration WAIT = Duration.ofSeconds(60);
     private static final double TRICKLE = 0.001;
 
     @RegisterExtension
@@ -45,6 +45,11 @@ class RedisStackedLimitsIT {
         db = database;
         redis = server;
         engines.on(database);
+    }
+
+    /** The limiter under test; the RedisCluster* subclasses run these cases on a Redis Cluster. */
+    dev.durable.limit.LimiterFactory limiter() {
+        return RedisLimiters.redis(redis.uri());
     }
 
     private static QueueOptions queue(String name) {
@@ -63,7 +68,7 @@ class RedisStackedLimitsIT {
             }
             return Mono.just(s);
         }).queue("rstacked");
-        DurableEngine engine = engines.start(engines.options("rstacked").limiter(RedisLimiters.redis(redis.uri()))
+        DurableEngine engine = engines.start(engines.options("rstacked").limiter(limiter())
                 .gate("rnarrow", 1).rateLimit("rbudget", TRICKLE, 6).queue(queue("rstacked")), job);
         long holder = engine.insert(JobRequest.of("rstacked", "holder").gate("rnarrow", "k")).block(WAIT);
         Eventually.until("the holder running", WAIT, () -> holding.get() == 1);
@@ -95,7 +100,7 @@ class RedisStackedLimitsIT {
             }
             return Mono.just(s);
         }).queue("rwindowed");
-        DurableEngine engine = engines.start(engines.options("rwindowed").limiter(RedisLimiters.redis(redis.uri())).gate("rone", 1)
+        DurableEngine engine = engines.start(engines.options("rwindowed").limiter(limiter()).gate("rone", 1)
                 .window("rhourly", 4, Duration.ofHours(1)).queue(queue("rwindowed")), job);
         long holder = engine.insert(JobRequest.of("rwindowed", "holder").gate("rone", "k")).block(WAIT);
         Eventually.until("the holder running", WAIT, () -> holding.get() == 1);
@@ -132,7 +137,7 @@ class RedisStackedLimitsIT {
             running.incrementAndGet();
             return release.asMono().thenReturn(s);
         }).queue("rslotless");
-        DurableEngine engine = engines.start(engines.options("rslotless").limiter(RedisLimiters.redis(redis.uri())).gate("rtwo", 2)
+        DurableEngine engine = engines.start(engines.options("rslotless").limiter(limiter()).gate("rtwo", 2)
                 .rateLimit("ronce", TRICKLE, 1).queue(queue("rslotless")), job);
         engine.insertAll(List.of(JobRequest.of("rslotless", "a").gate("rtwo", "k").rateLimit("ronce"),
                 JobRequest.of("rslotless", "b").gate("rtwo", "k").rateLimit("ronce"))).block(WAIT);
@@ -170,7 +175,7 @@ class RedisStackedLimitsIT {
 
     @Test
     void aRowItsWindowRefusesTakesNoTokenAndNoSlot() {
-        DurableEngine engine = engines.start(engines.options("rwfull").limiter(RedisLimiters.redis(redis.uri()))
+        DurableEngine engine = engines.start(engines.options("rwfull").limiter(limiter())
                 .gate("rglobal", 2).rateLimit("rtenant", TRICKLE, 2).window("rhour", 1, Duration.ofHours(1))
                 .queue(queue("rwfull")), echo("rwfull"));
         long first = engine.insert(stacked("rwfull", "first")).block(WAIT);
@@ -188,7 +193,7 @@ class RedisStackedLimitsIT {
 
     @Test
     void aRowItsBucketRefusesTakesNoWindowCountAndTheTighterLimitAdmits() {
-        DurableEngine engine = engines.start(engines.options("rbempty").limiter(RedisLimiters.redis(redis.uri()))
+        DurableEngine engine = engines.start(engines.options("rbempty").limiter(limiter())
                 .gate("rglobal", 4).rateLimit("rtenant", TRICKLE, 3).window("rhour", 5, Duration.ofHours(1))
                 .queue(queue("rbempty")), echo("rbempty"));
         List<JobRequest> requests = new ArrayList<>();
@@ -220,7 +225,7 @@ class RedisStackedLimitsIT {
                     return Mono.just(Outcome.done(ctx.state() + "c"));
                 })
                 .build();
-        DurableEngine engine = engines.start(engines.options("rschain").limiter(RedisLimiters.redis(redis.uri()))
+        DurableEngine engine = engines.start(engines.options("rschain").limiter(limiter())
                 .rateLimit("rtenant", TRICKLE, 10).window("rhour", 2, Duration.ofHours(1)).queue(queue("rschain")),
                 chain);
         long id = engine.insert(JobRequest.of("rstacked-chain", "").rateLimit("rtenant", "rschain")
