@@ -90,10 +90,6 @@ public final class EngineRuntime {
             SchedulerCounters counters = new SchedulerCounters();
             QueueContext context = new QueueContext(name, worker, leaseMillis, counters);
             Admission admission = new Admission(context, sql.db(), sql.picks(), limiter, telemetry);
-            if (queue.fairness().enabled() && !limiter.admitsInPick()) {
-                throw new IllegalArgumentException("queue " + name + ": fairness needs the PostgreSQL pick; a limiter"
-                        + " outside the database (Redis) does not share claims across keys yet");
-            }
             Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission, telemetry,
                     queue.fairness());
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);

@@ -45,7 +45,7 @@ final class Pick implements QueueScheduler.Picker {
         this(queue, retries, picks, limiter, admission, telemetry, Fairness.none());
     }
 
-    /** A pick that shares claims across keys as {@code fairness} says (the PostgreSQL pick only). */
+    /** A pick that shares claims across keys as {@code fairness} says (with either kind of limiter). */
     Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry,
             Fairness fairness) {
         this.fair = fairness.enabled() ? new PickSql.FairShare(fairness.weights().keySet().toArray(String[]::new),
@@ -71,7 +71,7 @@ final class Pick implements QueueScheduler.Picker {
                             // again at once would only find them full again.
                             return new QueueScheduler.Picked(picked.rows(), 0);
                         })
-                : admission.pick(limit);
+                : admission.pick(limit, fair);
         return weighing().then(aging()).then(once)
                 // After a short random pause: two picks that raced for a key must not race again in step.
                 .retryWhen(Retry.backoff(retries, RETRY_PAUSE).maxBackoff(RETRY_PAUSE.multipliedBy(8)).jitter(0.75)

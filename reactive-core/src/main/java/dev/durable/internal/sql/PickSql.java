@@ -53,6 +53,26 @@ import reactor.core.publisher.Mono;
  */
 public final class PickSql {
 
+    /**
+     * The limit filter of the candidates a limiter outside the database admits: limits of known names
+     * ($3 the gates, $4 the rate limits and windows), not refused a moment ago ($5, $6).
+     */
+    private static final String KNOWN_NOT_REFUSED = """
+                   AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
+                        (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
+                   AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
+                        (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))
+                   AND (c.window_name IS NULL OR (c.window_name = ANY ($4) AND NOT (
+                        (c.window_name || chr(31) || COALESCE(c.window_partition, '')) = ANY ($6))))""";
+
+    /** What the statements that only lock candidates return of them. */
+    private static final String LOCKED_CANDIDATES = """
+
+            SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
+                   concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight, window_name, window_partition,
+                   window_weight
+              FROM one_per_key""";
+
     /** What every candidate scan reads of a row (alias {@code c}): one list, so the picks agree on their columns. */
     private static final String CANDIDATE_COLUMNS = """
                 SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
@@ -437,6 +457,15 @@ public final class PickSql {
     private final String lockCandidates;
 
     /**
+     * As {@link #lockCandidates} for a fair queue ({@link #FAIR_CANDIDATES} with the same filter, $9-$11
+     * the weights), and {@link #FAIR_MOVES} counting every locked candidate as served: the keys' passes
+     * advance by what they were offered, so a key whose rows the limiter then refuses (its cap gate
+     * full in Redis, or another of its limits) has spent those turns, as a key at its cap is stepped
+     * over by the PostgreSQL pick. Index and locks: as the fair pick's, until the transaction ends.
+     */
+    private final String fairLockCandidates;
+
+    /**
      * The second half: claims the locked rows $1 for worker $2 with a lease of $3 ms.
      * Index: primary key. Locks: the rows, which the transaction already holds.
      */
@@ -721,18 +750,11 @@ public final class PickSql {
                 .replace("{pos}", "(EXCLUDED.slots[1] % {ring})::int + 1")
                 .replace("{window_used}", WINDOW_USED.strip())
                 .replace("{ring}", Integer.toString(Limits.Window.SLOTS + 1));
-        this.lockCandidates = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$8", "$7", """
-                       AND (c.gate_name IS NULL OR (c.gate_name = ANY ($3) AND NOT (
-                            (c.gate_name || chr(31) || c.concurrency_key || chr(31) || c.gate_shard) = ANY ($5))))
-                       AND (c.rate_limit IS NULL OR (c.rate_limit = ANY ($4) AND NOT (
-                            (c.rate_limit || chr(31) || COALESCE(c.rate_partition, '')) = ANY ($6))))
-                       AND (c.window_name IS NULL OR (c.window_name = ANY ($4) AND NOT (
-                            (c.window_name || chr(31) || COALESCE(c.window_partition, '')) = ANY ($6))))""") + """
-
-                SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
-                       concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight, window_name, window_partition,
-                       window_weight
-                  FROM one_per_key""");
+        this.lockCandidates = tables.render("WITH RECURSIVE " + CANDIDATES.formatted("$8", "$7", KNOWN_NOT_REFUSED)
+                + LOCKED_CANDIDATES);
+        this.fairLockCandidates = tables.render("WITH RECURSIVE " + FAIR_CANDIDATES.formatted("$8", "$7",
+                        KNOWN_NOT_REFUSED, 9, 10, 11)
+                + FAIR_MOVES.formatted("one_per_key") + LOCKED_CANDIDATES);
         this.claimLocked = tables.render("""
                 UPDATE {instances} i
                    SET status = 'executing', claimed_by = $2, attempt = i.attempt + 1,
@@ -926,10 +948,19 @@ public final class PickSql {
     /** Locks up to {@code limit} candidates, in the caller's transaction; see {@link #lockCandidates}. */
     public Flux<Candidate> lockCandidates(Connection connection, String queue, int limit, String[] refusedGates,
             String[] refusedRates) {
-        return Flux.from(connection.createStatement(lockCandidates)
-                        .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateSlotNames)
-                        .bind(4, refusedGates).bind(5, refusedRates).bind(6, types).bind(7, versions).execute())
-                .concatMap(result -> result.map(PickSql::toCandidate));
+        return lockCandidates(connection, queue, limit, refusedGates, refusedRates, null);
+    }
+
+    /** As above, shared across keys when {@code fair} is given ({@link #fairLockCandidates}). */
+    public Flux<Candidate> lockCandidates(Connection connection, String queue, int limit, String[] refusedGates,
+            String[] refusedRates, @Nullable FairShare fair) {
+        Statement statement = connection.createStatement(fair == null ? lockCandidates : fairLockCandidates)
+                .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateSlotNames)
+                .bind(4, refusedGates).bind(5, refusedRates).bind(6, types).bind(7, versions);
+        if (fair != null) {
+            statement.bind(8, fair.keys()).bind(9, fair.weights()).bind(10, fair.defaultWeight());
+        }
+        return Flux.from(statement.execute()).concatMap(result -> result.map(PickSql::toCandidate));
     }
 
     /** Claims locked rows, in the caller's transaction; see {@link #claimLocked}. */
