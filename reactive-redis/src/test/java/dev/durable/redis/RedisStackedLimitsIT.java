@@ -239,4 +239,36 @@ class RedisStackedLimitsIT {
         // Two of ten tokens taken (steps a and b): the refused draws of step c took none.
         assertThat(engine.limits().tryAcquire("rtenant", "rschain", 8).block(WAIT)).isPresent();
     }
+
+    /**
+     * A transition moves its next step to another sliding window or out of any, as it does its gate
+     * and rate limit: each window admits one a hour, so step b ran only under its new window (the
+     * first was full after step a) and step c only under none (the new one was full after b).
+     */
+    @Test
+    void aTransitionMovesItsNextStepToAnotherWindowOrOutOfAny() {
+        WorkflowDefinition<String> flow = WorkflowDefinition.builder("window-move", String.class).queue("rwmove")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state() + "a").window("rnarrow", 1, "q")))
+                .step("b", ctx -> Mono.just(Outcome.next("c", ctx.state() + "b").noWindow()))
+                .step("c", ctx -> Mono.just(Outcome.done(ctx.state() + "c")))
+                .build();
+        DurableEngine engine = engines.start(engines.options("rwmove").limiter(limiter()).window("ronce", 1, Duration.ofHours(1))
+                .window("rnarrow", 1, Duration.ofHours(1)).queue(queue("rwmove")), flow);
+        long id = engine.insert(JobRequest.of("window-move", "").window("ronce", 1, "p")).block(WAIT);
+        assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(engine.limits().tryAcquire("ronce", "p", 1).block(WAIT)).isEmpty();
+        assertThat(engine.limits().tryAcquire("rnarrow", "q", 1).block(WAIT)).isEmpty();
+
+        // Another run: its step b waits for the full new window, which its row now names.
+        long waits = engine.insert(JobRequest.of("window-move", "").window("ronce", 1, "p2")).block(WAIT);
+        Eventually.until("step b waiting", WAIT, () -> engine.get(waits).block(WAIT),
+                instance -> instance.status() == InstanceStatus.RUNNABLE && "b".equals(instance.step()));
+        long picks = engine.queueStats("rwmove").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("rwmove").orElseThrow().picks() >= picks + 3);
+        assertThat(engine.get(waits).block(WAIT).step()).isEqualTo("b");
+        assertThat(Sql.query(db, "SELECT window_name || '/' || window_partition FROM {schema}.durable_instances"
+                + " WHERE id = $1", row -> row.get(0, String.class), waits)).containsExactly("rnarrow/q");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> Outcome.next("b", "").window("rnarrow", 1, "q").inline())
+                .isInstanceOf(IllegalArgumentException.class);
+    }
 }
