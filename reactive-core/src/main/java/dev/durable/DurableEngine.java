@@ -182,7 +182,11 @@ public final class DurableEngine implements AutoCloseable {
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), this::get, this.definitions,
                 options.codec(), mapper::encode, this::poke);
         this.admin = new EngineAdmin(this, new AdminSql(db, new Tables(options.schema()), options.schema()),
-                whenOpen(), bulkJobs, replays, new VersionSql(db, new Tables(options.schema())), this.definitions);
+                whenOpen(), bulkJobs, replays, new VersionSql(db, new Tables(options.schema())), this.definitions,
+                () -> {
+                    EngineRuntime running = runtime();
+                    return running == null ? null : running.limiter();
+                });
         this.identity = WorkerIdentity.create(options.name());
         for (Definition definition : this.definitions.values()) {
             if (definition instanceof JobDefinition<?, ?> job) {

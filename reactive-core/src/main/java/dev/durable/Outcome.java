@@ -36,6 +36,9 @@ public final class Outcome<S> {
     /** What a {@code next} does with the instance's rate limit. */
     public enum RateChange { KEEP, SET, CLEAR }
 
+    /** What a {@code next} does with the instance's sliding window (the SQL codes are the ordinals). */
+    public enum WindowChange { KEEP, SET, CLEAR }
+
     private final Kind kind;
     private final @Nullable String step;
     private final @Nullable S state;
@@ -53,6 +56,10 @@ public final class Outcome<S> {
     private final @Nullable String rateLimit;
     private final int rateWeight;
     private final @Nullable String ratePartition;
+    private final WindowChange windowChange;
+    private final @Nullable String window;
+    private final int windowWeight;
+    private final @Nullable String windowPartition;
 
     private Outcome(Fields<S> f) {
         this.kind = f.kind;
@@ -72,6 +79,10 @@ public final class Outcome<S> {
         this.rateLimit = f.rateLimit;
         this.rateWeight = f.rateWeight;
         this.ratePartition = f.ratePartition;
+        this.windowChange = f.windowChange;
+        this.window = f.window;
+        this.windowWeight = f.windowWeight;
+        this.windowPartition = f.windowPartition;
     }
 
     /** The fields of an outcome being made or changed: the one place an outcome is copied. */
@@ -93,6 +104,10 @@ public final class Outcome<S> {
         private @Nullable String rateLimit;
         private int rateWeight = 1;
         private @Nullable String ratePartition;
+        private WindowChange windowChange = WindowChange.KEEP;
+        private @Nullable String window;
+        private int windowWeight = 1;
+        private @Nullable String windowPartition;
 
         private Fields(Kind kind) {
             this.kind = kind;
@@ -116,12 +131,17 @@ public final class Outcome<S> {
             rateLimit = o.rateLimit;
             rateWeight = o.rateWeight;
             ratePartition = o.ratePartition;
+            windowChange = o.windowChange;
+            window = o.window;
+            windowWeight = o.windowWeight;
+            windowPartition = o.windowPartition;
         }
 
         /** The outcome, once the combination is known to make sense. */
         private Outcome<S> build() {
-            if (inline && (keyChange == KeyChange.GATE || rateChange == RateChange.SET)) {
-                throw new IllegalArgumentException("a step with a new gate or rate limit is admitted by a pick:"
+            if (inline && (keyChange == KeyChange.GATE || rateChange == RateChange.SET
+                    || windowChange == WindowChange.SET)) {
+                throw new IllegalArgumentException("a step with a new gate, rate limit or window is admitted by a pick:"
                         + " it cannot be inline");
             }
             if (inline && delay != null) {
@@ -228,7 +248,7 @@ public final class Outcome<S> {
     /**
      * For {@code next}: continue on the same claim at once, with no pick in between. The new state
      * is committed first, so a crash resumes from it. Not with {@link #after}, a new
-     * {@link #gate} or a {@link #rateLimit}: those go through the queue.
+     * {@link #gate}, a {@link #rateLimit} or a {@link #window}: those go through the queue.
      */
     public Outcome<S> inline() {
         return with(Kind.NEXT, "inline", f -> f.inline = true);
@@ -298,6 +318,36 @@ public final class Outcome<S> {
         });
     }
 
+    /**
+     * For {@code next}: the next step is admitted by sliding window {@code window} too, with this
+     * weight and partition (null for none), in place of the window the instance held. Admitted by a
+     * pick, so not {@link #inline}.
+     */
+    public Outcome<S> window(String window, int weight, @Nullable String partition) {
+        if (window == null || window.isBlank() || weight < 1) {
+            throw new IllegalArgumentException("window must not be blank and weight must be at least 1");
+        }
+        if (partition != null && RequestMapper.keyProblem(partition) != null) {
+            throw new IllegalArgumentException("partition " + RequestMapper.keyProblem(partition) + " (or null)");
+        }
+        return with(Kind.NEXT, "window", f -> {
+            f.windowChange = WindowChange.SET;
+            f.window = window;
+            f.windowWeight = weight;
+            f.windowPartition = partition;
+        });
+    }
+
+    /** For {@code next}: the next step is admitted by no sliding window (it leaves the one it held). */
+    public Outcome<S> noWindow() {
+        return with(Kind.NEXT, "noWindow", f -> {
+            f.windowChange = WindowChange.CLEAR;
+            f.window = null;
+            f.windowWeight = 1;
+            f.windowPartition = null;
+        });
+    }
+
     /** For {@code next}: not before {@code after} has passed. Not with {@link #inline}. */
     public Outcome<S> after(Duration after) {
         Duration checked = requireNotNegative("after", after);
@@ -322,6 +372,22 @@ public final class Outcome<S> {
 
     public @Nullable String ratePartition() {
         return ratePartition;
+    }
+
+    public WindowChange windowChange() {
+        return windowChange;
+    }
+
+    public @Nullable String window() {
+        return window;
+    }
+
+    public int windowWeight() {
+        return windowWeight;
+    }
+
+    public @Nullable String windowPartition() {
+        return windowPartition;
     }
 
     public Kind kind() {

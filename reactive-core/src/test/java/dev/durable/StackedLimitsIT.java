@@ -311,4 +311,36 @@ class StackedLimitsIT {
         // Both runs went through the window.
         assertThat(windowCount("sfollow")).isEqualTo(2);
     }
+
+    /**
+     * A transition moves its next step to another sliding window or out of any, as it does its gate
+     * and rate limit: each window admits one a hour, so step b ran only under its new window (the
+     * first was full after step a) and step c only under none (the new one was full after b).
+     */
+    @Test
+    void aTransitionMovesItsNextStepToAnotherWindowOrOutOfAny() {
+        WorkflowDefinition<String> flow = WorkflowDefinition.builder("window-move", String.class).queue("wmove")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state() + "a").window("narrow", 1, "q")))
+                .step("b", ctx -> Mono.just(Outcome.next("c", ctx.state() + "b").noWindow()))
+                .step("c", ctx -> Mono.just(Outcome.done(ctx.state() + "c")))
+                .build();
+        DurableEngine engine = engines.start(engines.options("wmove").window("once", 1, Duration.ofHours(1))
+                .window("narrow", 1, Duration.ofHours(1)).queue(queue("wmove")), flow);
+        long id = engine.insert(JobRequest.of("window-move", "").window("once", 1, "p")).block(WAIT);
+        assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(engine.limits().tryAcquire("once", "p", 1).block(WAIT)).isEmpty();
+        assertThat(engine.limits().tryAcquire("narrow", "q", 1).block(WAIT)).isEmpty();
+
+        // Another run: its step b waits for the full new window, which its row now names.
+        long waits = engine.insert(JobRequest.of("window-move", "").window("once", 1, "p2")).block(WAIT);
+        Eventually.until("step b waiting", WAIT, () -> engine.get(waits).block(WAIT),
+                instance -> instance.status() == InstanceStatus.RUNNABLE && "b".equals(instance.step()));
+        long picks = engine.queueStats("wmove").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("wmove").orElseThrow().picks() >= picks + 3);
+        assertThat(engine.get(waits).block(WAIT).step()).isEqualTo("b");
+        assertThat(Sql.query(db, "SELECT window_name || '/' || window_partition FROM {schema}.durable_instances"
+                + " WHERE id = $1", row -> row.get(0, String.class), waits)).containsExactly("narrow/q");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> Outcome.next("b", "").window("narrow", 1, "q").inline())
+                .isInstanceOf(IllegalArgumentException.class);
+    }
 }

@@ -185,12 +185,15 @@ public interface DurableAdmin {
     /**
      * The live use of gates and rate limits, whatever limiter the engine uses. Gates: per (gate, key), the
      * executing instances with a live lease, counted from the instances themselves (so the answer holds
-     * for the Redis limiter as for the PostgreSQL one), with the capacity this engine configures for the
-     * gate; busiest first. Rate limits: the token buckets of the PostgreSQL limiter with their tokens
+     * for the Redis limiter as for the PostgreSQL one), plus the slots of live permits
+     * ({@code engine.limits()}): the PostgreSQL limiter's from its table, a limiter that keeps them to
+     * itself (Redis) through {@link dev.durable.limit.Limiter#permitSlots} (left out while it is
+     * unreachable); with the capacity this engine configures for the gate; busiest first. Rate limits: the token buckets of the PostgreSQL limiter with their tokens
      * refilled to now as the pick refills them, emptiest first; when the engine's limiter is another one,
      * its buckets live there ({@link LimitUsage#bucketsInLimiter()}). Sliding windows: likewise, per
      * partition what their live slots counted, fullest first. Each part is bounded by
-     * {@link #LIMIT_ROWS}. Three statements, no locks.
+     * {@link #LIMIT_ROWS}. Three statements, no locks (and, with the Redis limiter, a SCAN of its gate
+     * counters).
      */
     Mono<LimitUsage> limits();
 

@@ -5,8 +5,9 @@ import org.jspecify.annotations.Nullable;
 /**
  * The live claims of one key of a gate ({@link DurableAdmin#limits()}): {@code held} executing instances
  * of gate {@code gate} with concurrency key {@code key} whose lease is live, plus the slots of live
- * permits the PostgreSQL limiter granted ({@code engine.limits()}), of {@code capacity} the gate
- * admits per key (null when this engine does not configure the gate: another engine's rows hold it).
+ * permits the engine's limiter granted ({@code engine.limits()}: the PostgreSQL limiter's rows, or what a
+ * Redis limiter's counters hold), of {@code capacity} the gate admits per key (null when this engine does
+ * not configure the gate: another engine's rows hold it).
  */
 public record GateUsage(String gate, String key, long held, @Nullable Integer capacity) {
 

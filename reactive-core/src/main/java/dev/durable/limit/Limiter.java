@@ -86,6 +86,15 @@ public interface Limiter {
     }
 
     /**
+     * The slots live permits hold in this limiter's own store, per (gate, key), the most first, at most
+     * {@code max} keys: what {@code admin().limits()} adds to the executing rows it counts in the
+     * database. Nothing by default: the PostgreSQL limiter's permits are rows admin counts itself.
+     */
+    default Mono<List<PermitSlots>> permitSlots(int max) {
+        return Mono.just(List.of());
+    }
+
+    /**
      * Takes {@code weight} of sliding window {@code window}'s partition {@code partition} when what
      * it admitted over the window's length plus {@code weight} stays within its limit; else takes
      * nothing. Emits whether it took it.

@@ -6,13 +6,16 @@ import dev.durable.limit.Limiter;
 import dev.durable.limit.LimiterContext;
 import dev.durable.limit.LimiterUnavailableException;
 import dev.durable.limit.LiveGateClaims;
+import dev.durable.limit.PermitSlots;
 import dev.durable.redis.internal.LimiterEndpoint;
 import dev.durable.redis.internal.LimiterScripts;
 import dev.durable.redis.internal.OutageLog;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
-import io.lettuce.core.api.reactive.RedisScriptingReactiveCommands;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanStream;
+import io.lettuce.core.cluster.api.reactive.RedisClusterReactiveCommands;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -473,6 +476,65 @@ public final class RedisLimiter implements Limiter {
                 .reduce(0L, Long::sum);
     }
 
+    /**
+     * Walks this schema's gate counters with SCAN (on a cluster, every master in turn; never KEYS, which
+     * would stall Redis) and counts the live permit slots of each ({@code PERMIT_COUNT}, read only):
+     * per (gate, key) over its shards, the most first, at most {@code max}. Counters of gates this engine
+     * does not configure are skipped (their names cannot be told from their keys). The walk is bounded
+     * by ten command timeouts in all.
+     */
+    @Override
+    public Mono<List<PermitSlots>> permitSlots(int max) {
+        String counters = keyPrefix + ":gate:";
+        return connection.flatMapMany(made -> ScanStream.scan(endpoint.commands().apply(made),
+                        ScanArgs.Builder.matches(globEscaped(counters) + "*").limit(500)))
+                .filter(key -> key.endsWith("}"))
+                .flatMap(key -> {
+                    Map.Entry<String, String> gateAndKey = gateAndKey(key.substring(counters.length(), key.length() - 1));
+                    if (gateAndKey == null) {
+                        return Mono.empty();
+                    }
+                    return this.<Long>run(LimiterScripts.PERMIT_COUNT, ScriptOutputType.INTEGER, List.of(key), List.of())
+                            .filter(slots -> slots > 0)
+                            .map(slots -> new PermitSlots(gateAndKey.getKey(), gateAndKey.getValue(), slots));
+                }, 8)
+                .collect(java.util.stream.Collectors.toMap(held -> List.of(held.gate(), held.key()), held -> held,
+                        (one, other) -> new PermitSlots(one.gate(), one.key(), one.slots() + other.slots())))
+                .map(byKey -> byKey.values().stream()
+                        .sorted(java.util.Comparator.comparingLong(PermitSlots::slots).reversed()
+                                .thenComparing(PermitSlots::gate).thenComparing(PermitSlots::key))
+                        .limit(max)
+                        .toList())
+                .transform(call -> guardedFor(call, timeout.multipliedBy(10)));
+    }
+
+    /** (gate, key) of a counter named {@code <gate>:<shard>:<key>}: the longest configured gate that fits. */
+    private Map.@Nullable Entry<String, String> gateAndKey(String counter) {
+        Map.Entry<String, String> found = null;
+        for (String gate : gates.keySet()) {
+            if (counter.startsWith(gate + ":") && (found == null || gate.length() > found.getKey().length())) {
+                int shardEnd = counter.indexOf(':', gate.length() + 1);
+                if (shardEnd > gate.length() + 1
+                        && counter.substring(gate.length() + 1, shardEnd).chars().allMatch(Character::isDigit)) {
+                    found = Map.entry(gate, counter.substring(shardEnd + 1));
+                }
+            }
+        }
+        return found;
+    }
+
+    /** {@code text} matched literally in a SCAN pattern. */
+    private static String globEscaped(String text) {
+        StringBuilder escaped = new StringBuilder(text.length());
+        for (char c : text.toCharArray()) {
+            if ("*?[]\\".indexOf(c) >= 0) {
+                escaped.append('\\');
+            }
+            escaped.append(c);
+        }
+        return escaped.toString();
+    }
+
     /** Nothing to heal: slots expire by themselves and buckets refill by time. */
     @Override
     public Mono<Long> reconcile() {
@@ -506,7 +568,7 @@ public final class RedisLimiter implements Limiter {
         String[] keys = scriptKeys.toArray(String[]::new);
         String[] values = args.toArray(String[]::new);
         return connection.flatMap(made -> {
-            RedisScriptingReactiveCommands<String, String> commands = endpoint.commands().apply(made);
+            RedisClusterReactiveCommands<String, String> commands = endpoint.commands().apply(made);
             return commands.<T>evalsha(sha1(script), type, keys, values)
                     .onErrorResume(RedisNoScriptException.class, missing -> commands.eval(script, type, keys, values))
                     .next();
@@ -515,6 +577,10 @@ public final class RedisLimiter implements Limiter {
 
     /** Bounds a Redis call by the command timeout and turns any failure into an unavailable limiter, logged once per outage. */
     private <T> Mono<T> guarded(Mono<T> call) {
+        return guardedFor(call, timeout);
+    }
+
+    private <T> Mono<T> guardedFor(Mono<T> call, Duration timeout) {
         return call.timeout(timeout)
                 .doOnSuccess(done -> outage.up())
                 .onErrorMap(error -> {

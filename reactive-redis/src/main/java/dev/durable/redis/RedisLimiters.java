@@ -54,7 +54,9 @@ public final class RedisLimiters {
 
     /**
      * A Redis Cluster, through the caller's client (which stays the caller's to shut down). Every
-     * script touches one key, whose whole name is its hash tag, so each runs on one slot.
+     * script's keys share one hash tag (a gate counter and its ledger mark, a bucket, a window
+     * partition), so each runs atomically on one slot; the client's view of the slots is loaded,
+     * without blocking, before it connects.
      */
     public static LimiterFactory redisCluster(RedisClusterClient client, RedisLimiterOptions options) {
         RedisConnector.requireNonNull("client", client);

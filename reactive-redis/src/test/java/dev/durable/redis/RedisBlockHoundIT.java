@@ -10,7 +10,11 @@ import dev.durable.QueueOptions;
 import dev.durable.support.BlockingWatch;
 import dev.durable.support.Engines;
 import dev.durable.support.Eventually;
+import dev.durable.redis.testing.RedisClusterExtension;
 import dev.durable.redis.testing.RedisExtension;
+import dev.durable.redis.testing.TestRedisCluster;
+import dev.durable.limit.Permit;
+import io.lettuce.core.cluster.RedisClusterClient;
 import dev.durable.redis.testing.TestRedisServer;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
@@ -31,7 +35,7 @@ import reactor.core.publisher.Mono;
  * every Reactor and Netty thread (Lettuce's event loops included): any blocking call is recorded
  * and fails the test. Runs in its own JVM (see the pom).
  */
-@ExtendWith({PostgresExtension.class, RedisExtension.class})
+@ExtendWith({PostgresExtension.class, RedisExtension.class, RedisClusterExtension.class})
 class RedisBlockHoundIT {
 
     private static final Duration WAIT = Duration.ofSeconds(60);
@@ -98,6 +102,41 @@ class RedisBlockHoundIT {
         worker.closeLater().block(WAIT);
         producer.closeLater().block(WAIT);
 
+        assertThat(blockingCalls).as("blocking calls on reactive threads").isEmpty();
+        assertThat(dropped).as("errors dropped").isEmpty();
+    }
+
+    /**
+     * The Redis limiter on a cluster (connecting through a fresh client, whose slots it loads first),
+     * a fair queue with a per-key cap admitted by it, permits, and admin's SCAN of the permits.
+     */
+    @Test
+    void theClusterLimiterBlocksNoReactiveThread(TestDatabase db, TestRedisCluster cluster) {
+        engines.on(db);
+        blockingCalls.clear();
+        RedisClusterClient client = cluster.client();
+        try {
+            JobDefinition<String, String> work = JobDefinition.of("capped", String.class,
+                    (String s) -> Mono.delay(Duration.ofMillis(1)).thenReturn(s)).queue("hound-fair");
+            DurableEngine engine = engines.start(engines.options("hound-cluster")
+                    .limiter(RedisLimiters.redisCluster(client, RedisLimiterOptions.defaults())).gate("hound-api", 2)
+                    .queue(QueueOptions.builder("hound-fair").pollInterval(Duration.ofMillis(50))
+                            .fairness(dev.durable.Fairness.builder().maxExecutingPerKey(1).build()).build()), work);
+            Permit permit = engine.limits().tryAcquire("hound-api", "k", 1).block(WAIT).orElseThrow();
+            List<Long> ids = new ArrayList<>();
+            for (int i = 0; i < 10; i++) {
+                String key = "t" + (i % 2);
+                ids.add(engine.insert(JobRequest.of("capped", key).fairnessKey(key)).block(WAIT));
+            }
+            for (long id : ids) {
+                engines.awaitStatus(engine, id, InstanceStatus.DONE, WAIT);
+            }
+            assertThat(engine.admin().limits().block(WAIT).gates()).extracting(gate -> gate.held()).contains(1L);
+            permit.release().block(WAIT);
+            engine.closeLater().block(WAIT);
+        } finally {
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(5));
+        }
         assertThat(blockingCalls).as("blocking calls on reactive threads").isEmpty();
         assertThat(dropped).as("errors dropped").isEmpty();
     }

@@ -24,6 +24,7 @@ import dev.durable.redis.testing.RedisExtension;
 import dev.durable.redis.testing.TestRedisServer;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.r2dbc.spi.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -43,7 +44,7 @@ import reactor.core.publisher.Mono;
 @ExtendWith({PostgresExtension.class, RedisExtension.class})
 class RedisLimiterIT {
 
-    private static final Duration WAIT = Duration.ofSeconds(60);
+    static final Duration WAIT = Duration.ofSeconds(60);
 
     @RegisterExtension
     final Engines engines = new Engines();
@@ -58,8 +59,31 @@ class RedisLimiterIT {
         engines.on(database);
     }
 
-    private LimiterFactory limiter() {
+    /** The limiter under test; {@code RedisClusterLimiterIT} runs these cases on a Redis Cluster. */
+    LimiterFactory limiter() {
         return RedisLimiters.redis(redis.uri());
+    }
+
+    /** Empties the Redis the limiter uses, as a restart without persistence does. */
+    void flushRedis() {
+        redis.flushAll();
+    }
+
+    /** A connection to the Redis the limiter uses, to look at its keys. */
+    Peek peek() {
+        io.lettuce.core.RedisClient client = io.lettuce.core.RedisClient.create(redis.redisUri());
+        io.lettuce.core.api.StatefulRedisConnection<String, String> connection = client.connect();
+        return new Peek(connection.sync(), () -> {
+            connection.close();
+            client.shutdown();
+        });
+    }
+
+    record Peek(RedisClusterCommands<String, String> sync, Runnable closing) implements AutoCloseable {
+        @Override
+        public void close() {
+            closing.run();
+        }
     }
 
     private static long count(TestDatabase db, String where) {
@@ -239,9 +263,8 @@ class RedisLimiterIT {
         long beats = engine.queueStats().get(0).heartbeats();
         Eventually.until("a heartbeat", WAIT, () -> engine.queueStats().get(0).heartbeats() > beats);
         String counter = RedisLimiterOptions.DEFAULT_KEY_PREFIX + ":{" + db.schema() + ":gate:rforgot:0:k}";
-        io.lettuce.core.RedisClient client = io.lettuce.core.RedisClient.create(redis.redisUri());
-        try (io.lettuce.core.api.StatefulRedisConnection<String, String> peek = client.connect()) {
-            redis.flushAll();
+        try (Peek peek = peek()) {
+            flushRedis();
             long late = engine.insert(JobRequest.of("rforgot", "late").gate("rforgot", "k")).block(WAIT);
             Eventually.until("the late row refused by the rebuilt gate", WAIT,
                     () -> engine.queueStats().get(0).throttled() > 0);
@@ -261,8 +284,6 @@ class RedisLimiterIT {
 
             release.tryEmitEmpty();
             engines.awaitStatus(engine, late, InstanceStatus.DONE, WAIT);
-        } finally {
-            client.shutdown();
         }
         assertThat(maxActive.get()).isEqualTo(2);
         assertThat(count(db, "queue = 'rforgot' AND status = 'done'")).isEqualTo(3);

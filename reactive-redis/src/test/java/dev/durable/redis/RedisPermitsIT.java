@@ -8,6 +8,8 @@ import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.QueueOptions;
+import dev.durable.admin.GateUsage;
+import dev.durable.admin.LimitUsage;
 import dev.durable.limit.EngineLimits;
 import dev.durable.limit.Permit;
 import dev.durable.limit.PermitTimeoutException;
@@ -27,13 +29,14 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.test.StepVerifier;
 
 /** engine.limits() on the Redis limiter: the same semantics as on PostgreSQL (issue 21). */
 @ExtendWith({PostgresExtension.class, RedisExtension.class})
 class RedisPermitsIT {
 
-    private static final Duration WAIT = Duration.ofSeconds(60);
+    static final Duration WAIT = Duration.ofSeconds(60);
     private static final double TRICKLE = 0.001;
 
     @RegisterExtension
@@ -47,8 +50,13 @@ class RedisPermitsIT {
         engines.on(database);
     }
 
+    /** The limiter under test; the RedisCluster* subclasses run these cases on a Redis Cluster. */
+    dev.durable.limit.LimiterFactory limiter() {
+        return RedisLimiters.redis(redis.uri());
+    }
+
     private DurableEngine engine(String name, JobDefinition<?, ?>... jobs) {
-        return engines.start(engines.options(name).limiter(RedisLimiters.redis(redis.uri()))
+        return engines.start(engines.options(name).limiter(limiter())
                 .gate(name + "-api", 2).gate(name + "-wide", 6, 3).rateLimit(name + "-quota", TRICKLE, 3)
                 .window(name + "-hourly", 5, Duration.ofHours(1)).window(name + "-brief", 2, Duration.ofMillis(400))
                 .queue(QueueOptions.builder(name).pollInterval(Duration.ofMillis(50))
@@ -83,6 +91,41 @@ class RedisPermitsIT {
         assertThat(limits.tryAcquire("rp-api", "t1", 1).block(WAIT)).isEmpty();
         second.release().then(third.release()).block(WAIT);
         assertThat(limits.tryAcquire("rp-api", "t1", 2).block(WAIT)).isPresent();
+    }
+
+    /** admin().limits() counts the permits Redis holds beside the executing rows the database shows. */
+    @Test
+    void adminLimitsShowThePermitSlotsRedisHolds() {
+        Sinks.Empty<Void> release = Sinks.empty();
+        AtomicInteger running = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("radmin", String.class, (String s) -> {
+            running.incrementAndGet();
+            return release.asMono().thenReturn(s);
+        }).queue("radm");
+        DurableEngine engine = engine("radm", job);
+        EngineLimits limits = engine.limits();
+        Permit pair = limits.tryAcquire("radm-api", "t1", 2).block(WAIT).orElseThrow();
+        Permit shared = limits.tryAcquire("radm-api", "t2", 1).block(WAIT).orElseThrow();
+        Permit wide = limits.tryAcquire("radm-wide", "k", 2).block(WAIT).orElseThrow();
+        Permit wider = limits.tryAcquire("radm-wide", "k", 1).block(WAIT).orElseThrow();
+        limits.tryAcquire("radm-api", "brief", 1, Duration.ofMillis(300)).block(WAIT).orElseThrow();
+        long id = engine.insert(JobRequest.of("radmin", "x").gate("radm-api", "t2")).block(WAIT);
+        Eventually.until("the job holding t2's other slot", WAIT, () -> running.get() == 1);
+
+        // Over the wide gate's shards; the short lease gone once it ends; the job's row and t2's permit summed.
+        LimitUsage usage = Eventually.until("the brief permit's lease over", WAIT,
+                () -> engine.admin().limits().block(WAIT),
+                seen -> seen.gates().stream().noneMatch(gate -> gate.key().equals("brief")));
+        assertThat(usage.gates()).contains(new GateUsage("radm-api", "t1", 2, 2),
+                new GateUsage("radm-api", "t2", 2, 2), new GateUsage("radm-wide", "k", 3, 6));
+
+        pair.release().then(wide.release()).block(WAIT);
+        release.tryEmitEmpty();
+        assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(engine.admin().limits().block(WAIT).gates()).containsExactlyInAnyOrder(
+                new GateUsage("radm-api", "t2", 1, 2), new GateUsage("radm-wide", "k", 1, 6));
+        shared.release().then(wider.release()).block(WAIT);
+        assertThat(engine.admin().limits().block(WAIT).gates()).isEmpty();
     }
 
     @Test

@@ -7,6 +7,9 @@ import dev.durable.Instance;
 import dev.durable.InstanceStatus;
 import dev.durable.InvalidRequestException;
 import dev.durable.JobRequest;
+import dev.durable.Limits;
+import dev.durable.limit.Limiter;
+import dev.durable.limit.PermitSlots;
 import dev.durable.NoTargetException;
 import dev.durable.SignalResult;
 import dev.durable.admin.Attempt;
@@ -44,6 +47,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -67,11 +71,14 @@ public final class EngineAdmin implements DurableAdmin {
     private final Map<String, Definition> definitions;
     /** Empty while the engine is open, an EngineClosedException once it is closing (deferred: read per call). */
     private final Mono<Void> whenOpen;
+    /** The running engine's limiter (null while it is not running): permits it keeps to itself. */
+    private final Supplier<@Nullable Limiter> limiter;
 
     /** {@code versions} and the engine's {@code definitions} serve {@link #migrate} and {@link #failUnmigratable}. */
     public EngineAdmin(DurableEngine engine, AdminSql sql, Mono<Void> whenOpen, BulkJobs bulkJobs, Replays replays,
-            VersionSql versions, Map<String, Definition> definitions) {
+            VersionSql versions, Map<String, Definition> definitions, Supplier<@Nullable Limiter> limiter) {
         this.engine = engine;
+        this.limiter = limiter;
         this.sql = sql;
         this.replays = replays;
         this.versions = versions;
@@ -495,7 +502,8 @@ public final class EngineAdmin implements DurableAdmin {
         // The default factory names itself "postgres" (PostgresLimiter.factory()); another limiter keeps
         // its buckets to itself.
         boolean bucketsHere = POSTGRES_LIMITER.equals(limiter);
-        Mono<List<GateUsage>> gates = sql.gateUsage(options.gates().values(), LIMIT_ROWS + 1).collectList();
+        Mono<List<GateUsage>> gates = sql.gateUsage(options.gates().values(), LIMIT_ROWS + 1).collectList()
+                .zipWith(limiterPermits(), (rows, permits) -> withPermits(rows, permits, options.gates()));
         Mono<List<RateBucket>> buckets = bucketsHere
                 ? sql.buckets(options.rateLimits().values(), LIMIT_ROWS + 1).collectList()
                 : Mono.just(List.of());
@@ -509,6 +517,43 @@ public final class EngineAdmin implements DurableAdmin {
     }
 
     private static final String POSTGRES_LIMITER = "postgres";
+
+    /** The slots of permits the limiter keeps to itself (Redis); none while the engine is not running. */
+    private Mono<List<PermitSlots>> limiterPermits() {
+        return Mono.defer(() -> {
+            Limiter current = limiter.get();
+            return current == null ? Mono.just(List.<PermitSlots>of()) : current.permitSlots(LIMIT_ROWS + 1)
+                    // The rows the database counts are still worth showing while the limiter is away.
+                    .onErrorResume(dev.durable.limit.LimiterUnavailableException.class, error -> {
+                        log.debug("limits(): the limiter's permits left out ({})", error.toString());
+                        return Mono.just(List.of());
+                    });
+        });
+    }
+
+    /**
+     * The keys the database counts with the limiter's permit slots added, busiest first again. Each side
+     * is its own top {@link #LIMIT_ROWS} + 1, so past that many keys the order of the merged tail is
+     * approximate (a key just outside one side's top misses that side's count).
+     */
+    private static List<GateUsage> withPermits(List<GateUsage> rows, List<PermitSlots> permits,
+            Map<String, Limits.Gate> gates) {
+        if (permits.isEmpty()) {
+            return rows;
+        }
+        Map<List<String>, GateUsage> merged = new java.util.LinkedHashMap<>();
+        rows.forEach(row -> merged.put(List.of(row.gate(), row.key()), row));
+        for (PermitSlots held : permits) {
+            Limits.Gate gate = gates.get(held.gate());
+            merged.merge(List.of(held.gate(), held.key()),
+                    new GateUsage(held.gate(), held.key(), held.slots(), gate == null ? null : gate.capacity()),
+                    (row, extra) -> new GateUsage(row.gate(), row.key(), row.held() + extra.held(), row.capacity()));
+        }
+        return merged.values().stream()
+                .sorted(Comparator.comparingLong(GateUsage::held).reversed()
+                        .thenComparing(GateUsage::gate).thenComparing(GateUsage::key))
+                .toList();
+    }
 
     private static <T> List<T> first(List<T> rows, int size) {
         return rows.size() > size ? rows.subList(0, size) : rows;

@@ -15,6 +15,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.util.Logger;
 import reactor.util.Loggers;
@@ -70,12 +71,20 @@ final class Admission {
 
     /** The pick with admission by the limiter; see the class comment. */
     Mono<QueueScheduler.Picked> pick(int limit) {
+        return pick(limit, null);
+    }
+
+    /**
+     * As {@link #pick(int)}, the candidates shared across fairness keys when {@code fair} is given: the
+     * database orders and offers them fairly, the limiter admits them (a key's cap gate included).
+     */
+    Mono<QueueScheduler.Picked> pick(int limit, PickSql.@Nullable FairShare fair) {
         return Mono.defer(() -> {
             Map<Long, LimitClaim> asked = new ConcurrentHashMap<>();
             Set<Long> admitted = ConcurrentHashMap.newKeySet();
             int[] refused = new int[1];
             return db.inTransaction(connection -> picks.lockCandidates(connection, queue.queue(), limit,
-                                    stillRefused(refusedGates), stillRefused(refusedRates))
+                                    stillRefused(refusedGates), stillRefused(refusedRates), fair)
                             .collectList()
                             .flatMapMany(candidates -> {
                                 List<LimitClaim> claims = claimsOf(candidates);

@@ -90,9 +90,10 @@ public final class EngineRuntime {
             SchedulerCounters counters = new SchedulerCounters();
             QueueContext context = new QueueContext(name, worker, leaseMillis, counters);
             Admission admission = new Admission(context, sql.db(), sql.picks(), limiter, telemetry);
-            if (queue.fairness().enabled() && !limiter.admitsInPick()) {
-                throw new IllegalArgumentException("queue " + name + ": fairness needs the PostgreSQL pick; a limiter"
-                        + " outside the database (Redis) does not share claims across keys yet");
+            if (queue.fairness().keyCaps() != null && !limiter.admitsInPick()) {
+                throw new IllegalArgumentException("queue " + name + ": per-key caps by a function need the PostgreSQL"
+                        + " limiter; a limiter outside the database (Redis) admits the cap gate at one capacity for"
+                        + " every key (give a static maxExecutingPerKey instead)");
             }
             Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission, telemetry,
                     queue.fairness());

@@ -322,8 +322,12 @@ final class Executor {
         if (outcome.rateChange() == Outcome.RateChange.SET) {
             mapper.checkRate(outcome.rateLimit(), outcome.rateWeight());
         }
+        if (outcome.windowChange() == Outcome.WindowChange.SET) {
+            mapper.checkWindow(outcome.window(), outcome.windowWeight());
+        }
         LimitChange change = new LimitChange(outcome.keyChange(), outcome.concurrencyKey(), outcome.gate(), gateShards,
-                outcome.rateChange(), outcome.rateLimit(), outcome.rateWeight(), outcome.ratePartition());
+                outcome.rateChange(), outcome.rateLimit(), outcome.rateWeight(), outcome.ratePartition(),
+                outcome.windowChange(), outcome.window(), outcome.windowWeight(), outcome.windowPartition());
         if (!outcome.isInline()) {
             long delay = outcome.delay() == null ? 0L : outcome.delay().toMillis();
             return Decision.of(OutcomeRow.next(row, outcome.step(), state, delay, change, consumed));
@@ -337,7 +341,7 @@ final class Executor {
         // A new key (SET or RELEASE) leaves the gate, as the commit does to the row.
         Set<Long> gone = new HashSet<>(consumed);
         ClaimedRow continued = row.continuedAs(outcome.step(), state, key, outcome.keyChange() == KeyChange.KEEP,
-                outcome.rateChange() == Outcome.RateChange.KEEP,
+                outcome.rateChange() == Outcome.RateChange.KEEP, outcome.windowChange() == Outcome.WindowChange.KEEP,
                 row.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList(), run.traceContext());
         return new Decision(OutcomeRow.inlineNext(row, outcome.step(), state, leaseMillis, change, consumed),
                 continued, false);

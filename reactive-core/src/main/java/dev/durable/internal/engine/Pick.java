@@ -65,7 +65,7 @@ final class Pick implements QueueScheduler.Picker {
         this(queue, retries, picks, limiter, admission, telemetry, Fairness.none());
     }
 
-    /** A pick that shares claims across keys as {@code fairness} says (the PostgreSQL pick only). */
+    /** A pick that shares claims across keys as {@code fairness} says (with either kind of limiter). */
     Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry,
             Fairness fairness) {
         // A key whose cap was never asked for: held to one claim when caps come from a function.
@@ -85,7 +85,7 @@ final class Pick implements QueueScheduler.Picker {
     public Mono<QueueScheduler.Picked> pick(int limit) {
         SchedulerCounters counters = queue.counters();
         return weighing().then(aging())
-                .then(limiter.admitsInPick() ? claim(limit, 1) : retried(admission.pick(limit)))
+                .then(limiter.admitsInPick() ? claim(limit, 1) : retried(admission.pick(limit, fair)))
                 .doOnSubscribe(subscription -> counters.picks.incrementAndGet())
                 .doOnError(error -> counters.pickFailures.incrementAndGet());
     }

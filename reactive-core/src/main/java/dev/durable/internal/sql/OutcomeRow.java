@@ -3,6 +3,7 @@ package dev.durable.internal.sql;
 import dev.durable.InstanceStatus;
 import dev.durable.Outcome.KeyChange;
 import dev.durable.Outcome.RateChange;
+import dev.durable.Outcome.WindowChange;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
 import java.util.List;
@@ -19,14 +20,23 @@ import org.jspecify.annotations.Nullable;
  */
 public final class OutcomeRow {
 
-    /** What a transition does to the row's concurrency key, gate and rate limit. */
+    /** What a transition does to the row's concurrency key, gate, rate limit and sliding window. */
     public record LimitChange(KeyChange keyChange, @Nullable String concurrencyKey, @Nullable String gate,
             int gateShards, RateChange rateChange, @Nullable String rateLimit, int rateWeight,
-            @Nullable String ratePartition) {
+            @Nullable String ratePartition, WindowChange windowChange, @Nullable String window, int windowWeight,
+            @Nullable String windowPartition) {
 
-        /** The row keeps its key, gate and rate limit. */
+        /** The row keeps its key, gate, rate limit and window. */
         public static final LimitChange NONE = new LimitChange(KeyChange.KEEP, null, null, 0, RateChange.KEEP, null, 1,
-                null);
+                null, WindowChange.KEEP, null, 1, null);
+
+        /** A change of key, gate and rate limit that keeps the window. */
+        public LimitChange(KeyChange keyChange, @Nullable String concurrencyKey, @Nullable String gate,
+                int gateShards, RateChange rateChange, @Nullable String rateLimit, int rateWeight,
+                @Nullable String ratePartition) {
+            this(keyChange, concurrencyKey, gate, gateShards, rateChange, rateLimit, rateWeight, ratePartition,
+                    WindowChange.KEEP, null, 1, null);
+        }
     }
 
     private final ClaimedRow claim;

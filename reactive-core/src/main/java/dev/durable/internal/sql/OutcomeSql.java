@@ -39,6 +39,10 @@ public final class OutcomeSql {
             .text("rate_limit", o -> o.limitChange().rateLimit())
             .integer("rate_weight", o -> o.limitChange().rateWeight())
             .text("rate_partition", o -> o.limitChange().ratePartition())
+            .integer("window_change", o -> o.limitChange().windowChange().ordinal())
+            .text("window_name", o -> o.limitChange().window())
+            .integer("window_weight", o -> o.limitChange().windowWeight())
+            .text("window_partition", o -> o.limitChange().windowPartition())
             .integer("claimed_attempt", OutcomeRow::claimedAttempt);
     }
 
@@ -202,6 +206,12 @@ public final class OutcomeSql {
                                               WHEN o.rate_change = 1 THEN o.rate_weight END,
                            rate_partition = CASE WHEN i.cancel_requested OR o.rate_change = 0 THEN i.rate_partition
                                                  WHEN o.rate_change = 1 THEN o.rate_partition END,
+                           window_name = CASE WHEN i.cancel_requested OR o.window_change = 0 THEN i.window_name
+                                              WHEN o.window_change = 1 THEN o.window_name END,
+                           window_weight = CASE WHEN i.cancel_requested OR o.window_change = 0 THEN i.window_weight
+                                                WHEN o.window_change = 1 THEN o.window_weight END,
+                           window_partition = CASE WHEN i.cancel_requested OR o.window_change = 0 THEN i.window_partition
+                                                   WHEN o.window_change = 1 THEN o.window_partition END,
                            claimed_by = CASE WHEN {keeps_claim} THEN i.claimed_by END,
                            lease_expires_at = CASE WHEN {keeps_claim}
                                                    THEN now() + o.lease_ms * interval '1 millisecond' END,

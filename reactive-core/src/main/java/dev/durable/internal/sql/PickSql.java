@@ -54,6 +54,14 @@ import reactor.core.publisher.Mono;
  */
 public final class PickSql {
 
+    /** What the statements that only lock candidates return of them. */
+    private static final String LOCKED_CANDIDATES = """
+
+            SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
+                   concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight, window_name, window_partition,
+                   window_weight
+              FROM one_per_key""";
+
     /** What every candidate scan reads of a row (alias {@code c}): one list, so the picks agree on their columns. */
     private static final String CANDIDATE_COLUMNS = """
                 SELECT c.id, c.type, c.priority, c.eligible_at, c.gate_name, c.concurrency_key, c.gate_shard,
@@ -715,6 +723,16 @@ public final class PickSql {
     private final String lockCandidates;
 
     /**
+     * As {@link #lockCandidates} for a fair queue ({@link #fairSource} with the same filter, $9-$11
+     * the weights, $12 the keys to step over, $13 null: a Redis limiter keeps no per-key caps in the
+     * database), and {@link #FAIR_MOVES} counting every locked candidate as served: the keys' passes
+     * advance by what they were offered, so a key whose rows the limiter then refuses (its cap gate
+     * full in Redis, or another of its limits) has spent those turns, as a key at its cap is stepped
+     * over by the PostgreSQL pick. Index and locks: as the fair pick's, until the transaction ends.
+     */
+    private final String fairLockCandidates;
+
+    /**
      * The second half: claims the locked rows $1 for worker $2 with a lease of $3 ms.
      * Index: primary key. Locks: the rows, which the transaction already holds.
      */
@@ -823,12 +841,10 @@ public final class PickSql {
         this.pick = tables.render("WITH RECURSIVE " + plainSource("$6", "$5", NO_LIMITS)
                 + "\n" + fill(CLAIM, "claimed", "one_per_key") + ClaimColumns.SELECT);
         this.pickWithLimits = limited(tables, plainSource("$12", "$11", LIMITED_FILTER), "NULL::int", "");
-        this.lockCandidates = tables.render("WITH RECURSIVE " + plainSource("$8", "$7", REMOTE_LIMITS_FILTER) + """
-
-                SELECT id, type, priority, (extract(epoch FROM eligible_at) * 1000000)::bigint AS eligible_micros, gate_name,
-                       concurrency_key, gate_shard, rate_limit, rate_partition, rate_weight, window_name, window_partition,
-                       window_weight
-                  FROM one_per_key""");
+        this.lockCandidates = tables.render("WITH RECURSIVE " + plainSource("$8", "$7", REMOTE_LIMITS_FILTER)
+                + LOCKED_CANDIDATES);
+        this.fairLockCandidates = tables.render("WITH RECURSIVE "
+                + fairSource("$8", "$7", REMOTE_LIMITS_FILTER, 9, "one_per_key") + LOCKED_CANDIDATES);
         this.claimLocked = tables.render("""
                 UPDATE {instances} i
                    SET status = 'executing', claimed_by = $2, attempt = i.attempt + 1,
@@ -1152,10 +1168,20 @@ public final class PickSql {
     /** Locks up to {@code limit} candidates, in the caller's transaction; see {@link #lockCandidates}. */
     public Flux<Candidate> lockCandidates(Connection connection, String queue, int limit, String[] refusedGates,
             String[] refusedRates) {
-        return Flux.from(connection.createStatement(lockCandidates)
-                        .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateSlotNames)
-                        .bind(4, refusedGates).bind(5, refusedRates).bind(6, types).bind(7, versions).execute())
-                .concatMap(result -> result.map(PickSql::toCandidate));
+        return lockCandidates(connection, queue, limit, refusedGates, refusedRates, null);
+    }
+
+    /** As above, shared across keys when {@code fair} is given ({@link #fairLockCandidates}). */
+    public Flux<Candidate> lockCandidates(Connection connection, String queue, int limit, String[] refusedGates,
+            String[] refusedRates, @Nullable FairShare fair) {
+        Statement statement = connection.createStatement(fair == null ? lockCandidates : fairLockCandidates)
+                .bind(0, queue).bind(1, limit).bind(2, gateNames).bind(3, rateSlotNames)
+                .bind(4, refusedGates).bind(5, refusedRates).bind(6, types).bind(7, versions);
+        if (fair != null) {
+            statement.bind(8, fair.keys()).bind(9, fair.weights()).bind(10, fair.defaultWeight())
+                    .bind(11, fair.foreign()).bindNull(12, Integer.class);
+        }
+        return Flux.from(statement.execute()).concatMap(result -> result.map(PickSql::toCandidate));
     }
 
     /** Claims locked rows, in the caller's transaction; see {@link #claimLocked}. */

@@ -127,13 +127,14 @@ public final class Rows {
          * run that went on ({@code traceLast}: the next run links to it).
          */
         public ClaimedRow continuedAs(String step, @Nullable String stateJson, @Nullable String concurrencyKey,
-                boolean keepsGate, boolean keepsRateLimit, List<Signal> inbox, @Nullable String traceLast) {
+                boolean keepsGate, boolean keepsRateLimit, boolean keepsWindow, List<Signal> inbox,
+                @Nullable String traceLast) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
                     1, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(),
                     keepsGate ? gateName : null, keepsGate ? gateShard : 0,
                     keepsRateLimit ? rateLimit : null, keepsRateLimit ? rateWeight : 0,
-                    keepsRateLimit ? ratePartition : null, window, windowWeight, windowPartition, traceContext, traceLast,
-                    signalTraces);
+                    keepsRateLimit ? ratePartition : null, keepsWindow ? window : null, keepsWindow ? windowWeight : 0,
+                    keepsWindow ? windowPartition : null, traceContext, traceLast, signalTraces);
         }
 
         /** The same claim after a migration wrote {@code typeVersion}, {@code step} and {@code stateJson} onto its row. */

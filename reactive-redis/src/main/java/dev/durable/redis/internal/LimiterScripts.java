@@ -136,6 +136,21 @@ public final class LimiterScripts {
             return renewed
             """;
 
+    /**
+     * Counts the slots of live permits in the counter KEYS[1], read only: members named as
+     * {@code engine.limits()} names them ({@code <engine>:permit:<instance>:<n>#<slot>}, base 36)
+     * whose expiry is after now. Row claims and stand-ins are not counted: the database shows rows.
+     */
+    public static final String PERMIT_COUNT = NOW + """
+            local permits = 0
+            for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')) do
+                if string.find(member, ':permit:%w+:%w+#%d+$') then
+                    permits = permits + 1
+                end
+            end
+            return permits
+            """;
+
     /** Gives gate slots back. KEYS[1]: the counter; ARGV: the holders. Returns how many it removed. */
     public static final String GATE_RELEASE = """
             local removed = 0

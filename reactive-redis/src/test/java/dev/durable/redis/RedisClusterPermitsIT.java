@@ -1,0 +1,28 @@
+package dev.durable.redis;
+
+import dev.durable.limit.LimiterFactory;
+import dev.durable.redis.testing.RedisClusterExtension;
+import dev.durable.redis.testing.TestRedisCluster;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** {@link RedisPermitsIT}'s cases on a real Redis Cluster of three masters: engine.limits() permits (acquire, tryAcquire, release, lease expiry, tokens, windows). */
+@ExtendWith(RedisClusterExtension.class)
+class RedisClusterPermitsIT extends RedisPermitsIT {
+
+    @BeforeAll
+    static void connect(TestRedisCluster cluster) {
+        RedisClusterLimits.connect(cluster);
+    }
+
+    @AfterAll
+    static void shutdown() {
+        RedisClusterLimits.shutdown();
+    }
+
+    @Override
+    LimiterFactory limiter() {
+        return RedisClusterLimits.limiter();
+    }
+}

@@ -1,0 +1,145 @@
+package dev.durable.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.durable.DurableEngine;
+import dev.durable.Fairness;
+import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
+import dev.durable.QueueOptions;
+import dev.durable.limit.LimiterFactory;
+import dev.durable.redis.testing.RedisExtension;
+import dev.durable.redis.testing.TestRedisServer;
+import dev.durable.support.Engines;
+import dev.durable.support.Eventually;
+import dev.durable.support.Sql;
+import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestDatabase;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import reactor.core.publisher.Mono;
+
+/**
+ * Fair share with the Redis limiter (issue 21): PostgreSQL orders and offers the candidates across
+ * the fairness keys by weight, Redis admits them, a per-key cap (the gate {@code fairness.<queue>})
+ * included. Counted in starts, never in time.
+ */
+@ExtendWith({PostgresExtension.class, RedisExtension.class})
+class RedisFairnessIT {
+
+    static final Duration WAIT = Duration.ofSeconds(120);
+
+    @RegisterExtension
+    final Engines engines = new Engines();
+
+    private TestDatabase db;
+    private TestRedisServer redis;
+
+    @BeforeEach
+    void setUp(TestDatabase database, TestRedisServer server) {
+        db = database;
+        redis = server;
+        engines.on(database);
+    }
+
+    /** The limiter under test; {@code RedisClusterFairnessIT} runs these cases on a Redis Cluster. */
+    LimiterFactory limiter() {
+        return RedisLimiters.redis(redis.uri());
+    }
+
+    @Test
+    void saturatedKeysShareStartsByWeight() {
+        List<String> starts = Collections.synchronizedList(new ArrayList<>());
+        JobDefinition<String, String> job = JobDefinition.of("rfair", String.class, (String key) -> {
+            starts.add(key);
+            return Mono.just(key);
+        }).queue("rfair");
+        DurableEngine engine = engines.start(engines.options("rfair").limiter(limiter())
+                .queue(QueueOptions.builder("rfair").concurrency(12).pollInterval(Duration.ofMillis(50))
+                        .fairness(Fairness.builder().weight("gold", 3).weight("silver", 2).build()).build()), job);
+        List<JobRequest> requests = new ArrayList<>();
+        for (String key : List.of("gold", "silver", "bronze")) {
+            for (int i = 0; i < 400; i++) {
+                requests.add(JobRequest.of("rfair", key).fairnessKey(key));
+            }
+        }
+        // Inserted while the engine's queue is paused, so every key is saturated from the first pick.
+        engine.admin().pauseQueue("rfair").block(WAIT);
+        engine.insertAll(requests).block(WAIT);
+        engine.admin().resumeQueue("rfair").block(WAIT);
+        Eventually.until("600 starts", WAIT, () -> starts.size() >= 600);
+
+        Map<String, Long> shares = new ConcurrentHashMap<>();
+        List<String> first = List.copyOf(starts.subList(0, 600));
+        first.forEach(key -> shares.merge(key, 1L, Long::sum));
+        // 3:2:1 of 600, within a pick or two of the exact 300/200/100.
+        assertThat(shares.get("gold")).as("gold's share of %s", shares).isBetween(276L, 324L);
+        assertThat(shares.get("silver")).as("silver's share of %s", shares).isBetween(176L, 224L);
+        assertThat(shares.get("bronze")).as("bronze's share of %s", shares).isBetween(76L, 124L);
+        Eventually.until("all done", WAIT, () -> Sql.count(db, "queue = 'rfair' AND status = 'done'") == 1200);
+    }
+
+    @Test
+    void aPerKeyCapHoldsAcrossEnginesAndTheOtherKeysKeepTheirShare() {
+        Map<String, AtomicInteger> running = new ConcurrentHashMap<>();
+        Map<String, AtomicInteger> most = new ConcurrentHashMap<>();
+        Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
+        JobDefinition<String, String> job = JobDefinition.of("rcapped", String.class, (String key) -> {
+            runs.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
+            int now = running.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
+            most.computeIfAbsent(key, k -> new AtomicInteger()).accumulateAndGet(now, Math::max);
+            return Mono.delay(Duration.ofMillis(50)).then(Mono.fromCallable(() -> {
+                running.get(key).decrementAndGet();
+                return key;
+            }));
+        }).queue("rcapped");
+        List<DurableEngine> nodes = new ArrayList<>();
+        for (int n = 0; n < 2; n++) {
+            nodes.add(engines.start(engines.options("rcapped" + n).limiter(limiter())
+                    .queue(QueueOptions.builder("rcapped").concurrency(8).pollInterval(Duration.ofMillis(50))
+                            .maxPollInterval(Duration.ofMillis(100))
+                            .fairness(Fairness.builder().weight("whale", 4).maxExecutingPerKey(2).build()).build()),
+                    job));
+        }
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            requests.add(JobRequest.of("rcapped", "whale").fairnessKey("whale"));
+            if (i % 4 == 0) {
+                requests.add(JobRequest.of("rcapped", "minnow").fairnessKey("minnow"));
+            }
+        }
+        nodes.get(0).insertAll(requests).block(WAIT);
+        Eventually.until("every capped row done", WAIT,
+                () -> Sql.count(db, "queue = 'rcapped' AND status = 'done'") == 50);
+        // Never more than the cap per key across both engines; every row ran once, none lost an attempt.
+        assertThat(most.get("whale").get()).as("most whale rows executing at once").isBetween(1, 2);
+        assertThat(most.get("minnow").get()).as("most minnow rows executing at once").isBetween(1, 2);
+        assertThat(runs.get("whale").get()).isEqualTo(40);
+        assertThat(runs.get("minnow").get()).isEqualTo(10);
+        assertThat(Sql.count(db, "queue = 'rcapped' AND attempt <> 1")).isZero();
+        // The whale's capped rows were refused by Redis, not claimed.
+        long throttled = nodes.stream().mapToLong(node -> node.queueStats("rcapped").orElseThrow().throttled()).sum();
+        assertThat(throttled).isPositive();
+    }
+
+    @Test
+    void perKeyCapsByAFunctionAreRefusedAtStart() {
+        // Redis admits the cap gate at one capacity for every key: a cap per key would go unenforced.
+        JobDefinition<String, String> job = JobDefinition.of("rfcaps", String.class, Mono::just).queue("rfcaps");
+        assertThatThrownBy(() -> engines.start(engines.options("rfcaps").limiter(limiter())
+                        .queue(QueueOptions.builder("rfcaps")
+                                .fairness(Fairness.builder().maxExecutingPerKey(key -> 2).build()).build()), job))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("per-key caps by a function need the PostgreSQL limiter");
+    }
+}
