@@ -118,8 +118,25 @@ public final class InstanceSql {
      * Index: writes the primary key, then the pick index (runnable) or the lease index (claimed),
      * and the correlation index for a keyed row. Locks: none but the new rows; a live correlation
      * key that another transaction is inserting waits for it, then is refused as a duplicate.
+     * It answers each row's claim columns (what a claimed row's run needs); the other forms below
+     * answer less or send less.
      */
     private final String insert;
+
+    /**
+     * As {@link #insert}, for a batch none of whose rows is claimed: it answers only each row's id
+     * and whether it is due, not the two dozen claim columns a claimed row needs.
+     */
+    private final String insertUnclaimed;
+
+    /**
+     * As {@link #insert}, for one row: its values bound as scalars ({@code VALUES}), not as
+     * one-element arrays to unnest.
+     */
+    private final String insertOne;
+
+    /** As {@link #insertOne}, for a row that is not claimed: answers its id and whether it is due. */
+    private final String insertOneUnclaimed;
 
     /**
      * As {@link #insert}, but a request whose correlation key is live (held by a row, or by an
@@ -220,9 +237,14 @@ public final class InstanceSql {
 
     private final Db db;
 
-    public InstanceSql(Db db, Tables tables) {
-        this.db = db;
-        this.insert = tables.render("""
+    /** What an insert that claims answers: the claim, and whether the row is due. */
+    private static final String CLAIMED = ClaimColumns.SELECT + ", i.eligible_at <= now() AS due";
+    /** What an insert that claims nothing answers: the ids (in request order) and whether each is due (to poke). */
+    private static final String UNCLAIMED = "i.id, i.eligible_at <= now() AS due";
+
+    /** The insert over {@code source} (the rows as {@code u}, numbered by {@code ord}), answering {@code returning}. */
+    private static String insert(Tables tables, String source, String returning) {
+        return tables.render("""
                 INSERT INTO {instances} AS i (type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
                                          correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
@@ -238,10 +260,18 @@ public final class InstanceSql {
                        CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END, u.claimer,
                        CASE WHEN u.claimer IS NOT NULL THEN now() + $%d * interval '1 millisecond' END,
                        CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.trace_context
-                  FROM\s""".formatted(INSERT_COLUMNS.size() + 1) + INSERT_COLUMNS.unnest(1, "u", true) + """
+                  FROM\s""".formatted(INSERT_COLUMNS.size() + 1) + source + """
 
                  ORDER BY u.ord
-                RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due");
+                RETURNING\s""" + returning);
+    }
+
+    public InstanceSql(Db db, Tables tables) {
+        this.db = db;
+        this.insert = insert(tables, INSERT_COLUMNS.unnest(1, "u", true), CLAIMED);
+        this.insertUnclaimed = insert(tables, INSERT_COLUMNS.unnest(1, "u", true), UNCLAIMED);
+        this.insertOne = insert(tables, INSERT_COLUMNS.values(1, "u", true), CLAIMED);
+        this.insertOneUnclaimed = insert(tables, INSERT_COLUMNS.values(1, "u", true), UNCLAIMED);
         this.insertSkippingDuplicates = tables.render("""
                 WITH u AS MATERIALIZED (
                     SELECT u.*, nextval(pg_get_serial_sequence('{instances}', 'id')) AS new_id,
@@ -441,10 +471,17 @@ public final class InstanceSql {
 
     /** Inserts on the caller's connection, inside whatever transaction it has open. */
     public Flux<Inserted> insert(Connection connection, List<Insertion> rows, long leaseMillis) {
-        Statement statement = INSERT_COLUMNS.bind(connection.createStatement(insert), 0, rows)
-                .bind(INSERT_COLUMNS.size(), leaseMillis);
+        boolean claims = rows.stream().anyMatch(row -> row.claimer() != null);
+        Statement statement;
+        if (rows.size() == 1) {
+            statement = INSERT_COLUMNS.bindOne(connection.createStatement(claims ? insertOne : insertOneUnclaimed), 0,
+                    rows.get(0));
+        } else {
+            statement = INSERT_COLUMNS.bind(connection.createStatement(claims ? insert : insertUnclaimed), 0, rows);
+        }
+        statement.bind(INSERT_COLUMNS.size(), leaseMillis);
         return Flux.from(statement.execute())
-                .concatMap(result -> result.map(InstanceSql::inserted))
+                .concatMap(result -> result.map(claims ? InstanceSql::inserted : InstanceSql::unclaimed))
                 .onErrorMap(Errors::translate);
     }
 
@@ -491,6 +528,10 @@ public final class InstanceSql {
             case FOLLOW_UP -> new Resolved(placement, row.get("follow_up_id", Long.class), false, null);
             default -> new Resolved(placement, row.get("id", Long.class), due, null);
         };
+    }
+
+    private static Inserted unclaimed(Readable row) {
+        return new Inserted(row.get("id", Long.class), Boolean.TRUE.equals(row.get("due", Boolean.class)), null);
     }
 
     private static Inserted inserted(Readable row) {
