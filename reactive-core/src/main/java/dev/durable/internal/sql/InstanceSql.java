@@ -196,6 +196,9 @@ public final class InstanceSql {
      */
     private final String insertWithPolicies;
 
+    /** As {@link #insertWithPolicies}, when no request is claimed: answers ids and placements, no claim columns. */
+    private final String insertWithPoliciesUnclaimed;
+
     /** One instance. Index: primary key. Locks: none. */
     private final String select;
 
@@ -338,8 +341,11 @@ public final class InstanceSql {
                        CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.bound, u.trace_context
                   FROM slotted u""".formatted(POLICY_COLUMNS.size() + 1);
         String conflict = "ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO UPDATE SET ";
-        String returning = "RETURNING " + ClaimColumns.SELECT + ", i.status, i.correlation_slot,"
-                + " i.eligible_at <= now() AS due, (i.follow_up->>'id')::bigint AS follow_up_id";
+        // What the answer reads of a row; a request that is not claimed needs its id and what places it.
+        String placing = ", i.status, i.correlation_slot, i.eligible_at <= now() AS due,"
+                + " (i.follow_up->>'id')::bigint AS follow_up_id";
+        String claimedReturning = "RETURNING " + ClaimColumns.SELECT + placing;
+        String unclaimedReturning = "RETURNING i.id, i.claimed_by, i.type, i.step, i.attempt" + placing;
         String settled = "i.status IN ('done', 'failed', 'cancelled')";
         // Same type and version too: a holder of another version keeps its state's shape (a follow-up is queued).
         String fresh = "(i.status = 'runnable' AND i.attempt = 0 AND i.step = EXCLUDED.step"
@@ -347,7 +353,7 @@ public final class InstanceSql {
         // For a debounce, the run time is the earlier of the window's end and the first insert's bound.
         String debounced = "LEAST(EXCLUDED.eligible_at, COALESCE(%s, EXCLUDED.debounce_until))";
         String followBound = "(i.follow_up->>'debounce_until')::timestamptz";
-        this.insertWithPolicies = tables.render("""
+        java.util.function.Function<String, String> policies = returning -> tables.render("""
                 WITH u AS MATERIALIZED (
                     SELECT u.*, nextval(pg_get_serial_sequence('{instances}', 'id')) AS new_id,
                            CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END AS first_status,
@@ -419,6 +425,8 @@ public final class InstanceSql {
                   JOIN placed p ON p.id = s.new_id
                                 OR (p.correlation_slot = s.slot AND p.id NOT IN (SELECT new_id FROM slotted))
                  ORDER BY s.ord""");
+        this.insertWithPolicies = policies.apply(claimedReturning);
+        this.insertWithPoliciesUnclaimed = policies.apply(unclaimedReturning);
         // Reads see live and settled instances alike through the view of both tables; its simple
         // UNION ALL lets each filter, and the list's id order and limit, reach both primary keys.
         this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances_all} WHERE id = $1");
@@ -510,8 +518,10 @@ public final class InstanceSql {
 
     /** As {@link #insertWithPolicies(List, long)}, on the caller's connection and transaction. */
     public Flux<Resolved> insertWithPolicies(Connection connection, List<Insertion> rows, long leaseMillis) {
-        return Flux.from(bindPolicies(connection.createStatement(insertWithPolicies), rows, leaseMillis).execute())
-                .concatMap(result -> result.map(InstanceSql::resolved))
+        boolean claims = rows.stream().anyMatch(row -> row.claimer() != null);
+        return Flux.from(bindPolicies(connection.createStatement(claims ? insertWithPolicies : insertWithPoliciesUnclaimed),
+                        rows, leaseMillis).execute())
+                .concatMap(result -> result.map(row -> resolved(row, claims)))
                 .onErrorMap(Errors::translate);
     }
 
@@ -520,11 +530,11 @@ public final class InstanceSql {
         return POLICY_COLUMNS.bind(statement, 0, rows).bind(POLICY_COLUMNS.size(), leaseMillis);
     }
 
-    private static Resolved resolved(Readable row) {
+    private static Resolved resolved(Readable row, boolean claims) {
         Placement placement = Placement.valueOf(row.get("placement", String.class).toUpperCase(java.util.Locale.ROOT));
         boolean due = Boolean.TRUE.equals(row.get("due", Boolean.class));
         return switch (placement) {
-            case INSERTED -> new Resolved(placement, row.get("id", Long.class), due, inserted(row));
+            case INSERTED -> new Resolved(placement, row.get("id", Long.class), due, claims ? inserted(row) : unclaimed(row));
             case FOLLOW_UP -> new Resolved(placement, row.get("follow_up_id", Long.class), false, null);
             default -> new Resolved(placement, row.get("id", Long.class), due, null);
         };
