@@ -32,11 +32,11 @@ ALTER TABLE durable_instances SET (fillfactor = 40);
 -- updated_at last everything in between was logged again by every claim, the job's args (state) among
 -- them. With those five columns at the end (and eligible_at and last_error, which a retry writes, just
 -- before them) a claim logs those columns only (a heartbeat, HOT, already logged little more than its
--- lease: 80 bytes a row, before and after). PostgreSQL cannot move a
--- column, so the table is made again: the columns in the new order with their types, defaults, identity
--- and generation, then the rows, then what hangs on the table (constraints, indexes, triggers, storage
--- options, grants, statistics, views over it), each as the catalog describes it, so whatever an earlier
--- version added comes along. The table is locked while it is copied: a big backlog takes a while.
+-- lease: 80 bytes a row, before and after). PostgreSQL cannot move a column, so the table is made again:
+-- the columns in the new order with their types, defaults, identity and generation, then the rows, then
+-- what hangs on the table (constraints, indexes, triggers, storage options, grants, statistics, views
+-- over it), each as the catalog describes it, so whatever an earlier version added comes along. The table
+-- is locked while it is copied: a big backlog takes a while.
 DO $$
 DECLARE
     tail   constant text[] := ARRAY['eligible_at', 'last_error', 'status', 'attempt', 'claimed_by',
