@@ -45,6 +45,7 @@ DECLARE
     cols   text;
     names  text;
     seq    text;
+    seqname name;
     last   bigint;
     called boolean;
     defs   text[];
@@ -65,6 +66,7 @@ BEGIN
       FROM pg_attribute a LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
      WHERE a.attrelid = old AND a.attnum > 0 AND NOT a.attisdropped;
     seq := pg_get_serial_sequence('durable_instances', 'id');
+    SELECT relname INTO seqname FROM pg_class WHERE oid = seq::regclass;
     EXECUTE format('SELECT last_value, is_called FROM %s', seq) INTO last, called;
     -- What hangs on the table, described while it still has its name.
     SELECT array_agg(format('ALTER TABLE durable_instances ADD CONSTRAINT %I %s', conname, pg_get_constraintdef(oid))
@@ -98,8 +100,8 @@ BEGIN
     EXECUTE format('INSERT INTO durable_instances (%s) OVERRIDING SYSTEM VALUE SELECT %s FROM durable_instances_rebuilt',
                    names, names);
     DROP TABLE durable_instances_rebuilt;
-    EXECUTE format('ALTER SEQUENCE %s RENAME TO %I', pg_get_serial_sequence('durable_instances', 'id'),
-                   split_part(seq, '.', 2));
+    -- The new identity's sequence took another name while the old one existed: it gets the old name back.
+    EXECUTE format('ALTER SEQUENCE %s RENAME TO %I', pg_get_serial_sequence('durable_instances', 'id'), seqname);
     PERFORM setval(pg_get_serial_sequence('durable_instances', 'id'), last, called);
     FOREACH d IN ARRAY defs LOOP
         EXECUTE d;
