@@ -54,7 +54,7 @@ class MigrationIT {
     /** The newest schema version this build ships. */
     private static final int LATEST = 15;
     /** The versions this build ships. */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15);
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -123,6 +123,22 @@ class MigrationIT {
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
                     + db.schema() + "' AND column_name IN ('window_name', 'window_weight', 'window_partition')",
                     row -> row.get(0, Integer.class))).containsExactly(9);
+            // Version 14 (plain job cost): the hot table was made again with the columns a claim writes last,
+            // its rows, identity, indexes, triggers and view carried over; executing rows are indexed by id.
+            assertThat(Sql.query(db, "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute"
+                    + " WHERE attrelid = '\"" + db.schema() + "\".durable_instances'::regclass AND attnum > 0"
+                    + " AND NOT attisdropped", row -> row.get(0, String.class)).get(0))
+                    .endsWith("status,attempt,claimed_by,lease_expires_at,updated_at");
+            assertThat(Sql.query(db, "SELECT indexdef FROM pg_indexes WHERE schemaname = $1"
+                    + " AND indexname = 'durable_instances_executing_idx'", row -> row.get(0, String.class), db.schema())
+                    .get(0)).contains("(id)");
+            assertThat(Sql.query(db, "SELECT count(*)::int FROM pg_indexes WHERE schemaname = $1"
+                    + " AND indexname = 'durable_history_queue_idx'", row -> row.get(0, Integer.class), db.schema()))
+                    .containsExactly(0);
+            long after = upgraded.insert(JobRequest.of("echo", "after v14")).block();
+            assertThat(after).isGreaterThan(id);
+            assertThat(upgraded.awaitSettled(after, Duration.ofSeconds(30)).block().resultJson())
+                    .isEqualTo("\"after v14\"");
             // Version 15 (fair key caps): a key's cap is stored with it, none until its queue's function answers.
             assertThat(Sql.query(db, "SELECT count(*)::int FROM {schema}.durable_fair_keys WHERE cap IS NULL",
                     row -> row.get(0, Integer.class))).containsExactly(1);
@@ -144,7 +160,7 @@ class MigrationIT {
             assertThat(tables(db)).doesNotContain("durable_history", "durable_step_inputs", "durable_forks");
             assertThat(Sql.query(db, "SELECT status, count(*)::int FROM {schema}.durable_instances GROUP BY status",
                     row -> row.get(0, String.class) + " " + row.get(1, Integer.class)))
-                    .containsExactlyInAnyOrder("done 2", "runnable 2"); // the v6 and v10 rows, an hour ahead
+                    .containsExactlyInAnyOrder("done 3", "runnable 2"); // the v6 and v10 rows, an hour ahead; v14's job done
             assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
                     + db.schema() + "' AND column_name IN ('follow_up', 'debounce_until', 'lowest_versions', 'trace_context',"
                     + " 'trace_last', 'fairness_key', 'window_name', 'window_weight', 'window_partition')",
@@ -180,6 +196,8 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U10__fair_share.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V12__stacked_limits.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U12__stacked_limits.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V14__plain_job_cost.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U14__plain_job_cost.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V15__fair_key_caps.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U15__fair_key_caps.sql")).isNotNull();
     }

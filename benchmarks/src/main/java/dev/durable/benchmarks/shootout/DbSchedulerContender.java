@@ -74,16 +74,7 @@ final class DbSchedulerContender implements Contender {
 
     @Override
     public void start() {
-        target.execute("CREATE SCHEMA " + SCHEMA,
-                "CREATE TABLE " + TABLE + " (task_name text NOT NULL, task_instance text NOT NULL,"
-                        + " task_data bytea, execution_time timestamp with time zone NOT NULL,"
-                        + " picked boolean NOT NULL, picked_by text, last_success timestamp with time zone,"
-                        + " last_failure timestamp with time zone, consecutive_failures int,"
-                        + " last_heartbeat timestamp with time zone, version bigint NOT NULL, priority smallint,"
-                        + " PRIMARY KEY (task_name, task_instance))",
-                "CREATE INDEX execution_time_idx ON " + TABLE + " (execution_time)",
-                "CREATE INDEX last_heartbeat_idx ON " + TABLE + " (last_heartbeat)",
-                "CREATE INDEX priority_execution_time_idx ON " + TABLE + " (priority DESC, execution_time ASC)");
+        createTable(target, SCHEMA);
         dataSource = Jdbc.pool(target, "db-scheduler", connections);
         scheduler = Scheduler.create(dataSource, task)
                 .tableName(TABLE)
@@ -127,6 +118,21 @@ final class DbSchedulerContender implements Contender {
         if (dataSource != null) {
             dataSource.close();
         }
+    }
+
+    /** db-scheduler's table and indexes in a new schema: its own PostgreSQL DDL (postgresql_tables.sql). */
+    static void createTable(Target target, String schema) {
+        String table = schema + ".scheduled_tasks";
+        target.execute("CREATE SCHEMA " + schema,
+                "CREATE TABLE " + table + " (task_name text NOT NULL, task_instance text NOT NULL,"
+                        + " task_data bytea, execution_time timestamp with time zone NOT NULL,"
+                        + " picked boolean NOT NULL, picked_by text, last_success timestamp with time zone,"
+                        + " last_failure timestamp with time zone, consecutive_failures int,"
+                        + " last_heartbeat timestamp with time zone, version bigint NOT NULL, priority smallint,"
+                        + " PRIMARY KEY (task_name, task_instance))",
+                "CREATE INDEX execution_time_idx ON " + table + " (execution_time)",
+                "CREATE INDEX last_heartbeat_idx ON " + table + " (last_heartbeat)",
+                "CREATE INDEX priority_execution_time_idx ON " + table + " (priority DESC, execution_time ASC)");
     }
 
     /** HikariCP on the target, shared by the JDBC peers. */

@@ -38,7 +38,8 @@ import reactor.core.publisher.Mono;
  * order, filtering as it goes; the indexes named are the history's, from migrations V3 and V4):
  * <ul>
  * <li>no filter, or status done only: the primary key, backwards for newest first, stopping at the page;
- * <li>queue: {@code durable_history_queue_idx (queue, id)}; with status failed or cancelled,
+ * <li>queue: {@code durable_history_queue_idx (queue, id)} when it was created ({@code SearchIndex.QUEUE},
+ *     opt-in since schema version 14), else a filter on the id walk; with status failed or cancelled,
  *     {@code durable_history_unsuccessful_idx (queue, status, id)};
  * <li>type: {@code durable_history_type_idx (type, id)} when it was created ({@code SearchIndex.TYPE},
  *     opt-in), else a filter on the walk the other conditions chose;
@@ -201,7 +202,8 @@ public final class AdminSql {
     /** The opt-in search indexes: name and definition over the history (see SearchIndex). */
     private static final Map<SearchIndex, String[]> SEARCH_INDEXES = new EnumMap<>(Map.of(
             SearchIndex.TYPE, new String[] {"durable_history_type_idx", "(type, id)"},
-            SearchIndex.ARGS, new String[] {"durable_history_state_idx", "USING gin (state jsonb_path_ops)"}));
+            SearchIndex.ARGS, new String[] {"durable_history_state_idx", "USING gin (state jsonb_path_ops)"},
+            SearchIndex.QUEUE, new String[] {"durable_history_queue_idx", "(queue, id)"}));
 
     /** Which of the named indexes exist in the schema, and whether each is valid. Reads pg_index. */
     private static final String INDEXES = """

@@ -52,6 +52,38 @@ public final class Columns<R> {
         return arrays + (ordinality ? " WITH ORDINALITY" : "") + " AS " + names;
     }
 
+    /**
+     * One row's worth of the same: {@code (VALUES ($n::type, ...)) AS alias(name, ...)}, the same
+     * names as {@link #unnest}, so a statement's body reads either source; with {@code ordinality},
+     * {@code ord} is 1. A single row then travels as scalars, not as one-element arrays to unnest.
+     */
+    String values(int firstParameter, String alias, boolean ordinality) {
+        StringJoiner values = new StringJoiner(", ", "(VALUES (", ordinality ? ", 1::bigint))" : "))");
+        StringJoiner names = new StringJoiner(", ", alias + "(", ")");
+        for (int i = 0; i < columns.size(); i++) {
+            values.add("$" + (firstParameter + i) + "::" + columns.get(i).sqlType());
+            names.add(columns.get(i).name());
+        }
+        if (ordinality) {
+            names.add("ord");
+        }
+        return values + " AS " + names;
+    }
+
+    /** Binds one value per column of {@code row} for {@link #values}, the first at {@code firstIndex}. */
+    Statement bindOne(Statement statement, int firstIndex, R row) {
+        for (int c = 0; c < columns.size(); c++) {
+            Column<R> column = columns.get(c);
+            Object value = column.value().apply(row);
+            if (value == null) {
+                statement.bindNull(firstIndex + c, column.javaType());
+            } else {
+                statement.bind(firstIndex + c, value);
+            }
+        }
+        return statement;
+    }
+
     /** Binds one array per column, the first at bind index {@code firstIndex} (0-based). */
     Statement bind(Statement statement, int firstIndex, List<R> rows) {
         for (int c = 0; c < columns.size(); c++) {

@@ -118,8 +118,25 @@ public final class InstanceSql {
      * Index: writes the primary key, then the pick index (runnable) or the lease index (claimed),
      * and the correlation index for a keyed row. Locks: none but the new rows; a live correlation
      * key that another transaction is inserting waits for it, then is refused as a duplicate.
+     * It answers each row's claim columns (what a claimed row's run needs); the other forms below
+     * answer less or send less.
      */
     private final String insert;
+
+    /**
+     * As {@link #insert}, for a batch none of whose rows is claimed: it answers only each row's id
+     * and whether it is due, not the two dozen claim columns a claimed row needs.
+     */
+    private final String insertUnclaimed;
+
+    /**
+     * As {@link #insert}, for one row: its values bound as scalars ({@code VALUES}), not as
+     * one-element arrays to unnest.
+     */
+    private final String insertOne;
+
+    /** As {@link #insertOne}, for a row that is not claimed: answers its id and whether it is due. */
+    private final String insertOneUnclaimed;
 
     /**
      * As {@link #insert}, but a request whose correlation key is live (held by a row, or by an
@@ -179,6 +196,9 @@ public final class InstanceSql {
      */
     private final String insertWithPolicies;
 
+    /** As {@link #insertWithPolicies}, when no request is claimed: answers ids and placements, no claim columns. */
+    private final String insertWithPoliciesUnclaimed;
+
     /** One instance. Index: primary key. Locks: none. */
     private final String select;
 
@@ -220,9 +240,14 @@ public final class InstanceSql {
 
     private final Db db;
 
-    public InstanceSql(Db db, Tables tables) {
-        this.db = db;
-        this.insert = tables.render("""
+    /** What an insert that claims answers: the claim, and whether the row is due. */
+    private static final String CLAIMED = ClaimColumns.SELECT + ", i.eligible_at <= now() AS due";
+    /** What an insert that claims nothing answers: the ids (in request order) and whether each is due (to poke). */
+    private static final String UNCLAIMED = "i.id, i.eligible_at <= now() AS due";
+
+    /** The insert over {@code source} (the rows as {@code u}, numbered by {@code ord}), answering {@code returning}. */
+    private static String insert(Tables tables, String source, String returning) {
+        return tables.render("""
                 INSERT INTO {instances} AS i (type, type_version, queue, priority, step, state, max_attempts,
                                          eligible_at, parent_id, concurrency_key, correlation_key,
                                          correlation_statuses, gate_name, gate_shard, rate_limit, rate_weight,
@@ -238,10 +263,18 @@ public final class InstanceSql {
                        CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END, u.claimer,
                        CASE WHEN u.claimer IS NOT NULL THEN now() + $%d * interval '1 millisecond' END,
                        CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.trace_context
-                  FROM\s""".formatted(INSERT_COLUMNS.size() + 1) + INSERT_COLUMNS.unnest(1, "u", true) + """
+                  FROM\s""".formatted(INSERT_COLUMNS.size() + 1) + source + """
 
                  ORDER BY u.ord
-                RETURNING\s""" + ClaimColumns.SELECT + ", i.eligible_at <= now() AS due");
+                RETURNING\s""" + returning);
+    }
+
+    public InstanceSql(Db db, Tables tables) {
+        this.db = db;
+        this.insert = insert(tables, INSERT_COLUMNS.unnest(1, "u", true), CLAIMED);
+        this.insertUnclaimed = insert(tables, INSERT_COLUMNS.unnest(1, "u", true), UNCLAIMED);
+        this.insertOne = insert(tables, INSERT_COLUMNS.values(1, "u", true), CLAIMED);
+        this.insertOneUnclaimed = insert(tables, INSERT_COLUMNS.values(1, "u", true), UNCLAIMED);
         this.insertSkippingDuplicates = tables.render("""
                 WITH u AS MATERIALIZED (
                     SELECT u.*, nextval(pg_get_serial_sequence('{instances}', 'id')) AS new_id,
@@ -308,8 +341,11 @@ public final class InstanceSql {
                        CASE WHEN u.claimer IS NULL THEN 0 ELSE 1 END, u.bound, u.trace_context
                   FROM slotted u""".formatted(POLICY_COLUMNS.size() + 1);
         String conflict = "ON CONFLICT (correlation_slot) WHERE correlation_slot IS NOT NULL DO UPDATE SET ";
-        String returning = "RETURNING " + ClaimColumns.SELECT + ", i.status, i.correlation_slot,"
-                + " i.eligible_at <= now() AS due, (i.follow_up->>'id')::bigint AS follow_up_id";
+        // What the answer reads of a row; a request that is not claimed needs its id and what places it.
+        String placing = ", i.status, i.correlation_slot, i.eligible_at <= now() AS due,"
+                + " (i.follow_up->>'id')::bigint AS follow_up_id";
+        String claimedReturning = "RETURNING " + ClaimColumns.SELECT + placing;
+        String unclaimedReturning = "RETURNING i.id, i.claimed_by, i.type, i.step, i.attempt" + placing;
         String settled = "i.status IN ('done', 'failed', 'cancelled')";
         // Same type and version too: a holder of another version keeps its state's shape (a follow-up is queued).
         String fresh = "(i.status = 'runnable' AND i.attempt = 0 AND i.step = EXCLUDED.step"
@@ -317,7 +353,7 @@ public final class InstanceSql {
         // For a debounce, the run time is the earlier of the window's end and the first insert's bound.
         String debounced = "LEAST(EXCLUDED.eligible_at, COALESCE(%s, EXCLUDED.debounce_until))";
         String followBound = "(i.follow_up->>'debounce_until')::timestamptz";
-        this.insertWithPolicies = tables.render("""
+        java.util.function.Function<String, String> policies = returning -> tables.render("""
                 WITH u AS MATERIALIZED (
                     SELECT u.*, nextval(pg_get_serial_sequence('{instances}', 'id')) AS new_id,
                            CASE WHEN u.claimer IS NULL THEN 'runnable' ELSE 'executing' END AS first_status,
@@ -389,6 +425,8 @@ public final class InstanceSql {
                   JOIN placed p ON p.id = s.new_id
                                 OR (p.correlation_slot = s.slot AND p.id NOT IN (SELECT new_id FROM slotted))
                  ORDER BY s.ord""");
+        this.insertWithPolicies = policies.apply(claimedReturning);
+        this.insertWithPoliciesUnclaimed = policies.apply(unclaimedReturning);
         // Reads see live and settled instances alike through the view of both tables; its simple
         // UNION ALL lets each filter, and the list's id order and limit, reach both primary keys.
         this.select = tables.render("SELECT " + INSTANCE_COLUMNS + " FROM {instances_all} WHERE id = $1");
@@ -441,10 +479,17 @@ public final class InstanceSql {
 
     /** Inserts on the caller's connection, inside whatever transaction it has open. */
     public Flux<Inserted> insert(Connection connection, List<Insertion> rows, long leaseMillis) {
-        Statement statement = INSERT_COLUMNS.bind(connection.createStatement(insert), 0, rows)
-                .bind(INSERT_COLUMNS.size(), leaseMillis);
+        boolean claims = rows.stream().anyMatch(row -> row.claimer() != null);
+        Statement statement;
+        if (rows.size() == 1) {
+            statement = INSERT_COLUMNS.bindOne(connection.createStatement(claims ? insertOne : insertOneUnclaimed), 0,
+                    rows.get(0));
+        } else {
+            statement = INSERT_COLUMNS.bind(connection.createStatement(claims ? insert : insertUnclaimed), 0, rows);
+        }
+        statement.bind(INSERT_COLUMNS.size(), leaseMillis);
         return Flux.from(statement.execute())
-                .concatMap(result -> result.map(InstanceSql::inserted))
+                .concatMap(result -> result.map(claims ? InstanceSql::inserted : InstanceSql::unclaimed))
                 .onErrorMap(Errors::translate);
     }
 
@@ -473,8 +518,10 @@ public final class InstanceSql {
 
     /** As {@link #insertWithPolicies(List, long)}, on the caller's connection and transaction. */
     public Flux<Resolved> insertWithPolicies(Connection connection, List<Insertion> rows, long leaseMillis) {
-        return Flux.from(bindPolicies(connection.createStatement(insertWithPolicies), rows, leaseMillis).execute())
-                .concatMap(result -> result.map(InstanceSql::resolved))
+        boolean claims = rows.stream().anyMatch(row -> row.claimer() != null);
+        return Flux.from(bindPolicies(connection.createStatement(claims ? insertWithPolicies : insertWithPoliciesUnclaimed),
+                        rows, leaseMillis).execute())
+                .concatMap(result -> result.map(row -> resolved(row, claims)))
                 .onErrorMap(Errors::translate);
     }
 
@@ -483,14 +530,18 @@ public final class InstanceSql {
         return POLICY_COLUMNS.bind(statement, 0, rows).bind(POLICY_COLUMNS.size(), leaseMillis);
     }
 
-    private static Resolved resolved(Readable row) {
+    private static Resolved resolved(Readable row, boolean claims) {
         Placement placement = Placement.valueOf(row.get("placement", String.class).toUpperCase(java.util.Locale.ROOT));
         boolean due = Boolean.TRUE.equals(row.get("due", Boolean.class));
         return switch (placement) {
-            case INSERTED -> new Resolved(placement, row.get("id", Long.class), due, inserted(row));
+            case INSERTED -> new Resolved(placement, row.get("id", Long.class), due, claims ? inserted(row) : unclaimed(row));
             case FOLLOW_UP -> new Resolved(placement, row.get("follow_up_id", Long.class), false, null);
             default -> new Resolved(placement, row.get("id", Long.class), due, null);
         };
+    }
+
+    private static Inserted unclaimed(Readable row) {
+        return new Inserted(row.get("id", Long.class), Boolean.TRUE.equals(row.get("due", Boolean.class)), null);
     }
 
     private static Inserted inserted(Readable row) {
