@@ -174,8 +174,9 @@ class RedisLimiterIT {
         Eventually.until("all limited jobs done", WAIT, () -> count(db, "queue = 'rrates' AND status = 'done'") == 60);
 
         assertThat(starts).hasSize(60);
-        // 100 ms of slack between an admission and its handler starting.
-        RateWindows.assertWithinBucket(starts, 5, 20, 0.1);
+        // 250 ms of slack between an admission and its handler starting (as LimitsIT): on a loaded
+        // machine a delayed start can bunch up with the next; an unlimited queue would start all 60 at once.
+        RateWindows.assertWithinBucket(starts, 5, 20, 0.25);
     }
 
     @Test
