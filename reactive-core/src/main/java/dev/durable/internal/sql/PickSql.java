@@ -94,17 +94,17 @@ public final class PickSql {
      */
     private static final String CANDIDATES = """
             priorities AS (
-                SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable') AS priority
+                SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting) AS priority
                 UNION ALL
                 SELECT (SELECT min(f.priority) FROM {instances} f
-                         WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > s.priority)
+                         WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting AND f.priority > s.priority)
                   FROM priorities s
                  WHERE s.priority IS NOT NULL
             ), candidates AS (
                 SELECT c.* FROM priorities s CROSS JOIN LATERAL (
             """ + CANDIDATE_COLUMNS + """
                   FROM {instances} c
-                 WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
+                 WHERE c.queue = $1 AND c.status = 'runnable' AND NOT c.key_waiting AND c.eligible_at <= now()
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
             """ + RUNS_HERE + """
                    AND c.priority = s.priority
@@ -155,10 +155,10 @@ public final class PickSql {
      */
     private static final String FAIR_CANDIDATES = """
             priorities AS (
-                SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable') AS priority
+                SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting) AS priority
                 UNION ALL
                 SELECT (SELECT min(f.priority) FROM {instances} f
-                         WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > s.priority)
+                         WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting AND f.priority > s.priority)
                   FROM priorities s
                  WHERE s.priority IS NOT NULL
             ), fair_active AS MATERIALIZED (
@@ -196,12 +196,12 @@ public final class PickSql {
                        , c.fairness_key
                   FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
                          WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
-                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
+                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable' AND NOT b.key_waiting
                            AND b.fairness_key IS NOT NULL AND b.eligible_at <= now()
                          ORDER BY b.priority, b.eligible_at, b.id
                          LIMIT q.quota * 4) w
                   JOIN {instances} c ON c.ctid = w.row_at
-                 WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
+                 WHERE c.status = 'runnable' AND NOT c.key_waiting AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
             """ + RUNS_HERE + """
                    %3$s
                  ORDER BY w.priority, w.eligible_at, w.id
@@ -226,13 +226,13 @@ public final class PickSql {
                        , c.fairness_key
                   FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
                          WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
-                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
+                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable' AND NOT b.key_waiting
                            AND b.fairness_key IS NOT NULL AND b.eligible_at <= now()
                            AND (b.priority, b.eligible_at, b.id) > (last.priority, last.eligible_at, last.id)
                          ORDER BY b.priority, b.eligible_at, b.id
                          LIMIT (SELECT slots FROM fair_short) * 4) w
                   JOIN {instances} c ON c.ctid = w.row_at
-                 WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
+                 WHERE c.status = 'runnable' AND NOT c.key_waiting AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
             """ + RUNS_HERE + """
                    %3$s
                  ORDER BY w.priority, w.eligible_at, w.id
@@ -280,7 +280,7 @@ public final class PickSql {
             ), fair_looked AS (
                 SELECT s.*, (SELECT r.eligible_at FROM {instances} r
                               WHERE (r.queue || chr(31) || r.fairness_key) = ($1 || chr(31) || s.fairness_key)
-                                AND r.fairness_key = s.fairness_key AND r.status = 'runnable'
+                                AND r.fairness_key = s.fairness_key AND r.status = 'runnable' AND NOT r.key_waiting
                                 AND r.fairness_key IS NOT NULL
                               ORDER BY r.priority, r.eligible_at, r.id
                               LIMIT 1) AS next_eligible
@@ -674,7 +674,7 @@ public final class PickSql {
                 + " OR p.window_name IS NOT NULL AND " + WINDOW_FULL.formatted("p", "window") + ") AS rate_short\n" + """
                       FROM priorities s CROSS JOIN LATERAL (
                            SELECT * FROM {instances} p
-                            WHERE p.queue = $1 AND p.priority = s.priority AND p.status = 'runnable'
+                            WHERE p.queue = $1 AND p.priority = s.priority AND p.status = 'runnable' AND NOT p.key_waiting
                               AND p.eligible_at <= now()
                             ORDER BY p.eligible_at, p.id
                             LIMIT $2) p
@@ -752,16 +752,16 @@ public final class PickSql {
         this.age = tables.render("""
                 WITH RECURSIVE levels AS (
                     SELECT (SELECT max(f.priority) FROM {instances} f
-                             WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > $3) AS priority
+                             WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting AND f.priority > $3) AS priority
                     UNION ALL
                     SELECT (SELECT max(f.priority) FROM {instances} f
-                             WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > $3 AND f.priority < l.priority)
+                             WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting AND f.priority > $3 AND f.priority < l.priority)
                       FROM levels l
                      WHERE l.priority IS NOT NULL
                 ), aged AS (
                     SELECT a.id FROM levels l CROSS JOIN LATERAL (
                         SELECT i.id FROM {instances} i
-                         WHERE i.queue = $1 AND i.status = 'runnable' AND i.priority = l.priority
+                         WHERE i.queue = $1 AND i.status = 'runnable' AND NOT i.key_waiting AND i.priority = l.priority
                            AND i.eligible_at <= now() - $2 * interval '1 millisecond'
                          ORDER BY i.eligible_at, i.id
                          LIMIT $4
