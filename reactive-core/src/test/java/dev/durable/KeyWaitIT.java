@@ -100,6 +100,26 @@ class KeyWaitIT {
         assertThat(Sql.query(db, BROKEN_KEYS, row -> row.get(0, String.class))).isEmpty();
     }
 
+    /**
+     * A caller's REPEATABLE READ transaction cannot see what committed since its snapshot: its row
+     * heads the key beside the busy one (never a key without a head), and the next election merges.
+     */
+    @Test
+    void aRowInsertedUnderRepeatableReadHeadsItsKeyUntilTheNextElection() {
+        DurableEngine schema = engines.build(engines.options("schema"));
+        schema.migrate().block(WAIT);
+        long running = insert("rr", 0, "now() - interval '1 hour'");
+        claim(running);
+        Sql.update(db, "BEGIN ISOLATION LEVEL REPEATABLE READ; INSERT INTO {schema}.durable_instances (type, queue,"
+                + " step, max_attempts, concurrency_key) VALUES ('t', 'q', 'run', 5, 'rr'); COMMIT");
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_instances WHERE concurrency_key = 'rr'"
+                + " AND NOT key_waiting", row -> row.get(0, Long.class))).containsExactly(2L);
+        long later = insert("rr", 0, "now()");
+        assertThat(head("rr")).isEqualTo(running);
+        Sql.update(db, "DELETE FROM {schema}.durable_instances WHERE id = $1", running);
+        assertThat(waiting("rr")).containsExactly(later);
+    }
+
     @Test
     void rowsOfABusyKeyAreNotPickCandidates() {
         DurableEngine schema = engines.build(engines.options("schema"));

@@ -167,6 +167,19 @@ BEGIN
     IF TG_OP <> 'DELETE' AND NEW.concurrency_key IS NOT NULL AND NEW.gate_name IS NULL THEN
         now_key := NEW.concurrency_key;
     END IF;
+    -- Under REPEATABLE READ or SERIALIZABLE (a caller's own transaction inserting or signalling) an
+    -- election would read the transaction's snapshot, not what committed since: a head that settled
+    -- meanwhile would look busy while its settle's election could not see this row, and flipping a
+    -- row a pick claimed since would fail the caller's transaction. So a row entering runnable there
+    -- heads its key beside any other head rather than risk a key without one; the pick's
+    -- executing-key probe still runs one at a time, and the key's next election demotes the extra.
+    IF now_key IS NOT NULL AND NEW.status = 'runnable' AND current_setting('transaction_isolation') <> 'read committed' THEN
+        UPDATE durable_instances SET key_waiting = false WHERE id = NEW.id AND key_waiting;
+        IF was IS NOT NULL AND was <> now_key THEN
+            PERFORM durable_key_elect(was);
+        END IF;
+        RETURN NULL;
+    END IF;
     IF was IS NOT NULL AND now_key IS NOT NULL AND was <> now_key THEN
         PERFORM durable_key_elect(least(was, now_key));
         PERFORM durable_key_elect(greatest(was, now_key));
