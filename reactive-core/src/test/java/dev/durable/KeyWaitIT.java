@@ -227,6 +227,27 @@ class KeyWaitIT {
         assertThat(Sql.count(db, "queue = 'keyed' AND status = 'cancelled'")).isPositive();
     }
 
+    /**
+     * In a fair queue a key whose rows all wait is parked by the pick; promoting its next head wakes
+     * it (trigger of migration 13 on the fair keys of migration 10), so the key's rows all run.
+     */
+    @Test
+    void aFairQueueRunsEveryRowOfAKey() {
+        JobDefinition<String, String> echo = JobDefinition.of("echo", String.class, (String s) -> Mono.just(s))
+                .queue("fairkeys");
+        DurableEngine engine = engines.start(engines.options("fair")
+                .queue(QueueOptions.builder("fairkeys").concurrency(4).pollInterval(Duration.ofMillis(50))
+                        .fairness(Fairness.equalShares()).build()), echo);
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 30; i++) {
+            requests.add(JobRequest.of("echo", "r" + i).concurrencyKey(i % 2 == 0 ? "even" : "odd")
+                    .fairnessKey(i % 3 == 0 ? "t1" : "t2"));
+        }
+        engine.insertAll(requests).block(WAIT);
+        Eventually.until("every fair keyed row done", WAIT,
+                () -> Sql.count(db, "queue = 'fairkeys' AND status = 'done'") == 30);
+    }
+
     private long insert(String key, int priority, String eligibleAt) {
         return Sql.query(db, "INSERT INTO {schema}.durable_instances (type, queue, step, max_attempts, priority,"
                 + " eligible_at, concurrency_key) VALUES ('t', 'q', 'run', 5, " + priority + ", " + eligibleAt

@@ -8,7 +8,7 @@ DROP TRIGGER IF EXISTS durable_key_wait_updated ON durable_instances;
 DROP TRIGGER IF EXISTS durable_key_wait_inserted ON durable_instances;
 DROP FUNCTION IF EXISTS durable_key_changed();
 DROP FUNCTION IF EXISTS durable_key_wait();
-DROP FUNCTION IF EXISTS durable_key_elect(text);
+DROP FUNCTION IF EXISTS durable_key_elect(text, bigint, integer, timestamptz);
 DROP INDEX IF EXISTS durable_instances_key_head_idx;
 DROP INDEX IF EXISTS durable_instances_key_waiting_idx;
 DROP INDEX IF EXISTS durable_instances_fair_pick_idx;

@@ -58,7 +58,8 @@ CREATE INDEX durable_instances_key_head_idx
 -- the best waiting row, a due row wins over a future one; among due rows (priority, eligible_at, id);
 -- among future rows the earliest eligible (eligible_at, priority, id), so a future head never holds
 -- back a sibling that comes due first. Locks: the advisory lock; the rows it flips.
-CREATE FUNCTION durable_key_elect(k text) RETURNS void
+CREATE FUNCTION durable_key_elect(k text, cand bigint DEFAULT NULL, cand_priority integer DEFAULT NULL,
+                                  cand_eligible timestamptz DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
     head_id bigint;
@@ -81,6 +82,13 @@ BEGIN
      WHERE h.concurrency_key = k AND h.gate_name IS NULL AND h.status = 'runnable' AND NOT h.key_waiting
      ORDER BY h.eligible_at > t, CASE WHEN h.eligible_at <= t THEN h.priority END, h.eligible_at, h.priority, h.id
      LIMIT 1;
+    IF cand IS NOT NULL AND head_id IS NOT NULL THEN
+        -- An insert beside a runnable head: the other waiting rows lost to that head already, so
+        -- only the new row can take its place (a bulk insert into one key costs a few probes a row).
+        best_id := cand;
+        best_priority := cand_priority;
+        best_eligible := cand_eligible;
+    ELSE
     WITH RECURSIVE levels AS (
         SELECT (SELECT min(w.priority) FROM durable_instances w WHERE w.concurrency_key = k AND w.key_waiting) AS priority
         UNION ALL
@@ -97,12 +105,16 @@ BEGIN
             LIMIT 1) f
      ORDER BY f.eligible_at > t, CASE WHEN f.eligible_at <= t THEN f.priority END, f.eligible_at, f.priority, f.id
      LIMIT 1;
+    END IF;
     IF best_id IS NOT NULL AND head_id IS NOT NULL AND NOT (
            (best_eligible <= t AND head_eligible > t)
         OR (best_eligible <= t AND head_eligible <= t
             AND (best_priority, best_eligible, best_id) < (head_priority, head_eligible, head_id))
         OR (best_eligible > t AND head_eligible > t
             AND (best_eligible, best_priority, best_id) < (head_eligible, head_priority, head_id))) THEN
+        IF cand IS NOT NULL THEN
+            RETURN;  -- the new row waits behind the head: nothing else changed
+        END IF;
         best_id := NULL;
     END IF;
     IF best_id IS NULL THEN
@@ -180,7 +192,9 @@ BEGIN
         END IF;
         RETURN NULL;
     END IF;
-    IF was IS NOT NULL AND now_key IS NOT NULL AND was <> now_key THEN
+    IF TG_OP = 'INSERT' AND NEW.status = 'runnable' THEN
+        PERFORM durable_key_elect(now_key, NEW.id, NEW.priority, NEW.eligible_at);
+    ELSIF was IS NOT NULL AND now_key IS NOT NULL AND was <> now_key THEN
         PERFORM durable_key_elect(least(was, now_key));
         PERFORM durable_key_elect(greatest(was, now_key));
     ELSIF COALESCE(now_key, was) IS NOT NULL THEN
