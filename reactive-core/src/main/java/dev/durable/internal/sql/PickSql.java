@@ -41,9 +41,12 @@ import reactor.core.publisher.Mono;
  * not full and no more than $2 rows are ever locked. Urgency order is unchanged: (priority,
  * eligible_at, id). The cost is one descent per distinct priority of runnable rows, which is small.
  *
- * <p>Rows of an ungated key whose row is executing are still walked one by one (each a heap fetch
- * and a probe): none of the hot table's indexes carries the key of a runnable row, so no scan can
- * step over one key's rows. benchmarks/README.md measures that shape and what would flatten it.
+ * <p>Of an ungated key's runnable rows only its head is a candidate (migration 13): the others carry
+ * {@code key_waiting}, which the pick indexes leave out, so every scan here reads {@code NOT
+ * key_waiting} beside {@code status = 'runnable'} (or the partial index cannot serve it) and a busy
+ * key's backlog costs the pick nothing (benchmarks/README.md, "Pick cost by backlog shape"). The
+ * executing-key probe and the try-lock stay as the guard that needs no invariant: a key's head is
+ * runnable only while none of its rows executes, so the probe reads one index entry per keyed head.
  *
  * <p>A fair queue ({@code QueueOptions.fairness}) has its own candidates ({@link #FAIR_CANDIDATES}:
  * claims shared across the rows' fairness keys by weight) and moves ({@link #FAIR_MOVES}: the keys'
