@@ -429,6 +429,10 @@ public final class DurableEngine implements AutoCloseable {
         ClaimOnInsert.Plan plan = claimPlan(rows);
         Mono<List<Long>> insert = ordered(statements.instances().insert(plan.insertions(), options.leaseTtl().toMillis())
                 .collectList()
+                // Keyed rows elect their key's head under a lock per key (migration 13): a batch over
+                // keys A and B can deadlock with a commit settling B's and A's heads. The loser was
+                // rolled back whole, so it goes again.
+                .retryWhen(afterDeadlock())
                 .doOnError(error -> plan.cancel())
                 .map(inserted -> {
                     List<Long> ids = inserted.stream().map(Inserted::id).toList();
@@ -496,7 +500,7 @@ public final class DurableEngine implements AutoCloseable {
         Mono<List<InsertResult>> insert = ordered(statements.instances()
                 .insertSkippingDuplicates(plan.insertions(), options.leaseTtl().toMillis())
                 .collectList()
-                .retryWhen(Retry.max(SKIP_ATTEMPTS).filter(Errors::isDeadlock))
+                .retryWhen(afterDeadlock())
                 .doOnError(error -> plan.cancel())
                 .flatMap(placed -> {
                     List<Inserted> inserted = new ArrayList<>();
@@ -524,10 +528,10 @@ public final class DurableEngine implements AutoCloseable {
                         return warned.then(Mono.fromSupplier(() -> List.<InsertResult>copyOf(results)));
                     }
                     List<NewInstance> again = unnamed.stream().map(rows::get).toList();
-                    if (attempt >= SKIP_ATTEMPTS) {
+                    if (attempt >= INSERT_ATTEMPTS) {
                         return Mono.error(new DuplicateCorrelationKeyException(again.get(0).correlationKey(),
                                 new IllegalStateException("the live holder of the key changed under each of "
-                                        + SKIP_ATTEMPTS + " attempts to name it")));
+                                        + INSERT_ATTEMPTS + " attempts to name it")));
                     }
                     return insertSkippingDuplicates(again, false, attempt + 1).map(later -> {
                         for (int j = 0; j < unnamed.size(); j++) {
@@ -562,7 +566,7 @@ public final class DurableEngine implements AutoCloseable {
                     Mono<List<InsertResult>> insert = ordered(statements.instances()
                             .insertWithPolicies(plan.insertions(), options.leaseTtl().toMillis())
                             .collectList()
-                            .retryWhen(Retry.max(SKIP_ATTEMPTS).filter(Errors::isDeadlock))
+                            .retryWhen(afterDeadlock())
                             .doOnError(error -> plan.cancel())
                             .map(resolved -> placed(rows, resolved, plan, queues -> queues.forEach(this::poke)))
                             .flatMap(results -> warnIfUnserved(rows).thenReturn(results)));
@@ -606,8 +610,17 @@ public final class DurableEngine implements AutoCloseable {
         return List.copyOf(results);
     }
 
-    /** How often a skip-duplicates insert goes again (a deadlock, an unnamed holder) before it gives up. */
-    private static final int SKIP_ATTEMPTS = 3;
+    /** How often an insert goes again (a deadlock, an unnamed holder) before it gives up. */
+    private static final int INSERT_ATTEMPTS = 3;
+
+    /**
+     * An insert of the engine's own transaction that lost a deadlock goes again, after a short random
+     * pause so the two do not meet again in step; the last failure is the caller's typed error.
+     */
+    private static Retry afterDeadlock() {
+        return Retry.backoff(INSERT_ATTEMPTS, Duration.ofMillis(5)).jitter(0.75).filter(Errors::isDeadlock)
+                .onRetryExhaustedThrow((spec, signal) -> signal.failure());
+    }
 
     /** The queues of inserted rows due now (by the database clock) that no local scheduler claimed. */
     private static Set<String> queuesToPoke(List<NewInstance> rows, List<Inserted> inserted) {

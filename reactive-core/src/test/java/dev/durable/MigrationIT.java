@@ -54,7 +54,7 @@ class MigrationIT {
     /** The newest schema version this build ships. */
     private static final int LATEST = 15;
     /** The versions this build ships. */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15);
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -170,6 +170,50 @@ class MigrationIT {
         }
     }
 
+    /**
+     * Version 13 elects the heads of keyed backlogs a version-12 deployment left: a busy key's runnable
+     * rows all wait; an idle key's first row in election order (due rows by priority, eligible time, id)
+     * is its head; gated and keyless rows are untouched. Undone, every runnable row is a candidate again.
+     */
+    @Test
+    void aVersionTwelveKeyedBacklogGetsOneHeadPerKey(TestDatabase db) {
+        DurableEngine tool = DurableEngine.builder(db.engineOptions().name("keys").build()).build();
+        try {
+            tool.migrate().block(Duration.ofSeconds(60));
+            assertThat(tool.migrateDown(12).block()).isEqualTo(12);
+            String table = "\"" + db.schema() + "\".durable_instances";
+            db.execute("INSERT INTO " + table + " (type, queue, step, max_attempts, status, claimed_by, lease_expires_at,"
+                    + " concurrency_key) VALUES ('t', 'keys', 'run', 5, 'executing', 'w', now() + interval '1 hour', 'busy')");
+            db.execute("INSERT INTO " + table + " (type, queue, step, max_attempts, concurrency_key, priority, eligible_at)"
+                    + " VALUES ('t', 'keys', 'run', 5, 'busy', 0, now()), ('t', 'keys', 'run', 5, 'busy', 0, now()),"
+                    + " ('t', 'keys', 'run', 5, 'idle', -5, now() + interval '1 hour'),"
+                    + " ('t', 'keys', 'run', 5, 'idle', 2, now() - interval '1 minute'),"
+                    + " ('t', 'keys', 'run', 5, 'idle', 1, now() - interval '1 second'),"
+                    + " ('t', 'keys', 'run', 5, 'idle', 1, now() - interval '2 seconds'),"
+                    + " ('t', 'keys', 'run', 5, NULL, 0, now())");
+            db.execute("INSERT INTO " + table + " (type, queue, step, max_attempts, concurrency_key, gate_name)"
+                    + " VALUES ('t', 'keys', 'run', 5, 'gated', 'g'), ('t', 'keys', 'run', 5, 'gated', 'g')");
+            assertThat(tool.migrate().block(Duration.ofSeconds(60))).isEqualTo(LATEST);
+            assertThat(Sql.query(db, "SELECT COALESCE(concurrency_key, '-') || ' ' || status || ' ' || priority"
+                            + " FROM {schema}.durable_instances WHERE queue = 'keys' AND NOT key_waiting ORDER BY id",
+                    row -> row.get(0, String.class)))
+                    .containsExactly("busy executing 0", "idle runnable 1", "- runnable 0", "gated runnable 0",
+                            "gated runnable 0");
+            // The idle key's head is the due row of the most urgent priority that came due first.
+            assertThat(Sql.query(db, "SELECT eligible_at < now() - interval '1.5 seconds' FROM {schema}.durable_instances"
+                    + " WHERE concurrency_key = 'idle' AND NOT key_waiting", row -> row.get(0, Boolean.class)))
+                    .containsExactly(true);
+            assertThat(tool.migrateDown(12).block()).isEqualTo(12);
+            assertThat(Sql.query(db, "SELECT count(*)::int FROM information_schema.columns WHERE table_schema = '"
+                    + db.schema() + "' AND column_name = 'key_waiting'", row -> row.get(0, Integer.class)))
+                    .containsExactly(0);
+            assertThat(tool.migrate().block(Duration.ofSeconds(60))).isEqualTo(LATEST);
+            db.execute("DELETE FROM " + table + " WHERE queue = 'keys'");
+        } finally {
+            tool.closeLater().block();
+        }
+    }
+
     @Test
     void theMigrationFilesAreFlywayNamedAndShippedInTheJar() {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V1__durable_schema.sql")).isNotNull();
@@ -195,6 +239,8 @@ class MigrationIT {
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V10__fair_share.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U10__fair_share.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V12__stacked_limits.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V13__key_waiting.sql")).isNotNull();
+        assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U13__key_waiting.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U12__stacked_limits.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/V14__plain_job_cost.sql")).isNotNull();
         assertThat(MigrationIT.class.getResource("/dev/durable/migrations/U14__plain_job_cost.sql")).isNotNull();

@@ -280,6 +280,7 @@ class RuntimeIT {
         // Another pick is claiming the key: it holds the key's claim lock and has claimed one row,
         // not committed yet.
         Connection other = Mono.from(db.connectionFactory().create()).block(WAIT);
+        java.util.concurrent.CompletableFuture<Long> due;
         try {
             Mono.from(other.beginTransaction()).block(WAIT);
             Flux.from(other.createStatement("SELECT pg_advisory_xact_lock(hashtextextended('hot-key', 0))").execute())
@@ -288,7 +289,12 @@ class RuntimeIT {
                             + " claimed_by = 'other-pick', lease_expires_at = now() + interval '1 minute', attempt = 1"
                             + " WHERE id = $1").bind(0, keyed.get(0)).execute())
                     .flatMap(result -> result.getRowsUpdated()).blockLast(WAIT);
-            Sql.update(db, "UPDATE {schema}.durable_instances SET eligible_at = now() WHERE id = $1", keyed.get(1));
+            // The key's second row waits behind its head (migration 13); coming due, it is elected
+            // over the future head, and that election waits for the claiming transaction's row lock
+            // (a real pick's is held for one statement): it runs aside and completes after the rollback.
+            due = Mono.fromCallable(() -> Sql.update(db,
+                            "UPDATE {schema}.durable_instances SET eligible_at = now() WHERE id = $1", keyed.get(1)))
+                    .subscribeOn(reactor.core.scheduler.Schedulers.boundedElastic()).toFuture();
 
             // The engine's picks skip the key instead of waiting on the other transaction (or failing):
             // unrelated rows, picked alongside, run while it stays open.
@@ -304,6 +310,7 @@ class RuntimeIT {
             Mono.from(other.close()).block(WAIT);
         }
         // The other claim rolled back: the key is free and its due row runs.
+        assertThat(due.join()).isEqualTo(1L);
         engines.awaitStatus(engine, keyed.get(1), InstanceStatus.DONE, WAIT);
     }
 

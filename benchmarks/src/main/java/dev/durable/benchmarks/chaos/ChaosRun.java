@@ -261,6 +261,10 @@ final class ChaosRun implements AutoCloseable {
         invariants.put("unexpected_failed", count(ChaosSchema.unexpectedFailed(schema)));
         invariants.put("unknown_commits", count(ChaosSchema.unknownTokens(schema)));
         invariants.put("vanished", count(ChaosSchema.vanished(schema)));
+        // Migration 13: an ungated key with runnable or executing rows has exactly one head.
+        invariants.put("key_heads", count("SELECT count(*) FROM (SELECT concurrency_key FROM S.durable_instances"
+                + " WHERE concurrency_key IS NOT NULL AND gate_name IS NULL AND status IN ('runnable', 'executing')"
+                + " GROUP BY concurrency_key HAVING count(*) FILTER (WHERE NOT key_waiting) <> 1) k"));
         // Live rows never leave the hot table (a settle moves them out): lost and stuck read it alone.
         invariants.put("lost", count(ChaosSchema.render("SELECT count(*) FROM S.durable_instances"
                 + " WHERE status NOT IN ('done', 'failed', 'cancelled') AND inserted_at < $1", schema), recoveryStart));

@@ -59,7 +59,7 @@ public final class FairSql {
                        AND NOT k.active AND k.wake_at IS NULL
                        AND EXISTS (SELECT 1 FROM {instances} r
                                     WHERE (r.queue || chr(31) || r.fairness_key) = (k.queue || chr(31) || k.fairness_key)
-                                      AND r.fairness_key = k.fairness_key AND r.status = 'runnable'
+                                      AND r.fairness_key = k.fairness_key AND r.status = 'runnable' AND NOT r.key_waiting
                                       AND r.fairness_key IS NOT NULL)
                      ORDER BY k.queue, k.fairness_key
                        FOR UPDATE OF k SKIP LOCKED

@@ -231,7 +231,8 @@ public final class InstanceSql {
 
     /**
      * Instances of the given queues that are due now or running: what awaitIdle waits to see reach
-     * zero. Index: the pick index for runnable rows, the lease index for executing ones. Locks: none.
+     * zero. Index: the pick index for runnable rows, the lease index for executing ones. A row waiting
+     * behind its concurrency key's head (migration 13) is counted through that head. Locks: none.
      */
     private final String countBusy;
 
@@ -468,7 +469,7 @@ public final class InstanceSql {
                 SELECT r.status AS before, c.status AS after, r.queue, r.type
                   FROM root r LEFT JOIN changed c ON c.id = $1""".formatted(Settled.settlesWhere("'cancelled'")));
         this.countBusy = tables.render("SELECT (SELECT count(*) FROM {instances} WHERE queue = ANY($1)"
-                + " AND status = 'runnable' AND eligible_at <= now() + $2 * interval '1 millisecond')"
+                + " AND status = 'runnable' AND NOT key_waiting AND eligible_at <= now() + $2 * interval '1 millisecond')"
                 + " + (SELECT count(*) FROM {instances} WHERE status = 'executing' AND queue = ANY($1))");
     }
 

@@ -41,9 +41,12 @@ import reactor.core.publisher.Mono;
  * not full and no more than $2 rows are ever locked. Urgency order is unchanged: (priority,
  * eligible_at, id). The cost is one descent per distinct priority of runnable rows, which is small.
  *
- * <p>Rows of an ungated key whose row is executing are still walked one by one (each a heap fetch
- * and a probe): none of the hot table's indexes carries the key of a runnable row, so no scan can
- * step over one key's rows. benchmarks/README.md measures that shape and what would flatten it.
+ * <p>Of an ungated key's runnable rows only its head is a candidate (migration 13): the others carry
+ * {@code key_waiting}, which the pick indexes leave out, so every scan here reads {@code NOT
+ * key_waiting} beside {@code status = 'runnable'} (or the partial index cannot serve it) and a busy
+ * key's backlog costs the pick nothing (benchmarks/README.md, "Pick cost by backlog shape"). The
+ * executing-key probe and the try-lock stay as the guard that needs no invariant: a key's head is
+ * runnable only while none of its rows executes, so the probe reads one index entry per keyed head.
  *
  * <p>A fair queue ({@code QueueOptions.fairness}) has its own candidate source ({@link #FAIR_WALK}:
  * claims shared across the rows' fairness keys by weight) and moves ({@link #FAIR_MOVES}: the keys'
@@ -110,10 +113,10 @@ public final class PickSql {
      */
     private static final String PRIORITIES = """
             priorities AS (
-                SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable') AS priority
+                SELECT (SELECT min(f.priority) FROM {instances} f WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting) AS priority
                 UNION ALL
                 SELECT (SELECT min(f.priority) FROM {instances} f
-                         WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > s.priority)
+                         WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting AND f.priority > s.priority)
                   FROM priorities s
                  WHERE s.priority IS NOT NULL
             )""";
@@ -136,7 +139,7 @@ public final class PickSql {
                 SELECT c.* FROM priorities s CROSS JOIN LATERAL (
             """ + CANDIDATE_COLUMNS + """
                   FROM {instances} c
-                 WHERE c.queue = $1 AND c.status = 'runnable' AND c.eligible_at <= now()
+                 WHERE c.queue = $1 AND c.status = 'runnable' AND NOT c.key_waiting AND c.eligible_at <= now()
                    AND NOT EXISTS (SELECT 1 FROM {queue_pauses} q WHERE q.queue = $1)
                    {runs_here}
                    AND c.priority = s.priority
@@ -237,12 +240,12 @@ public final class PickSql {
                        , c.fairness_key
                   FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
                          WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
-                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
+                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable' AND NOT b.key_waiting
                            AND b.fairness_key IS NOT NULL AND b.eligible_at <= now()
                          ORDER BY b.priority, b.eligible_at, b.id
                          LIMIT q.quota * 4) w
                   JOIN {instances} c ON c.ctid = w.row_at
-                 WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
+                 WHERE c.status = 'runnable' AND NOT c.key_waiting AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
                    {runs_here}
                    {limit_filter}
                  ORDER BY w.priority, w.eligible_at, w.id
@@ -267,13 +270,13 @@ public final class PickSql {
                        , c.fairness_key
                   FROM (SELECT b.ctid AS row_at, b.priority, b.eligible_at, b.id FROM {instances} b
                          WHERE (b.queue || chr(31) || b.fairness_key) = ($1 || chr(31) || q.fairness_key)
-                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable'
+                           AND b.fairness_key = q.fairness_key AND b.status = 'runnable' AND NOT b.key_waiting
                            AND b.fairness_key IS NOT NULL AND b.eligible_at <= now()
                            AND (b.priority, b.eligible_at, b.id) > (last.priority, last.eligible_at, last.id)
                          ORDER BY b.priority, b.eligible_at, b.id
                          LIMIT (SELECT slots FROM fair_short) * 4) w
                   JOIN {instances} c ON c.ctid = w.row_at
-                 WHERE c.status = 'runnable' AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
+                 WHERE c.status = 'runnable' AND NOT c.key_waiting AND c.eligible_at <= now() AND c.fairness_key = q.fairness_key
                    {runs_here}
                    {limit_filter}
                  ORDER BY w.priority, w.eligible_at, w.id
@@ -324,7 +327,7 @@ public final class PickSql {
                        SELECT count(*) AS due, count(*) FILTER (WHERE {known_version}) AS known
                          FROM (SELECT c.type, c.type_version FROM {instances} c
                                 WHERE (c.queue || chr(31) || c.fairness_key) = ($1 || chr(31) || s.fairness_key)
-                                  AND c.fairness_key = s.fairness_key AND c.status = 'runnable'
+                                  AND c.fairness_key = s.fairness_key AND c.status = 'runnable' AND NOT c.key_waiting
                                   AND c.fairness_key IS NOT NULL AND c.eligible_at <= now()
                                 ORDER BY c.priority, c.eligible_at, c.id
                                 LIMIT s.quota * 4) c) r
@@ -332,7 +335,7 @@ public final class PickSql {
             ), fair_looked AS (
                 SELECT s.*, (SELECT r.eligible_at FROM {instances} r
                               WHERE (r.queue || chr(31) || r.fairness_key) = ($1 || chr(31) || s.fairness_key)
-                                AND r.fairness_key = s.fairness_key AND r.status = 'runnable'
+                                AND r.fairness_key = s.fairness_key AND r.status = 'runnable' AND NOT r.key_waiting
                                 AND r.fairness_key IS NOT NULL
                               ORDER BY r.priority, r.eligible_at, r.id
                               LIMIT 1) AS next_eligible
@@ -612,7 +615,7 @@ public final class PickSql {
             + " OR p.window_name IS NOT NULL AND " + WINDOW_FULL.formatted("p", "window") + ") AS rate_short\n" + """
                   FROM priorities s CROSS JOIN LATERAL (
                        SELECT * FROM {instances} p
-                        WHERE p.queue = $1 AND p.priority = s.priority AND p.status = 'runnable'
+                        WHERE p.queue = $1 AND p.priority = s.priority AND p.status = 'runnable' AND NOT p.key_waiting
                           AND p.eligible_at <= now()
                         ORDER BY p.eligible_at, p.id
                         LIMIT $2) p
@@ -870,10 +873,10 @@ public final class PickSql {
         this.age = tables.render("""
                 WITH RECURSIVE levels AS (
                     SELECT (SELECT max(f.priority) FROM {instances} f
-                             WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > $3) AS priority
+                             WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting AND f.priority > $3) AS priority
                     UNION ALL
                     SELECT (SELECT max(f.priority) FROM {instances} f
-                             WHERE f.queue = $1 AND f.status = 'runnable' AND f.priority > $3 AND f.priority < l.priority)
+                             WHERE f.queue = $1 AND f.status = 'runnable' AND NOT f.key_waiting AND f.priority > $3 AND f.priority < l.priority)
                       FROM levels l
                      WHERE l.priority IS NOT NULL
                 ), share AS (
@@ -884,7 +887,7 @@ public final class PickSql {
                            row_number() OVER (PARTITION BY d.priority ORDER BY d.eligible_at, d.id) AS turn
                       FROM levels l CROSS JOIN LATERAL (
                            SELECT i.id, i.priority, i.eligible_at FROM {instances} i
-                            WHERE i.queue = $1 AND i.status = 'runnable' AND i.priority = l.priority
+                            WHERE i.queue = $1 AND i.status = 'runnable' AND NOT i.key_waiting AND i.priority = l.priority
                               AND i.eligible_at <= now() - $2 * interval '1 millisecond'
                             ORDER BY i.eligible_at, i.id
                             LIMIT (SELECT rows FROM share)) d

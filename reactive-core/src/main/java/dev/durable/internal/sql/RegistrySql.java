@@ -80,10 +80,10 @@ public final class RegistrySql {
         this.dueQueues = tables.render("""
                 WITH RECURSIVE due AS (
                     (SELECT queue FROM {instances}
-                      WHERE status = 'runnable' AND eligible_at <= now() ORDER BY queue LIMIT 1)
+                      WHERE status = 'runnable' AND NOT key_waiting AND eligible_at <= now() ORDER BY queue LIMIT 1)
                     UNION ALL
                     SELECT (SELECT i.queue FROM {instances} i
-                             WHERE i.status = 'runnable' AND i.eligible_at <= now() AND i.queue > due.queue
+                             WHERE i.status = 'runnable' AND NOT i.key_waiting AND i.eligible_at <= now() AND i.queue > due.queue
                              ORDER BY i.queue LIMIT 1)
                       FROM due WHERE due.queue IS NOT NULL
                 )
@@ -92,7 +92,7 @@ public final class RegistrySql {
                 SELECT head.type, head.type_version, count(*) AS instances,
                        (extract(epoch FROM min(head.eligible_at)) * 1000000)::bigint AS oldest_micros
                   FROM (SELECT i.type, i.type_version, i.eligible_at FROM {instances} i
-                         WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= now()
+                         WHERE i.queue = $1 AND i.status = 'runnable' AND NOT i.key_waiting AND i.eligible_at <= now()
                          ORDER BY i.priority, i.eligible_at, i.id
                          LIMIT $4) head
                  WHERE NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::int[], $5::int[]) AS k(type, lowest, version)

@@ -21,7 +21,8 @@ import reactor.core.publisher.Mono;
  * urgent priority than the due ones: it skips from priority to priority and reads only due rows in
  * each. Checked with EXPLAIN (ANALYZE, BUFFERS) of both picks (with and without limits): the pages a
  * pick of 10 due rows touches, alone and beside 100,000 future rows (a walk over them reads about
- * 600 pages of the pick index alone). Also: the skip keeps urgency order across priorities.
+ * 600 pages of the pick index alone). Likewise beside rows of a busy concurrency key, which wait
+ * outside the pick index. Also: the skip keeps urgency order across priorities.
  */
 @ExtendWith(PostgresExtension.class)
 class PickShapeIT {
@@ -45,6 +46,35 @@ class PickShapeIT {
                 .isLessThanOrEqualTo(2 * pickEmpty + 50);
         assertThat(limitedFuture).as("pages of a limited pick beside 200,000 future rows (alone: %d)", limitedEmpty)
                 .isLessThanOrEqualTo(2 * limitedEmpty + 50);
+    }
+
+    /**
+     * Rows of a concurrency key that is executing wait outside the pick indexes (migration 13): a
+     * pick beside 200,000 of them, due and more urgent than the due rows, touches about the pages of
+     * one without (before, each cost a heap fetch and an executing-key probe: about 8,600 pages).
+     */
+    @Test
+    void rowsOfABusyKeyAreNotWalked(TestDatabase db) {
+        PickSql picks = picks(db);
+        db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, eligible_at)"
+                + " SELECT 't', 'kq', 'run', 5, now() - interval '1 second' FROM generate_series(1, 10)");
+        long pickEmpty = buffers(db, picks.pickText(), false, "kq");
+        long limitedEmpty = buffers(db, picks.pickWithLimitsText(), true, "kq");
+
+        db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, status, claimed_by,"
+                + " lease_expires_at, concurrency_key) VALUES ('t', 'kq', 'run', 5, 'executing', 'w',"
+                + " now() + interval '1 hour', 'busy')");
+        db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, priority, eligible_at,"
+                + " concurrency_key) SELECT 't', 'kq', 'run', 5, -1, now() - interval '1 hour', 'busy'"
+                + " FROM generate_series(1, 200000)");
+        db.execute("VACUUM ANALYZE " + instances(db));
+        long pickBlocked = buffers(db, picks.pickText(), false, "kq");
+        long limitedBlocked = buffers(db, picks.pickWithLimitsText(), true, "kq");
+
+        assertThat(pickBlocked).as("pages of a pick beside 200,000 key-blocked rows (alone: %d)", pickEmpty)
+                .isLessThanOrEqualTo(2 * pickEmpty + 50);
+        assertThat(limitedBlocked).as("pages of a limited pick beside 200,000 key-blocked rows (alone: %d)",
+                limitedEmpty).isLessThanOrEqualTo(2 * limitedEmpty + 50);
     }
 
     @Test
@@ -98,10 +128,14 @@ class PickShapeIT {
      * (ANALYZE, BUFFERS), in a transaction rolled back; asserts it claimed the 10 due rows.
      */
     private static long buffers(TestDatabase db, String pick, boolean limits) {
+        return buffers(db, pick, limits, "q");
+    }
+
+    private static long buffers(TestDatabase db, String pick, boolean limits, String queue) {
         Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
         try {
             var explain = connection.createStatement("EXPLAIN (ANALYZE, BUFFERS) " + pick)
-                    .bind(0, "q").bind(1, 100).bind(2, "w").bind(3, 30_000L);
+                    .bind(0, queue).bind(1, 100).bind(2, "w").bind(3, 30_000L);
             if (limits) {
                 explain.bind(4, new String[0]).bind(5, new Integer[0]).bind(6, new Integer[0])
                         .bind(7, new String[0]).bind(8, new Double[0]).bind(9, new Integer[0])
