@@ -54,14 +54,16 @@ class FairTransitionIT {
             assertThat(awaitDone(engine, moved).result(String.class)).isEqualTo("ab");
             assertThat(historyKey(db, moved)).isEqualTo("tenant-b");
             assertThat(pass(db, "fmove", "tenant-b")).as("b's pass, advanced by its claim").isGreaterThanOrEqualTo(1.0);
-            // Two claims: step b went through the pick, not inline.
-            assertThat(engine.queueStats("fmove").orElseThrow().picked()).isEqualTo(2);
+            // A claim per step: b went through the pick, not inline. (At least: a pick that lands while
+            // step a's run is still being wound up gives the row back, and a later pick claims it again.)
+            assertThat(engine.queueStats("fmove").orElseThrow().picked()).as("%s", engine.queueStats("fmove"))
+                    .isGreaterThanOrEqualTo(2);
 
             // Cleared, the key is the queue's default "" (as a keyless insert's), claimed under it too.
             long cleared = engine.insert(JobRequest.of("fair-back", "").fairnessKey("tenant-c")).block(WAIT);
             assertThat(awaitDone(engine, cleared).result(String.class)).isEqualTo("ab");
             assertThat(historyKey(db, cleared)).isEqualTo("");
-            assertThat(engine.queueStats("fmove").orElseThrow().picked()).isEqualTo(4);
+            assertThat(engine.queueStats("fmove").orElseThrow().picked()).isGreaterThanOrEqualTo(4);
         } finally {
             engine.closeLater().block(WAIT);
         }
