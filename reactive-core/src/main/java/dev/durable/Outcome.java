@@ -39,6 +39,12 @@ public final class Outcome<S> {
     /** What a {@code next} does with the instance's sliding window (the SQL codes are the ordinals). */
     public enum WindowChange { KEEP, SET, CLEAR }
 
+    /**
+     * What a {@code next} does with the instance's fairness key (the SQL codes are the ordinals):
+     * CLEAR gives it the queue's default key, as an insert without one gets.
+     */
+    public enum FairnessChange { KEEP, SET, CLEAR }
+
     private final Kind kind;
     private final @Nullable String step;
     private final @Nullable S state;
@@ -60,6 +66,8 @@ public final class Outcome<S> {
     private final @Nullable String window;
     private final int windowWeight;
     private final @Nullable String windowPartition;
+    private final FairnessChange fairnessChange;
+    private final @Nullable String fairnessKey;
 
     private Outcome(Fields<S> f) {
         this.kind = f.kind;
@@ -83,6 +91,8 @@ public final class Outcome<S> {
         this.window = f.window;
         this.windowWeight = f.windowWeight;
         this.windowPartition = f.windowPartition;
+        this.fairnessChange = f.fairnessChange;
+        this.fairnessKey = f.fairnessKey;
     }
 
     /** The fields of an outcome being made or changed: the one place an outcome is copied. */
@@ -108,6 +118,8 @@ public final class Outcome<S> {
         private @Nullable String window;
         private int windowWeight = 1;
         private @Nullable String windowPartition;
+        private FairnessChange fairnessChange = FairnessChange.KEEP;
+        private @Nullable String fairnessKey;
 
         private Fields(Kind kind) {
             this.kind = kind;
@@ -135,6 +147,8 @@ public final class Outcome<S> {
             window = o.window;
             windowWeight = o.windowWeight;
             windowPartition = o.windowPartition;
+            fairnessChange = o.fairnessChange;
+            fairnessKey = o.fairnessKey;
         }
 
         /** The outcome, once the combination is known to make sense. */
@@ -142,6 +156,10 @@ public final class Outcome<S> {
             if (inline && (keyChange == KeyChange.GATE || rateChange == RateChange.SET
                     || windowChange == WindowChange.SET)) {
                 throw new IllegalArgumentException("a step with a new gate, rate limit or window is admitted by a pick:"
+                        + " it cannot be inline");
+            }
+            if (inline && fairnessChange != FairnessChange.KEEP) {
+                throw new IllegalArgumentException("a step with a new fairness key is claimed by a pick, under that key:"
                         + " it cannot be inline");
             }
             if (inline && delay != null) {
@@ -248,7 +266,8 @@ public final class Outcome<S> {
     /**
      * For {@code next}: continue on the same claim at once, with no pick in between. The new state
      * is committed first, so a crash resumes from it. Not with {@link #after}, a new
-     * {@link #gate}, a {@link #rateLimit} or a {@link #window}: those go through the queue.
+     * {@link #gate}, a {@link #rateLimit}, a {@link #window} or a new {@link #fairnessKey}: those go
+     * through the queue.
      */
     public Outcome<S> inline() {
         return with(Kind.NEXT, "inline", f -> f.inline = true);
@@ -348,6 +367,34 @@ public final class Outcome<S> {
         });
     }
 
+    /**
+     * For {@code next}: the next step is shared under fairness key {@code key} (typically a tenant)
+     * instead of the instance's. Claimed by a pick under the new key, so not {@link #inline}; on a
+     * queue that caps its keys, the step counts against the new key's cap (unless the instance holds
+     * a gate or concurrency key of its own, as at insert).
+     */
+    public Outcome<S> fairnessKey(String key) {
+        String problem = RequestMapper.keyProblem(key);
+        if (problem != null) {
+            throw new IllegalArgumentException("fairnessKey " + problem);
+        }
+        return with(Kind.NEXT, "fairnessKey", f -> {
+            f.fairnessChange = FairnessChange.SET;
+            f.fairnessKey = key;
+        });
+    }
+
+    /**
+     * For {@code next}: the next step leaves its fairness key for the queue's default one (the key ""
+     * that rows inserted without a key share on a fair queue). Claimed by a pick, so not {@link #inline}.
+     */
+    public Outcome<S> defaultFairnessKey() {
+        return with(Kind.NEXT, "defaultFairnessKey", f -> {
+            f.fairnessChange = FairnessChange.CLEAR;
+            f.fairnessKey = null;
+        });
+    }
+
     /** For {@code next}: not before {@code after} has passed. Not with {@link #inline}. */
     public Outcome<S> after(Duration after) {
         Duration checked = requireNotNegative("after", after);
@@ -388,6 +435,14 @@ public final class Outcome<S> {
 
     public @Nullable String windowPartition() {
         return windowPartition;
+    }
+
+    public FairnessChange fairnessChange() {
+        return fairnessChange;
+    }
+
+    public @Nullable String fairnessKey() {
+        return fairnessKey;
     }
 
     public Kind kind() {

@@ -73,6 +73,26 @@ class OutcomeTest {
                 .hasMessageContaining("cannot be inline");
         assertThat(Outcome.next("b", "s").rateLimit("r", 1, null).noRateLimit().inline().isInline()).isTrue();
         assertThat(Outcome.next("b", "s").inline().concurrencyKey("k").isInline()).isTrue();
+        assertThatThrownBy(() -> Outcome.next("b", "s").inline().fairnessKey("tenant"))
+                .hasMessageContaining("cannot be inline");
+        assertThatThrownBy(() -> Outcome.next("b", "s").defaultFairnessKey().inline())
+                .hasMessageContaining("cannot be inline");
+    }
+
+    @Test
+    void aFairnessKeyIsSetOrClearedAndCheckedAsAKey() {
+        Outcome<String> moved = Outcome.next("b", "s").fairnessKey("tenant-b");
+        assertThat(moved.fairnessChange()).isEqualTo(Outcome.FairnessChange.SET);
+        assertThat(moved.fairnessKey()).isEqualTo("tenant-b");
+        Outcome<String> cleared = moved.defaultFairnessKey();
+        assertThat(cleared.fairnessChange()).isEqualTo(Outcome.FairnessChange.CLEAR);
+        assertThat(cleared.fairnessKey()).isNull();
+        assertThat(Outcome.next("b", "s").fairnessChange()).isEqualTo(Outcome.FairnessChange.KEEP);
+        assertThatThrownBy(() -> Outcome.next("b", "s").fairnessKey("")).hasMessageContaining("fairnessKey must not be blank");
+        assertThatThrownBy(() -> Outcome.next("b", "s").fairnessKey("x".repeat(JobRequest.MAX_KEY_BYTES + 1)))
+                .hasMessageContaining("fairnessKey must be at most");
+        assertThatThrownBy(() -> Outcome.retry(Duration.ofSeconds(1)).fairnessKey("t"))
+                .hasMessage("fairnessKey applies to NEXT outcomes, not RETRY");
     }
 
     @Test

@@ -9,10 +9,13 @@ import dev.durable.InvalidRequestException;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.Limits;
+import dev.durable.Outcome;
 import dev.durable.PayloadTooLargeException;
 import dev.durable.QueueNames;
 import dev.durable.QueueOptions;
 import dev.durable.UnknownTypeException;
+import dev.durable.internal.sql.OutcomeRow.LimitChange;
+import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -227,6 +230,39 @@ public final class RequestMapper {
         }
         QueueOptions options = this.options.queues().get(queue);
         return options != null && options.fairness().enabled() ? "" : null;
+    }
+
+    /**
+     * A transition's limit change with the row's fairness key moved as the outcome asks: a new key
+     * is checked as an insert's is; a cleared key is the queue's default (as for a keyless insert).
+     * On a queue that caps its keys, the row's next step holds the cap gate under its new key unless
+     * it holds a gate or concurrency key of its own after the change (the rule of an insert).
+     */
+    public LimitChange withFairness(ClaimedRow row, Outcome.FairnessChange how, @Nullable String key,
+            LimitChange change) {
+        if (how == Outcome.FairnessChange.KEEP) {
+            return change;
+        }
+        QueueOptions queue = options.queues().get(row.queue());
+        String moved;
+        if (how == Outcome.FairnessChange.SET) {
+            checkKey("fairnessKey", key);
+            moved = key;
+        } else {
+            moved = queue != null && queue.fairness().enabled() ? "" : null;
+        }
+        LimitChange fair = change.withFairness(how, moved);
+        if (moved == null || queue == null || !queue.fairness().capsKeys()) {
+            return fair;
+        }
+        String capGate = dev.durable.Fairness.capGate(row.queue());
+        boolean capOrNothing = switch (change.keyChange()) {
+            // The row's own key or gate stays: only the cap gate, or no key at all, takes the new cap.
+            case KEEP -> capGate.equals(row.gateName()) || (row.gateName() == null && row.concurrencyKey() == null);
+            case RELEASE -> true;
+            case SET, GATE -> false;
+        };
+        return capOrNothing ? fair.withGate(capGate, moved, 1) : fair;
     }
 
     /** The configured gate of that name, or an {@link InvalidRequestException} naming it. */

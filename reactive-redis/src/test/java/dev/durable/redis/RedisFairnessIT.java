@@ -7,7 +7,9 @@ import dev.durable.DurableEngine;
 import dev.durable.Fairness;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
+import dev.durable.Outcome;
 import dev.durable.QueueOptions;
+import dev.durable.WorkflowDefinition;
 import dev.durable.limit.LimiterFactory;
 import dev.durable.redis.testing.RedisExtension;
 import dev.durable.redis.testing.TestRedisServer;
@@ -28,6 +30,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * Fair share with the Redis limiter (issue 21): PostgreSQL orders and offers the candidates across
@@ -130,6 +133,55 @@ class RedisFairnessIT {
         // The whale's capped rows were refused by Redis, not claimed.
         long throttled = nodes.stream().mapToLong(node -> node.queueStats("rcapped").orElseThrow().throttled()).sum();
         assertThat(throttled).isPositive();
+    }
+
+    /**
+     * A workflow step moved to another fairness key takes that key's cap gate with it, admitted by
+     * Redis under the new key: while two jobs of key b hold its cap of 2, the steps moved from key a
+     * to b wait (a cap gate left under a would admit them), and then at most 2 of them run at once.
+     */
+    @Test
+    void aStepMovedToAnotherKeyIsCappedUnderIt() {
+        AtomicInteger running = new AtomicInteger();
+        AtomicInteger most = new AtomicInteger();
+        AtomicInteger blocking = new AtomicInteger();
+        Sinks.Empty<Void> unblock = Sinks.empty();
+        JobDefinition<String, String> blocker = JobDefinition.of("rblock", String.class, (String key) -> {
+            blocking.incrementAndGet();
+            return unblock.asMono().then(Mono.just(key));
+        }).queue("rmove");
+        WorkflowDefinition<String> move = WorkflowDefinition.builder("rmove", String.class).queue("rmove")
+                .step("a", ctx -> Mono.just(Outcome.next("b", ctx.state()).fairnessKey("tenant-b")))
+                .step("b", ctx -> {
+                    most.accumulateAndGet(running.incrementAndGet(), Math::max);
+                    return Mono.delay(Duration.ofMillis(100)).then(Mono.fromCallable(() -> {
+                        running.decrementAndGet();
+                        return Outcome.<String>done(ctx.state());
+                    }));
+                })
+                .build();
+        DurableEngine engine = engines.start(engines.options("rmove").limiter(limiter())
+                .queue(QueueOptions.builder("rmove").concurrency(8).pollInterval(Duration.ofMillis(50))
+                        .fairness(Fairness.builder().maxExecutingPerKey(2).build()).build()), blocker, move);
+        engine.insertAll(List.of(JobRequest.of("rblock", "x").fairnessKey("tenant-b"),
+                JobRequest.of("rblock", "y").fairnessKey("tenant-b"))).block(WAIT);
+        Eventually.until("b's cap held by two jobs", WAIT, () -> blocking.get() == 2);
+        List<JobRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            requests.add(JobRequest.of("rmove", "s" + i).fairnessKey("tenant-a"));
+        }
+        engine.insertAll(requests).block(WAIT);
+        Eventually.until("the moved steps waiting", WAIT,
+                () -> Sql.count(db, "queue = 'rmove' AND step = 'b' AND status = 'runnable'") == 6);
+        long picks = engine.queueStats("rmove").orElseThrow().picks();
+        Eventually.until("more picks", WAIT, () -> engine.queueStats("rmove").orElseThrow().picks() >= picks + 3);
+        assertThat(most.get()).as("moved steps run while b's cap is held").isZero();
+
+        unblock.tryEmitEmpty();
+        Eventually.until("every row done", WAIT, () -> Sql.count(db, "queue = 'rmove' AND status = 'done'") == 8);
+        assertThat(most.get()).as("most moved steps executing at once").isBetween(1, 2);
+        assertThat(Sql.query(db, "SELECT DISTINCT fairness_key FROM {schema}.durable_history WHERE queue = 'rmove'",
+                row -> row.get(0, String.class))).containsExactly("tenant-b");
     }
 
     @Test

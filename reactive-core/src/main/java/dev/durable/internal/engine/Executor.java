@@ -328,6 +328,7 @@ final class Executor {
         LimitChange change = new LimitChange(outcome.keyChange(), outcome.concurrencyKey(), outcome.gate(), gateShards,
                 outcome.rateChange(), outcome.rateLimit(), outcome.rateWeight(), outcome.ratePartition(),
                 outcome.windowChange(), outcome.window(), outcome.windowWeight(), outcome.windowPartition());
+        change = mapper.withFairness(row, outcome.fairnessChange(), outcome.fairnessKey(), change);
         if (!outcome.isInline()) {
             long delay = outcome.delay() == null ? 0L : outcome.delay().toMillis();
             return Decision.of(OutcomeRow.next(row, outcome.step(), state, delay, change, consumed));

@@ -1,6 +1,7 @@
 package dev.durable.internal.sql;
 
 import dev.durable.InstanceStatus;
+import dev.durable.Outcome.FairnessChange;
 import dev.durable.Outcome.KeyChange;
 import dev.durable.Outcome.RateChange;
 import dev.durable.Outcome.WindowChange;
@@ -20,15 +21,40 @@ import org.jspecify.annotations.Nullable;
  */
 public final class OutcomeRow {
 
-    /** What a transition does to the row's concurrency key, gate, rate limit and sliding window. */
+    /**
+     * What a transition does to the row's concurrency key, gate, rate limit, sliding window and
+     * fairness key ({@code fairnessKey}: the key the row moves to, resolved; null with KEEP, or a
+     * CLEAR on a queue without fairness).
+     */
     public record LimitChange(KeyChange keyChange, @Nullable String concurrencyKey, @Nullable String gate,
             int gateShards, RateChange rateChange, @Nullable String rateLimit, int rateWeight,
             @Nullable String ratePartition, WindowChange windowChange, @Nullable String window, int windowWeight,
-            @Nullable String windowPartition) {
+            @Nullable String windowPartition, FairnessChange fairnessChange, @Nullable String fairnessKey) {
 
-        /** The row keeps its key, gate, rate limit and window. */
+        /** The row keeps its key, gate, rate limit, window and fairness key. */
         public static final LimitChange NONE = new LimitChange(KeyChange.KEEP, null, null, 0, RateChange.KEEP, null, 1,
                 null, WindowChange.KEEP, null, 1, null);
+
+        /** A change of key, gate, rate limit and window that keeps the fairness key. */
+        public LimitChange(KeyChange keyChange, @Nullable String concurrencyKey, @Nullable String gate,
+                int gateShards, RateChange rateChange, @Nullable String rateLimit, int rateWeight,
+                @Nullable String ratePartition, WindowChange windowChange, @Nullable String window, int windowWeight,
+                @Nullable String windowPartition) {
+            this(keyChange, concurrencyKey, gate, gateShards, rateChange, rateLimit, rateWeight, ratePartition,
+                    windowChange, window, windowWeight, windowPartition, FairnessChange.KEEP, null);
+        }
+
+        /** This change, moving the row to fairness key {@code key} too (resolved: CLEAR's is the queue's default). */
+        public LimitChange withFairness(FairnessChange change, @Nullable String key) {
+            return new LimitChange(keyChange, concurrencyKey, gate, gateShards, rateChange, rateLimit, rateWeight,
+                    ratePartition, windowChange, window, windowWeight, windowPartition, change, key);
+        }
+
+        /** This change, holding gate {@code gate} under {@code key} from the next step on. */
+        public LimitChange withGate(String gate, String key, int shards) {
+            return new LimitChange(KeyChange.GATE, key, gate, shards, rateChange, rateLimit, rateWeight,
+                    ratePartition, windowChange, window, windowWeight, windowPartition, fairnessChange, fairnessKey);
+        }
 
         /** A change of key, gate and rate limit that keeps the window. */
         public LimitChange(KeyChange keyChange, @Nullable String concurrencyKey, @Nullable String gate,

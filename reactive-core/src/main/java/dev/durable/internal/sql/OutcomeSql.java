@@ -43,6 +43,8 @@ public final class OutcomeSql {
             .text("window_name", o -> o.limitChange().window())
             .integer("window_weight", o -> o.limitChange().windowWeight())
             .text("window_partition", o -> o.limitChange().windowPartition())
+            .integer("fairness_change", o -> o.limitChange().fairnessChange().ordinal())
+            .text("fairness_key", o -> o.limitChange().fairnessKey())
             .integer("claimed_attempt", OutcomeRow::claimedAttempt);
     }
 
@@ -119,7 +121,9 @@ public final class OutcomeSql {
      * and a join keeps its children, so the redo sees what the first try saw. {@code has_children}
      * marks a claim that joins: set when a step parks for children, cleared by the first outcome
      * that moves to another step. Key and rate changes are coded as the ordinals of
-     * {@code Outcome.KeyChange} (keep, set, release, gate) and {@code Outcome.RateChange}. Rows
+     * {@code Outcome.KeyChange} (keep, set, release, gate) and {@code Outcome.RateChange}; a fairness
+     * change ships the key the row moves to (the fair activation trigger sees it as the row turns
+     * runnable, so the next step is claimed under it). Rows
      * that settle move to the history table ({@link Settled}); the others are updated in place.
      * Index: the primary key per outcome; the inbox index for the await check; the history's
      * primary key for settled rows. Locks: each committed row, in the order given (callers sort
@@ -212,6 +216,8 @@ public final class OutcomeSql {
                                                 WHEN o.window_change = 1 THEN o.window_weight END,
                            window_partition = CASE WHEN i.cancel_requested OR o.window_change = 0 THEN i.window_partition
                                                    WHEN o.window_change = 1 THEN o.window_partition END,
+                           fairness_key = CASE WHEN i.cancel_requested OR o.fairness_change = 0 THEN i.fairness_key
+                                               ELSE o.fairness_key END,
                            claimed_by = CASE WHEN {keeps_claim} THEN i.claimed_by END,
                            lease_expires_at = CASE WHEN {keeps_claim}
                                                    THEN now() + o.lease_ms * interval '1 millisecond' END,
