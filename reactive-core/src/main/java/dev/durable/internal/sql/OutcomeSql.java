@@ -48,7 +48,7 @@ public final class OutcomeSql {
             .integer("claimed_attempt", OutcomeRow::claimedAttempt);
     }
 
-    /** The plain settling outcomes' columns: the fast path ships six arrays, not twenty-two. */
+    /** The plain settling outcomes' columns: the fast path ships six arrays, not the full outcome's twenty-eight. */
     private static Columns.Builder<OutcomeRow> settleColumns() {
         return Columns.<OutcomeRow>builder()
             .bigint("id", OutcomeRow::id)
@@ -135,7 +135,7 @@ public final class OutcomeSql {
 
     /**
      * The fast path of the commit, for outcomes that only settle a row (done, failed, cancelled)
-     * with no rider: six arrays instead of twenty-two, the same guard, the same move to the history
+     * with no rider: six arrays instead of twenty-eight, the same guard, the same move to the history
      * table, and an in-place update for a row whose correlation key stays occupied. Index: the
      * primary key per outcome; the history's primary key. Locks: each settled row, in the order
      * given, and through the triggers its gate counter.
