@@ -40,6 +40,8 @@ public final class BlockingWatch {
         // runs a task and takes again. Give every parallel thread a task now.
         int workers = Schedulers.DEFAULT_POOL_SIZE;
         Flux.range(0, workers).parallel(workers).runOn(Schedulers.parallel()).sequential().blockLast();
+        // Parks seen until then were in those old waits.
+        BLOCKING_CALLS.clear();
         installed = true;
     }
 
