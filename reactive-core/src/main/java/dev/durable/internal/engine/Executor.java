@@ -39,9 +39,10 @@ import reactor.util.Loggers;
 
 /**
  * Runs one claimed row: finds its definition and step, decodes its state and invokes the handler
- * on the handler scheduler (never on the event loop that delivered the claim) under the type's
- * timeout, turns what happened into an outcome of the claim and commits it through the group
- * committer. An inline {@code next} runs the following step on the same claim once its transition
+ * on the handler scheduler (never on the event loop that delivered the claim; the runs of a batch
+ * together when that scheduler never blocks: {@link HandlerLane}) under the type's timeout, turns
+ * what happened into an outcome of the claim and commits it through the group committer. A handler
+ * that answers at once costs no timer and no subscription to the stop ({@link LateRace}). An inline {@code next} runs the following step on the same claim once its transition
  * is committed (and its rate limit, if it keeps one, afforded the step). When the scheduler stops
  * the run (its instance was cancelled, or its claim was lost), the handler's subscription is
  * disposed and, for a cancel, a cancel is committed in place of its outcome (a lost claim commits
