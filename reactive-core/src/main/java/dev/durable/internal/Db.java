@@ -63,7 +63,7 @@ public final class Db {
      * dropped-error hook: never the global hook, which belongs to the application.
      */
     private <T> Flux<T> bounded(Flux<T> call) {
-        return call.timeout(timeout)
+        return new SilenceTimeout<>(call, timeout)
                 .onErrorMap(TimeoutException.class, silent -> new DatabaseTimeoutException(timeout))
                 .onErrorMap(Errors::translate)
                 .contextWrite(Context.of(ON_ERROR_DROPPED, DROPPED));

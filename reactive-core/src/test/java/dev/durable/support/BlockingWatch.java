@@ -3,7 +3,9 @@ package dev.durable.support;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import reactor.blockhound.BlockHound;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Hooks;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * BlockHound for the BlockHound test runs: every blocking call on a Reactor or Netty thread is
@@ -32,6 +34,14 @@ public final class BlockingWatch {
                         + Thread.currentThread().getName() + "\n" + stack()))
                 .install();
         Hooks.onErrorDropped(DROPPED::add);
+        // A parallel thread made before the install waits in a DelayedWorkQueue.take() that began
+        // uninstrumented, so BlockHound never saw it enter that allowed method: each wake-up and re-park
+        // there (a timer queued behind an earlier one signals it) would count as blocking until the thread
+        // runs a task and takes again. Give every parallel thread a task now.
+        int workers = Schedulers.DEFAULT_POOL_SIZE;
+        Flux.range(0, workers).parallel(workers).runOn(Schedulers.parallel()).sequential().blockLast();
+        // Parks seen until then were in those old waits.
+        BLOCKING_CALLS.clear();
         installed = true;
     }
 

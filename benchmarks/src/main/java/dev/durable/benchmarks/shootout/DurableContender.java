@@ -46,6 +46,8 @@ final class DurableContender implements Contender {
     /** durable_traced: trace context stored and followed (Brave, W3C, every trace sampled, spans dropped). */
     private final boolean traced;
     private DurableEngine engine;
+    /** Tasks handed to Reactor's schedulers while this system runs (run hops, timers, polls): per job, a structural cost. */
+    private final java.util.concurrent.atomic.AtomicLong scheduled = new java.util.concurrent.atomic.AtomicLong();
     private brave.Tracing tracing;
     private ObservationRegistry observations;
 
@@ -79,6 +81,11 @@ final class DurableContender implements Contender {
 
     @Override
     public void start() {
+        scheduled.set(0);
+        Schedulers.onScheduleHook("shootout-durable", task -> {
+            scheduled.incrementAndGet();
+            return task;
+        });
         EngineOptions.Builder builder = EngineOptions.builder()
                 .url(target.r2dbcUrl)
                 .schema(schema())
@@ -162,8 +169,12 @@ final class DurableContender implements Contender {
                             + " %d stale", stats.queue(), stats.picks(), stats.picked(),
                     stats.picked() / (double) Math.max(1, stats.picks()), stats.pokesHandled(), stats.pokesDropped(),
                     stats.heartbeats(), stats.pickRetries(), stats.pickFailures(), stats.stale()));
+            long picked = engine.queueStats().stream().mapToLong(stats -> stats.picked()).sum();
+            Shootout.log("durable: %d tasks handed to Reactor schedulers over the run, %.2f per job run",
+                    scheduled.get(), scheduled.get() / (double) Math.max(1, picked));
             engine.closeLater().block(Duration.ofMinutes(1));
         }
+        Schedulers.resetOnScheduleHook("shootout-durable");
         if (tracing != null) {
             tracing.close();
         }

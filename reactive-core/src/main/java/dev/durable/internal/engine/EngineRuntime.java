@@ -71,13 +71,15 @@ public final class EngineRuntime {
         this.transport = transport;
         this.runMaintenance = options.runMaintenance();
         Consumer<Transition> onTransition = wiring.onTransition();
+        HandlerLane lane = new HandlerLane(options.handlerScheduler());
         OutcomeCommitter committer = new OutcomeCommitter(new OutcomeCommit(sql.db(), sql.outcomes(), sql.instances()),
                 options.commitBatchSize(), options.commitParallelism(), parent -> {
                     telemetry.wokenParent(parent);
                     onTransition.accept(parent);
-                }, onTransition);
+                }, onTransition, lane::holding);
+        lane.afterDrain(committer::flush);
         Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
-                options.handlerScheduler(), options.leaseTtl(), onTransition, telemetry, limiter,
+                lane, options.leaseTtl(), onTransition, telemetry, limiter,
                 new ClaimMigration(new VersionSql(sql.db(), new Tables(options.schema())), options.codec(),
                         options.handlerScheduler(), options.meterRegistry()));
         long leaseMillis = options.leaseTtl().toMillis();

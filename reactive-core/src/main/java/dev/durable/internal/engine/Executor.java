@@ -34,15 +34,15 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Scheduler;
 import reactor.util.Logger;
 import reactor.util.Loggers;
 
 /**
  * Runs one claimed row: finds its definition and step, decodes its state and invokes the handler
- * on the handler scheduler (never on the event loop that delivered the claim) under the type's
- * timeout, turns what happened into an outcome of the claim and commits it through the group
- * committer. An inline {@code next} runs the following step on the same claim once its transition
+ * on the handler scheduler (never on the event loop that delivered the claim; the runs of a batch
+ * together when that scheduler never blocks: {@link HandlerLane}) under the type's timeout, turns
+ * what happened into an outcome of the claim and commits it through the group committer. A handler
+ * that answers at once costs no timer and no subscription to the stop ({@link LateRace}). An inline {@code next} runs the following step on the same claim once its transition
  * is committed (and its rate limit, if it keeps one, afforded the step). When the scheduler stops
  * the run (its instance was cancelled, or its claim was lost), the handler's subscription is
  * disposed and, for a cancel, a cancel is committed in place of its outcome (a lost claim commits
@@ -89,7 +89,7 @@ final class Executor {
     private final RequestMapper mapper;
     private final JsonCodec codec;
     private final OutcomeCommitter committer;
-    private final Scheduler handlerScheduler;
+    private final HandlerLane lane;
     private final long leaseMillis;
     private final Consumer<Transition> onCommitted;
     private final Telemetry telemetry;
@@ -97,7 +97,7 @@ final class Executor {
     private final ClaimMigration migration;
 
     Executor(Map<String, Definition> definitions, RequestMapper mapper, JsonCodec codec, OutcomeCommitter committer,
-            Scheduler handlerScheduler, Duration leaseTtl, Consumer<Transition> onCommitted, Telemetry telemetry,
+            HandlerLane lane, Duration leaseTtl, Consumer<Transition> onCommitted, Telemetry telemetry,
             Limiter limiter, ClaimMigration migration) {
         this.migration = migration;
         this.telemetry = telemetry;
@@ -106,7 +106,7 @@ final class Executor {
         this.mapper = mapper;
         this.codec = codec;
         this.committer = committer;
-        this.handlerScheduler = handlerScheduler;
+        this.lane = lane;
         this.leaseMillis = leaseTtl.toMillis();
         this.onCommitted = onCommitted;
     }
@@ -128,9 +128,21 @@ final class Executor {
     private Mono<RunResult> runStep(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
         Definition definition = definitions.get(row.type());
         Telemetry.Run run = telemetry.runStarted(row);
+        // Stopped for a cancel, the run ends cancelled; stopped for a lost claim, it commits nothing:
+        // a lapsed lease may still pass the commit's guard until the reaper comes, and a cancel
+        // written then would end an instance nobody cancelled.
+        java.util.concurrent.Callable<Decision> stopped = () -> claimLost.getAsBoolean()
+                ? Decision.claimLost(OutcomeRow.cancelled(row, List.of()))
+                : Decision.of(OutcomeRow.cancelled(row, List.of()));
         // Decoding and the handler's own work start on the handler scheduler: the claim arrives on
-        // a database event loop, which must never decode JSON or run user code.
+        // a database event loop, which must never decode JSON or run user code. The runs of a batch
+        // hop there together when that scheduler never blocks (HandlerLane).
         Mono<Decision> decided = Mono.defer(() -> {
+                    lane.landed();
+                    if (cancellation.isRequested()) {
+                        return Mono.fromCallable(stopped);
+                    }
+                    Mono<Decision> decision;
                     if (definition == null || row.typeVersion() > definition.version()) {
                         return Mono.just(Decision.of(deferred(row, definition == null
                                 ? "type '" + row.type() + "' is unknown"
@@ -138,23 +150,18 @@ final class Executor {
                                         + definition.version())));
                     }
                     if (definition instanceof JobDefinition<?, ?> job) {
-                        return decideJob(job, row, cancellation);
+                        decision = decideJob(job, row, cancellation);
+                    } else {
+                        WorkflowDefinition<?> workflow = (WorkflowDefinition<?>) definition;
+                        decision = ClaimMigration.needed(workflow, row)
+                                ? migrateThenDecide(workflow, row, cancellation, run)
+                                : decideWorkflow(workflow, row, cancellation, run);
                     }
-                    WorkflowDefinition<?> workflow = (WorkflowDefinition<?>) definition;
-                    if (ClaimMigration.needed(workflow, row)) {
-                        return migrateThenDecide(workflow, row, cancellation, run);
-                    }
-                    return decideWorkflow(workflow, row, cancellation, run);
+                    // A run that ends at once never waits for the stop: no subscription to it.
+                    return LateRace.until(decision, cancellation.requested(), stopped);
                 })
-                .subscribeOn(handlerScheduler);
-        // Stopped for a cancel, the run ends cancelled; stopped for a lost claim, it commits nothing:
-        // a lapsed lease may still pass the commit's guard until the reaper comes, and a cancel
-        // written then would end an instance nobody cancelled.
-        Mono<Decision> stopped = cancellation.requested()
-                .then(Mono.fromSupplier(() -> claimLost.getAsBoolean()
-                        ? Decision.claimLost(OutcomeRow.cancelled(row, List.of()))
-                        : Decision.of(OutcomeRow.cancelled(row, List.of()))));
-        return Mono.firstWithSignal(decided, stopped)
+                .subscribeOn(lane.scheduler());
+        return decided
                 // Spans the handler makes become children of the run's observation.
                 .contextWrite(context -> context.put(OBSERVATION_KEY, run.observation()))
                 .flatMap(decision -> commit(decision, run, cancellation, claimLost, onInline));
@@ -239,8 +246,7 @@ final class Executor {
         JobContext context = new JobContext(row.id(), row.type(), row.queue(), row.attempt(), row.maxAttempts(),
                 cancellation);
         A decoded = args;
-        return Mono.defer(() -> definition.handler().handle(decoded, context))
-                .timeout(definition.timeout())
+        return LateRace.timeout(Mono.defer(() -> definition.handler().handle(decoded, context)), definition.timeout())
                 .map(result -> done(row, result, List.of()))
                 .defaultIfEmpty(done(row, null, List.of()))
                 .onErrorResume(error -> Mono.just(afterError(definition, row, error)))
@@ -268,8 +274,7 @@ final class Executor {
         StepContext<S> context = new StepContext<>(row.id(), row.type(), row.queue(), row.step(), row.attempt(),
                 row.maxAttempts(), state, !awaited.isEmpty(), signals, row.inbox(), row.children(), codec,
                 cancellation);
-        return Mono.defer(() -> handler.run(context))
-                .timeout(definition.timeout())
+        return LateRace.timeout(Mono.defer(() -> handler.run(context)), definition.timeout())
                 .switchIfEmpty(Mono.error(() -> new IllegalStateException("step '" + row.step()
                         + "' completed without an outcome")))
                 .map(outcome -> decide(outcome, row, signals, run))

@@ -12,6 +12,7 @@ import java.util.Optional;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Flux;
@@ -43,10 +44,13 @@ final class OutcomeCommitter {
     private final int parallelism;
     private final Queue<Pending> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger inFlight = new AtomicInteger();
+    /** True on a thread that runs a batch of runs: their outcomes wait for {@link #flush} to go together. */
+    private final BooleanSupplier holding;
 
     OutcomeCommitter(OutcomeCommit outcomeCommit, int batchSize, int parallelism, Consumer<Transition> onWokenParent,
-            Consumer<Transition> onSpawned) {
+            Consumer<Transition> onSpawned, BooleanSupplier holding) {
         this.outcomeCommit = outcomeCommit;
+        this.holding = holding;
         this.onWokenParent = onWokenParent;
         this.onSpawned = onSpawned;
         this.batchSize = batchSize;
@@ -60,8 +64,15 @@ final class OutcomeCommitter {
     Mono<Optional<Transition>> commit(OutcomeRow row) {
         return Mono.create(sink -> {
             queue.add(new Pending(row, sink));
-            drain();
+            if (!holding.getAsBoolean()) {
+                drain();
+            }
         });
+    }
+
+    /** Commits what waits (the outcomes a batch of runs held back). */
+    void flush() {
+        drain();
     }
 
     private void drain() {

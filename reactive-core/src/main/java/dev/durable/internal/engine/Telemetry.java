@@ -200,9 +200,7 @@ public final class Telemetry {
     public void inserted(List<NewInstance> rows, List<Long> ids) {
         for (int i = 0; i < rows.size(); i++) {
             NewInstance row = rows.get(i);
-            cached("durable.inserted", row.queue(), row.type(), "",
-                    () -> meters.counter("durable.inserted", "queue", row.queue(), "type", row.type()), Counter.class)
-                    .increment();
+            runMeters(row.queue(), row.type()).inserted().increment();
             if (listening()) {
                 emitter.emit(new JobEvent(Kind.INSERTED, ids.get(i), row.type(), row.queue(), row.step(), 0,
                         Instant.now(), null, null));
@@ -269,12 +267,17 @@ public final class Telemetry {
 
     /** A run about to invoke its handler: emits STARTED and opens its observation. */
     public Run runStarted(ClaimedRow row) {
-        // The stored context is restored whatever this engine's own setting: the span's parent and links.
-        RunContext context = new RunContext(row.id(), row.type(), row.queue(), row.step(), row.attempt(),
-                row.traceContext(), traceLinks(row));
-        Observation observation = DurableObservation.RUN
-                .observation(convention, DefaultRunObservationConvention.INSTANCE, () -> context, observations)
-                .start();
+        RunContext context = null;
+        Observation observation = Observation.NOOP;
+        if (!observations.isNoop()) {
+            // The stored context is restored whatever this engine's own setting: the span's parent and links.
+            RunContext observed = new RunContext(row.id(), row.type(), row.queue(), row.step(), row.attempt(),
+                    row.traceContext(), traceLinks(row));
+            context = observed;
+            observation = DurableObservation.RUN
+                    .observation(convention, DefaultRunObservationConvention.INSTANCE, () -> observed, observations)
+                    .start();
+        }
         Run run = new Run(row, context, observation, System.nanoTime());
         if (listening()) {
             synchronized (order) {
@@ -311,16 +314,17 @@ public final class Telemetry {
     /** One run in progress. */
     public final class Run {
         private final ClaimedRow row;
-        private final RunContext context;
+        /** Null while nobody observes runs (a no-op observation registry). */
+        private final @Nullable RunContext context;
         private final Observation observation;
         private final long startedNanos;
-        /** Counted in {@code activeRuns}; guarded by {@code order}. */
-        private boolean tracked;
+        /** Counted in {@code activeRuns}; written under {@code order}, read without it to skip the lock. */
+        private volatile boolean tracked;
         /** The run's span context, read once (the run's steps follow one another, never at once). */
         private @Nullable String traceContext;
         private boolean traceRead;
 
-        private Run(ClaimedRow row, RunContext context, Observation observation, long startedNanos) {
+        private Run(ClaimedRow row, @Nullable RunContext context, Observation observation, long startedNanos) {
             this.row = row;
             this.context = context;
             this.observation = observation;
@@ -346,18 +350,20 @@ public final class Telemetry {
         /** The outcome committed as {@code committed} (null: stale, dropped). */
         public void ended(OutcomeRow outcome, @Nullable Transition committed) {
             Kind kind = classify(outcome, committed);
-            String name = kind.name().toLowerCase(java.util.Locale.ROOT);
-            Duration duration = Duration.ofNanos(System.nanoTime() - startedNanos);
-            context.outcome(name);
+            long nanos = System.nanoTime() - startedNanos;
+            if (context != null) {
+                context.outcome(OUTCOME_NAMES[kind.ordinal()]);
+            }
             observation.stop();
-            cached("durable.run", row.queue(), row.type(), name, () -> Timer.builder("durable.run")
-                    .tag("queue", row.queue()).tag("type", row.type()).tag("outcome", name).register(meters), Timer.class)
-                    .record(duration.toNanos(), TimeUnit.NANOSECONDS);
-            cached("durable.outcomes", row.queue(), row.type(), name, () -> Counter.builder("durable.outcomes")
-                    .tag("queue", row.queue()).tag("type", row.type()).tag("outcome", name).register(meters), Counter.class)
-                    .increment();
+            RunMeters runMeters = runMeters(row.queue(), row.type());
+            runMeters.timer(kind).record(nanos, TimeUnit.NANOSECONDS);
+            runMeters.counter(kind).increment();
+            // Nothing is built for the event while nobody listens and the run was not tracked.
+            if (!tracked && !listening()) {
+                return;
+            }
             JobEvent end = new JobEvent(kind, row.id(), row.type(), row.queue(), row.step(), row.attempt(),
-                    Instant.now(), duration, outcome.error());
+                    Instant.now(), Duration.ofNanos(nanos), outcome.error());
             if (!untrack(end) && listening()) {
                 publish(end, false);
             }
@@ -404,9 +410,76 @@ public final class Telemetry {
         /** The outcome could not be committed at all. */
         public void failedToCommit(Throwable error) {
             untrack(null);
-            context.outcome("not_committed");
+            if (context != null) {
+                context.outcome("not_committed");
+            }
             observation.error(error);
             observation.stop();
+        }
+    }
+
+    /** The outcome tag of each kind: lowercase names, made once. */
+    private static final String[] OUTCOME_NAMES = java.util.Arrays.stream(Kind.values())
+            .map(kind -> kind.name().toLowerCase(java.util.Locale.ROOT)).toArray(String[]::new);
+
+    /** The run meters of one queue and type, registered on first use of each outcome. */
+    private record RunKey(String queue, String type) {
+    }
+
+    private final java.util.Map<RunKey, RunMeters> runMeters = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private RunMeters runMeters(String queue, String type) {
+        RunKey key = new RunKey(queue, type);
+        RunMeters found = runMeters.get(key);
+        return found != null ? found : runMeters.computeIfAbsent(key, k -> new RunMeters(queue, type));
+    }
+
+    /** {@code durable.run} and {@code durable.outcomes} of one queue and type, by outcome. */
+    private final class RunMeters {
+        private final String queue;
+        private final String type;
+        private final java.util.concurrent.atomic.AtomicReferenceArray<Timer> timers =
+                new java.util.concurrent.atomic.AtomicReferenceArray<>(Kind.values().length);
+        private final java.util.concurrent.atomic.AtomicReferenceArray<Counter> counters =
+                new java.util.concurrent.atomic.AtomicReferenceArray<>(Kind.values().length);
+
+        private volatile @Nullable Counter inserted;
+
+        private RunMeters(String queue, String type) {
+            this.queue = queue;
+            this.type = type;
+        }
+
+        Counter inserted() {
+            Counter counter = inserted;
+            if (counter == null) {
+                counter = cached("durable.inserted", queue, type, "",
+                        () -> meters.counter("durable.inserted", "queue", queue, "type", type), Counter.class);
+                inserted = counter;
+            }
+            return counter;
+        }
+
+        Timer timer(Kind kind) {
+            Timer timer = timers.get(kind.ordinal());
+            if (timer == null) {
+                String name = OUTCOME_NAMES[kind.ordinal()];
+                timer = cached("durable.run", queue, type, name, () -> Timer.builder("durable.run")
+                        .tag("queue", queue).tag("type", type).tag("outcome", name).register(meters), Timer.class);
+                timers.set(kind.ordinal(), timer);
+            }
+            return timer;
+        }
+
+        Counter counter(Kind kind) {
+            Counter counter = counters.get(kind.ordinal());
+            if (counter == null) {
+                String name = OUTCOME_NAMES[kind.ordinal()];
+                counter = cached("durable.outcomes", queue, type, name, () -> Counter.builder("durable.outcomes")
+                        .tag("queue", queue).tag("type", type).tag("outcome", name).register(meters), Counter.class);
+                counters.set(kind.ordinal(), counter);
+            }
+            return counter;
         }
     }
 
