@@ -666,8 +666,9 @@ public final class EngineOptions {
          * Where handlers are invoked. The default, bounded elastic, keeps a handler that blocks
          * off the event loops, one task per run; a fully non-blocking application may pass
          * {@code Schedulers.parallel()}. On a scheduler whose threads are non-blocking, the runs of a
-         * claimed batch start together, one after another on one of its threads (one task per batch,
-         * no per-run hop or timer): what a handler does at once should be short there.
+         * claimed batch start together: at most as many drain tasks as the parallel scheduler has
+         * threads run them one after another (no per-run hop or timer), so what a handler does at
+         * once should be short there.
          */
         public Builder handlerScheduler(Scheduler handlerScheduler) {
             return set(HANDLER_SCHEDULER, handlerScheduler);

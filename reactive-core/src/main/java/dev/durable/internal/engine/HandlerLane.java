@@ -1,9 +1,10 @@
 package dev.durable.internal.engine;
 
 import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicBoolean;
-import org.jspecify.annotations.Nullable;
+import java.util.concurrent.atomic.AtomicInteger;
 import reactor.core.Disposable;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Operators;
@@ -16,10 +17,12 @@ import reactor.util.Loggers;
  * Where runs hop onto the handler scheduler. A handler scheduler whose threads may block (bounded
  * elastic, the default; virtual threads) gets one task per run, as each run may hold its thread.
  * One whose threads are non-blocking (Reactor's parallel) promises handlers that never block, so the
- * runs of a claimed batch go over together: the first start schedules one drain task and the others
- * queue behind it, run one after the other on that thread, with no task, timer-queue entry or wake-up
- * per run. Which kind the scheduler is, the first run learns on the thread it lands on; until then
- * every run gets its own task.
+ * runs of a claimed batch go over together: a start schedules a drain task while fewer than
+ * {@link #MAX_DRAINS} drain (as many as the parallel scheduler has threads), and the others queue
+ * behind them, run one after the other on those threads, with no task, timer-queue entry or wake-up
+ * per run; so runs still spread over every core (a handler's CPU work is not held to one thread) at
+ * a few tasks a batch, not one a run. Which kind the scheduler is, the first run learns on the thread
+ * it lands on; until then every run gets its own task.
  */
 final class HandlerLane implements Scheduler {
 
@@ -29,13 +32,16 @@ final class HandlerLane implements Scheduler {
     private static final int UNKNOWN = 0;
     private static final int BATCHED = 1;
     private static final int PER_RUN = 2;
+    /** Drains at once at most: the default parallel scheduler's thread count. */
+    private static final int MAX_DRAINS = Math.max(1, Schedulers.DEFAULT_POOL_SIZE);
 
     private final Scheduler handlerScheduler;
     private final Queue<Task> queue = new ConcurrentLinkedQueue<>();
-    private final AtomicBoolean scheduled = new AtomicBoolean();
+    /** Drain tasks scheduled or running. */
+    private final AtomicInteger drains = new AtomicInteger();
     private volatile int mode = UNKNOWN;
-    /** The thread draining now, if any: work it hands on may wait for the end of the drain. */
-    private volatile @Nullable Thread drainer;
+    /** The threads draining now: work they hand on may wait for the end of their drain. */
+    private final Set<Thread> drainers = ConcurrentHashMap.newKeySet();
     /** Runs after each drain: the outcomes its runs produced go to the committer together. */
     private volatile Runnable afterDrain = () -> { };
 
@@ -62,7 +68,7 @@ final class HandlerLane implements Scheduler {
 
     /** Whether the calling thread is draining the lane now: then what it hands on may wait for {@link #afterDrain}. */
     boolean holding() {
-        return drainer == Thread.currentThread();
+        return !drainers.isEmpty() && drainers.contains(Thread.currentThread());
     }
 
     /** Whether starts go over in batches (for tests). */
@@ -74,24 +80,39 @@ final class HandlerLane implements Scheduler {
     public Disposable schedule(Runnable task) {
         Task queued = new Task(task);
         queue.offer(queued);
-        if (!scheduled.get() && scheduled.compareAndSet(false, true)) {
+        if (acquireDrain()) {
             try {
                 handlerScheduler.schedule(this::drain);
             } catch (RuntimeException rejected) {
-                scheduled.set(false);
-                queue.remove(queued);
-                throw rejected;
+                // The scheduler is shutting down: a drain still running takes the start, else it is refused.
+                if (drains.decrementAndGet() == 0 && queue.remove(queued)) {
+                    throw rejected;
+                }
             }
         }
         return queued;
     }
 
+    /** Counts one more drain if fewer than {@link #MAX_DRAINS} run. */
+    private boolean acquireDrain() {
+        for (;;) {
+            int running = drains.get();
+            if (running >= MAX_DRAINS) {
+                return false;
+            }
+            if (drains.compareAndSet(running, running + 1)) {
+                return true;
+            }
+        }
+    }
+
     private void drain() {
-        drainer = Thread.currentThread();
+        Thread thread = Thread.currentThread();
+        drainers.add(thread);
         try {
             drainQueue();
         } finally {
-            drainer = null;
+            drainers.remove(thread);
             afterDrain.run();
         }
     }
@@ -101,16 +122,16 @@ final class HandlerLane implements Scheduler {
         for (;;) {
             Task task = queue.poll();
             if (task == null) {
-                scheduled.set(false);
-                // A start queued after the poll and before the flag fell found it still set: take it here.
-                if (queue.isEmpty() || !scheduled.compareAndSet(false, true)) {
+                drains.decrementAndGet();
+                // A start queued after the poll may have found every drain counted: take it here.
+                if (queue.isEmpty() || !acquireDrain()) {
                     return;
                 }
                 continue;
             }
             task.run();
             if (++ran == DRAIN_LIMIT && !queue.isEmpty()) {
-                // Still scheduled: the next drain goes behind whatever else waits on the handler scheduler.
+                // Still counted: the next drain goes behind whatever else waits on the handler scheduler.
                 try {
                     handlerScheduler.schedule(this::drain);
                     return;

@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -45,6 +46,38 @@ class HandlerLaneTest {
             assertThat(threads).allMatch(name -> name.startsWith("lane-test"));
             // Batched: far fewer drains than runs (each drain ran many starts on one task).
             assertThat(drains.get()).isLessThan(1_000);
+        } finally {
+            parallel.dispose();
+        }
+    }
+
+    @Test
+    void runsOfOneBatchStillSpreadOverTheSchedulersThreads() throws InterruptedException {
+        // Two runs that each wait for the other to start: held to one drain thread they never would.
+        Assumptions.assumeTrue(Schedulers.DEFAULT_POOL_SIZE >= 2, "one core: one drain at a time");
+        Scheduler parallel = Schedulers.newParallel("lane-spread", 2);
+        try {
+            HandlerLane lane = new HandlerLane(parallel);
+            runThrough(lane, 1);
+            assertThat(lane.batched()).isTrue();
+            CountDownLatch bothStarted = new CountDownLatch(2);
+            CountDownLatch finished = new CountDownLatch(2);
+            AtomicInteger met = new AtomicInteger();
+            for (int i = 0; i < 2; i++) {
+                Mono.fromRunnable(() -> {
+                    bothStarted.countDown();
+                    try {
+                        if (bothStarted.await(20, TimeUnit.SECONDS)) {
+                            met.incrementAndGet();
+                        }
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    finished.countDown();
+                }).subscribeOn(lane.scheduler()).subscribe();
+            }
+            assertThat(finished.await(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(met).hasValue(2);
         } finally {
             parallel.dispose();
         }
