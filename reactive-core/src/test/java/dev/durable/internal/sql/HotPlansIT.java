@@ -106,7 +106,9 @@ class HotPlansIT {
                     + " 'BEGIN RETURN QUERY EXECUTE ''EXPLAIN (COSTS OFF) EXECUTE durable_pick(''''q'''', 256,"
                     + " ''''w'''', 30000, ''''{t}'''', ''''{1,1}'''')''; END'");
 
-            // Statistics of the empty table; a plan made now, and kept, as a connection's prepared pick.
+            // Statistics of the empty table; a plan made now, and kept, as a connection's prepared pick
+            // (no autovacuum here: its ANALYZE would drop the kept plan).
+            run(connection, "ALTER TABLE " + instances + " SET (autovacuum_enabled = false)");
             run(connection, "ANALYZE " + instances);
             run(connection, "SET plan_cache_mode = force_generic_plan");
             query(connection, "SELECT pg_temp.prepare_pick($1)", plain.pickText());
