@@ -109,10 +109,24 @@ final class HandlerLane implements Scheduler {
     private void drain() {
         Thread thread = Thread.currentThread();
         drainers.add(thread);
+        boolean ended = false;
         try {
             drainQueue();
+            ended = true;
         } finally {
             drainers.remove(thread);
+            if (!ended) {
+                // A fatal error left the loop while this drain was counted: give its place back, so
+                // the starts still queued get a drain.
+                drains.decrementAndGet();
+                if (!queue.isEmpty() && acquireDrain()) {
+                    try {
+                        handlerScheduler.schedule(this::drain);
+                    } catch (RuntimeException rejected) {
+                        drains.decrementAndGet();
+                    }
+                }
+            }
             afterDrain.run();
         }
     }

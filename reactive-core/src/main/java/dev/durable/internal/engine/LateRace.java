@@ -21,6 +21,12 @@ import reactor.util.context.Context;
  * computation) is most runs; it then costs no timer and no subscription to the stop signal. When
  * the trigger wins, the source is cancelled and the race ends with what {@code onTrigger} answers
  * (its value, or the error it throws), as {@code Mono.timeout} and {@code Mono.firstWithSignal} do.
+ *
+ * <p>Only on a non-blocking thread: there the source's subscribe cannot block. On a thread that may
+ * block (bounded elastic, a virtual thread) a handler may block inside its subscribe, and a trigger
+ * armed after it would never fire while it blocks; there the race is the plain operator
+ * ({@code Mono.timeout}; for a stop, {@code Mono.firstWithSignal} with the stop subscribed before
+ * the source, so a cancel or a lost claim ends the run while its handler still blocks).
  */
 final class LateRace<T> extends Mono<T> {
 
@@ -30,13 +36,16 @@ final class LateRace<T> extends Mono<T> {
     private final Callable<T> onTrigger;
     /** For a timeout: a source that ended at once but took this long or more still timed out. */
     private final long deadlineNanos;
+    /** The same race with its trigger armed before the source, for threads that may block. */
+    private final java.util.function.Supplier<Mono<T>> armedFirst;
 
     private LateRace(Mono<T> source, java.util.function.LongFunction<Mono<?>> trigger, Callable<T> onTrigger,
-            long deadlineNanos) {
+            long deadlineNanos, java.util.function.Supplier<Mono<T>> armedFirst) {
         this.source = source;
         this.trigger = trigger;
         this.onTrigger = onTrigger;
         this.deadlineNanos = deadlineNanos;
+        this.armedFirst = armedFirst;
     }
 
     /**
@@ -49,7 +58,7 @@ final class LateRace<T> extends Mono<T> {
                 Schedulers.parallel()), () -> {
                     throw new TimeoutException("Did not observe any item or terminal signal within "
                             + timeout.toMillis() + "ms");
-                }, nanos);
+                }, nanos, () -> source.timeout(timeout, Schedulers.parallel()));
     }
 
     /**
@@ -57,11 +66,16 @@ final class LateRace<T> extends Mono<T> {
      * the source ended first; {@code stop} is subscribed to only if the source did not end at once.
      */
     static <T> Mono<T> until(Mono<T> source, Mono<?> stop, Callable<T> onStop) {
-        return new LateRace<>(source, elapsed -> stop, onStop, -1L);
+        return new LateRace<>(source, elapsed -> stop, onStop, -1L,
+                () -> Mono.firstWithSignal(stop.then(Mono.fromCallable(onStop)), source));
     }
 
     @Override
     public void subscribe(CoreSubscriber<? super T> actual) {
+        if (!Schedulers.isInNonBlockingThread()) {
+            armedFirst.get().subscribe(actual);
+            return;
+        }
         long started = deadlineNanos >= 0 ? System.nanoTime() : 0L;
         Race<T> race = new Race<>(actual, onTrigger, deadlineNanos, started);
         source.subscribe(race);

@@ -3,12 +3,15 @@ package dev.durable.internal.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
 
 class LateRaceTest {
@@ -20,12 +23,13 @@ class LateRaceTest {
             armed.incrementAndGet();
             return Mono.never();
         });
-        StepVerifier.create(LateRace.until(Mono.just("done"), trigger, () -> "stopped"))
+        StepVerifier.create(onNonBlocking(() -> LateRace.until(Mono.just("done"), trigger, () -> "stopped")))
                 .expectNext("done")
                 .verifyComplete();
-        StepVerifier.create(LateRace.until(Mono.<String>empty(), trigger, () -> "stopped")).verifyComplete();
-        StepVerifier.create(LateRace.until(Mono.<String>error(new IllegalStateException("boom")), trigger,
-                () -> "stopped")).verifyErrorMessage("boom");
+        StepVerifier.create(onNonBlocking(() -> LateRace.until(Mono.<String>empty(), trigger, () -> "stopped")))
+                .verifyComplete();
+        StepVerifier.create(onNonBlocking(() -> LateRace.until(Mono.<String>error(new IllegalStateException("boom")),
+                trigger, () -> "stopped"))).verifyErrorMessage("boom");
         assertThat(armed).hasValue(0);
     }
 
@@ -83,8 +87,35 @@ class LateRaceTest {
             }
             return "late";
         });
-        StepVerifier.create(LateRace.timeout(slowAtOnce, Duration.ofMillis(1)))
+        StepVerifier.create(onNonBlocking(() -> LateRace.timeout(slowAtOnce, Duration.ofMillis(1))))
                 .verifyError(TimeoutException.class);
+    }
+
+    @Test
+    void aStopFiresWhileTheSourceBlocksInsideSubscribe() {
+        CountDownLatch release = new CountDownLatch(1);
+        Sinks.Empty<Void> stop = Sinks.empty();
+        try {
+            StepVerifier.create(LateRace.until(blockingUntil(release), stop.asMono(), () -> "stopped")
+                            .subscribeOn(Schedulers.boundedElastic()))
+                    .expectSubscription()
+                    .then(stop::tryEmitEmpty)
+                    .expectNext("stopped")
+                    .expectComplete()
+                    .verify(Duration.ofSeconds(30));
+        } finally {
+            release.countDown();
+        }
+    }
+
+    /** Subscribes the race on a non-blocking thread, where it arms its trigger only when needed. */
+    private static <T> Mono<T> onNonBlocking(java.util.function.Supplier<Mono<T>> race) {
+        return Mono.defer(race).subscribeOn(Schedulers.parallel());
+    }
+
+    /** A handler that blocks its thread inside subscribe until released (at most 30 s). */
+    private static Mono<String> blockingUntil(CountDownLatch release) {
+        return Mono.fromCallable(() -> release.await(30, TimeUnit.SECONDS) ? "released" : "gave up");
     }
 
     @Test
