@@ -60,7 +60,11 @@ class SchedulerIT {
                         maxRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
                         return gate.asMono().thenReturn(args);
                     })
-                    .doFinally(signal -> running.decrementAndGet()))
+                    // Counted off as the handler answers, before its answer goes on: the engine may commit
+                    // the outcome and start the next run before a doFinally here would run (on another
+                    // thread, while this one still hands the answer on).
+                    .doOnTerminate(running::decrementAndGet)
+                    .doOnCancel(running::decrementAndGet))
                     .queue(queue);
         }
 

@@ -134,7 +134,11 @@ class DurableSyncTriggerIT {
                         maxRunning.computeIfAbsent(target, key -> new AtomicInteger()).accumulateAndGet(now, Math::max);
                         runs.computeIfAbsent(target, key -> new AtomicInteger()).incrementAndGet();
                         return Mono.delay(Duration.ofMillis(150)).then();
-                    }).doFinally(signal -> running.get(target).decrementAndGet());
+                    })
+                    // Counted off as the pull answers, before its answer goes on (the engine may start the
+                    // next pull of the pair before a doFinally here would run).
+                    .doOnTerminate(() -> running.get(target).decrementAndGet())
+                    .doOnCancel(() -> running.get(target).decrementAndGet());
                 })
                 // Every trigger inserts: only the concurrency key keeps the duplicates apart.
                 .queue("sync-overlap").coalesce(false).build();
