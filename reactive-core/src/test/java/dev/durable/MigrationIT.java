@@ -1,6 +1,7 @@
 package dev.durable;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
@@ -210,6 +211,27 @@ class MigrationIT {
             assertThat(tool.migrate().block(Duration.ofSeconds(60))).isEqualTo(LATEST);
             db.execute("DELETE FROM " + table + " WHERE queue = 'keys'");
         } finally {
+            tool.closeLater().block();
+        }
+    }
+
+    @Test
+    void versionFourteenRefusesATableItCannotRebuildWhole(TestDatabase db) {
+        DurableEngine tool = DurableEngine.builder(db.engineOptions().name("rebuild").build()).build();
+        String publication = "durable_pub_" + Math.abs(db.schema().hashCode());
+        try {
+            tool.migrate().block(Duration.ofSeconds(60));
+            assertThat(tool.migrateDown(13).block()).isEqualTo(13);
+            db.execute("CREATE PUBLICATION " + publication + " FOR TABLE \"" + db.schema() + "\".durable_instances");
+            // Rebuilt, the table would silently leave the publication: the version refuses, and rolls back whole.
+            assertThatThrownBy(() -> tool.migrate().block(Duration.ofSeconds(60)))
+                    .hasMessageContaining("drop it from its publications first");
+            assertThat(Sql.query(db, "SELECT max(version)::int FROM {schema}.durable_schema_version",
+                    row -> row.get(0, Integer.class))).containsExactly(13);
+            db.execute("DROP PUBLICATION " + publication);
+            assertThat(tool.migrate().block(Duration.ofSeconds(60))).isEqualTo(LATEST);
+        } finally {
+            db.execute("DROP PUBLICATION IF EXISTS " + publication);
             tool.closeLater().block();
         }
     }
