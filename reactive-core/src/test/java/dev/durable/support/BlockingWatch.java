@@ -30,6 +30,9 @@ public final class BlockingWatch {
                 // The test's logger writes to stderr synchronously; a production logger is the
                 // application's choice (asynchronous appenders), not the library's.
                 .allowBlockingCallsInside("org.slf4j.simple.SimpleLogger", "write")
+                // Netty's adaptive allocator takes a short internal lock when an event loop grows its
+                // buffer magazines (seen on a Lettuce event loop under load); Netty's, not ours.
+                .allowBlockingCallsInside("io.netty.buffer.AdaptivePoolingAllocator$MagazineGroup", "tryExpandMagazines")
                 .blockingMethodCallback(method -> BLOCKING_CALLS.add(method + " on "
                         + Thread.currentThread().getName() + "\n" + stack()))
                 .install();
