@@ -74,29 +74,27 @@ public final class PickSql {
             """;
 
     /**
-     * The per-row conditions every candidate scan shares (plain, limited, fair): the row's version is
-     * one this engine runs (%1$s the versions, %2$s the types: current versions, then lowest ones), and
-     * an ungated concurrency key is neither executing now nor being claimed by another pick (the
+     * A row of a type, at a version, this engine runs (%1$s the versions, %2$s the types: current
+     * versions, then lowest ones). Alone, for a probe that claims nothing and so takes no key guard.
+     */
+    private static final String KNOWN_VERSION = """
+            c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
+            AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)""";
+
+    /**
+     * The per-row conditions every candidate scan shares (plain, limited, fair): {@link #KNOWN_VERSION},
+     * and an ungated concurrency key is neither executing now nor being claimed by another pick (the
      * executing-key probe, then a tried advisory lock on the key's hash). One place, so a guard added
      * here reaches every pick.
      */
-    private static final String RUNS_HERE = """
-                   AND c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
-                   AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)
+    private static final String RUNS_HERE = "AND " + KNOWN_VERSION + """
+
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
                         WHEN EXISTS (SELECT 1 FROM {instances} e
                                       WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
                                         AND e.gate_name IS NULL) THEN false
                         ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
             """;
-
-    /**
-     * The version half of {@link #RUNS_HERE} (a row of a type, at a version, this engine runs), for a
-     * probe that claims nothing and so takes none of its key guards; the same placeholders.
-     */
-    private static final String KNOWN_VERSION = """
-            c.type_version <= (%1$s::int[])[array_position(%2$s::text[], c.type)]
-            AND c.type_version >= COALESCE((%1$s::int[])[array_position(%2$s::text[], c.type) + cardinality(%2$s::text[])], 1)""";
 
     /**
      * What a fair pick tells its engine, on its every row: the keys it found foreign to this engine
