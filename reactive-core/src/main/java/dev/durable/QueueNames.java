@@ -1,6 +1,5 @@
 package dev.durable;
 
-import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -11,14 +10,28 @@ import org.jspecify.annotations.Nullable;
  */
 public final class QueueNames {
 
-    private static final Pattern QUEUE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,127}");
+    private static final int MAX_LENGTH = 128;
 
     private QueueNames() {
     }
 
     /** True for a name an engine can run. */
     public static boolean isValid(@Nullable String name) {
-        return name != null && QUEUE.matcher(name).matches();
+        // Checked on every request: a loop, not a regex matcher per call.
+        if (name == null || name.isEmpty() || name.length() > MAX_LENGTH || !letterOrDigit(name.charAt(0))) {
+            return false;
+        }
+        for (int i = 1; i < name.length(); i++) {
+            char c = name.charAt(i);
+            if (!letterOrDigit(c) && c != '.' && c != '_' && c != ':' && c != '-') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean letterOrDigit(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     }
 
     /** What is wrong with {@code name} as a queue name, or null when nothing is. */
