@@ -7,6 +7,8 @@ import dev.durable.support.Eventually;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Result;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -118,6 +120,40 @@ class KeyWaitIT {
         assertThat(head("rr")).isEqualTo(running);
         Sql.update(db, "DELETE FROM {schema}.durable_instances WHERE id = $1", running);
         assertThat(waiting("rr")).containsExactly(later);
+    }
+
+    /**
+     * A caller's open transaction that inserted under a key holds the key's election lock until it
+     * ends: a settle of the key's head waits a bounded time for it, then leaves the key to the healer
+     * (migration 16), instead of waiting as long as the caller (and holding back every outcome
+     * committed beside it). No key ever gets a second head from it.
+     */
+    @Test
+    void aSettleDoesNotWaitForACallersOpenTransactionOnTheSameKey() {
+        DurableEngine schema = engines.build(engines.options("schema"));
+        schema.migrate().block(WAIT);
+        long running = insert("held", 0, "now() - interval '1 hour'");
+        claim(running);
+        Connection caller = Mono.from(db.connectionFactory().create()).block(WAIT);
+        try {
+            Mono.from(caller.beginTransaction()).block(WAIT);
+            Flux.from(caller.createStatement("INSERT INTO " + db.schema() + ".durable_instances (type, queue, step,"
+                            + " max_attempts, concurrency_key) VALUES ('t', 'q', 'run', 5, 'held')").execute())
+                    .flatMap(Result::getRowsUpdated).blockLast(WAIT);
+            // The settle (a move to history deletes the head) ends while the caller is still open;
+            // without the bound it would wait for the caller, here until this statement_timeout.
+            Sql.update(db, "BEGIN; SET LOCAL statement_timeout = '60s';"
+                    + " DELETE FROM {schema}.durable_instances WHERE id = " + running + "; COMMIT");
+            assertThat(Sql.query(db, BROKEN_KEYS, row -> row.get(0, String.class))).isEmpty();
+            Mono.from(caller.commitTransaction()).block(WAIT);
+        } finally {
+            Mono.from(caller.close()).block(WAIT);
+        }
+        // Its election skipped, the key's one row waits behind no head, recorded for the key healer.
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_instances WHERE concurrency_key = 'held'"
+                + " AND key_waiting", row -> row.get(0, Long.class))).containsExactly(1L);
+        Sql.update(db, "SELECT {schema}.durable_key_elect('held')");
+        head("held");
     }
 
     @Test

@@ -53,9 +53,9 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 15;
+    private static final int LATEST = 16;
     /** The versions this build ships. */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
 
     @Test
     void aVersionOneSchemaWithWorkInItUpgradesAndTheWorkRuns(TestDatabase db) {
@@ -143,6 +143,10 @@ class MigrationIT {
             // Version 15 (fair key caps): a key's cap is stored with it, none until its queue's function answers.
             assertThat(Sql.query(db, "SELECT count(*)::int FROM {schema}.durable_fair_keys WHERE cap IS NULL",
                     row -> row.get(0, Integer.class))).containsExactly(1);
+            // Version 16 (bounded key election): the election tries the key's lock rather than waiting on it.
+            assertThat(Sql.query(db, "SELECT prosrc FROM pg_proc WHERE proname = 'durable_key_elect'"
+                    + " AND pronamespace = $1::regnamespace", row -> row.get(0, String.class), db.schema()).get(0))
+                    .contains("pg_try_advisory_xact_lock").doesNotContain("PERFORM pg_advisory_xact_lock");
         } finally {
             upgraded.closeLater().block();
         }

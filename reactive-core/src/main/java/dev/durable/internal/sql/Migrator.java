@@ -29,7 +29,8 @@ public final class Migrator {
             new Migration(4, "admin"), new Migration(5, "queue_pauses"), new Migration(6, "conflict_policies"),
             new Migration(7, "workflow_versions"), new Migration(8, "replay"), new Migration(9, "trace_context"),
             new Migration(10, "fair_share"), new Migration(11, "limit_permits"), new Migration(12, "stacked_limits"),
-            new Migration(13, "key_waiting"), new Migration(14, "plain_job_cost"), new Migration(15, "fair_key_caps"));
+            new Migration(13, "key_waiting"), new Migration(14, "plain_job_cost"), new Migration(15, "fair_key_caps"),
+            new Migration(16, "key_election_bounded"));
 
     /** Advisory lock class for Durable's migrations; the object id is the schema's hash. */
     private static final int LOCK_CLASS = 0x0D0AB1E;
