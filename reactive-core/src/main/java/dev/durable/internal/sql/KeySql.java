@@ -42,8 +42,8 @@ public final class KeySql {
      * Walks up to $1 distinct keys that have waiting rows, in key order from $2 (exclusive after the
      * first batch), and has those with no head (no runnable head, no executing row) elect one with
      * durable_key_elect, the election the triggers run, so the rules live in one place. A key whose
-     * election lock another transaction holds is skipped: that transaction is electing it already
-     * (and holding no lock the batch waits for, never a deadlock). Index: the key-waiting index, one
+     * election lock another transaction holds is skipped (that transaction is electing it, and the
+     * next pass looks again): a try never waits, so election locks never deadlock here. Index: the key-waiting index, one
      * descent per key (a loose index scan: a key's many waiting rows cost nothing more); the key-head
      * index, one probe per key. Locks: the elected keys' election locks (try), the rows the elections
      * flip. Read committed (forced): each election statement reads what committed before it.
