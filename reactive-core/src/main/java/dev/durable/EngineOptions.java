@@ -58,6 +58,8 @@ public final class EngineOptions {
     public static final Duration DEFAULT_BUCKET_SWEEP_INTERVAL = Duration.ofMinutes(1);
     /** How often fair keys are healed (a row committed after its key was parked waits at most this). */
     public static final Duration DEFAULT_FAIR_KEY_HEAL_INTERVAL = Duration.ofSeconds(10);
+    /** How often keys left without a head are healed (their waiting rows wait at most this). */
+    public static final Duration DEFAULT_KEY_HEAL_INTERVAL = Duration.ofSeconds(30);
     public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
     public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
     public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
@@ -169,6 +171,8 @@ public final class EngineOptions {
             Maintenance.TaskOptions.every(DEFAULT_BUCKET_SWEEP_INTERVAL), EngineOptions::any);
     private static final Option<Maintenance.TaskOptions> FAIR_KEY_HEALER = option("fairKeyHealer",
             Maintenance.TaskOptions.every(DEFAULT_FAIR_KEY_HEAL_INTERVAL), EngineOptions::any);
+    private static final Option<Maintenance.TaskOptions> KEY_HEALER = option("keyHealer",
+            Maintenance.TaskOptions.every(DEFAULT_KEY_HEAL_INTERVAL), EngineOptions::any);
     private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
             EngineOptions::any);
     private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
@@ -393,6 +397,11 @@ public final class EngineOptions {
     /** The healing of fair keys (see {@link Maintenance#healFairKeys()}); runs only with a fair queue. */
     public Maintenance.TaskOptions fairKeyHealer() {
         return get(FAIR_KEY_HEALER);
+    }
+
+    /** The healing of concurrency keys left without a head (see {@link Maintenance#healKeys()}). */
+    public Maintenance.TaskOptions keyHealer() {
+        return get(KEY_HEALER);
     }
 
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
@@ -752,6 +761,11 @@ public final class EngineOptions {
         /** The fair-key healer's switch, tick, batch size, budget and timeout. */
         public Builder fairKeyHealer(Maintenance.TaskOptions fairKeyHealer) {
             return set(FAIR_KEY_HEALER, fairKeyHealer);
+        }
+
+        /** The key healer's switch, tick, batch size (keys walked), budget and timeout. */
+        public Builder keyHealer(Maintenance.TaskOptions keyHealer) {
+            return set(KEY_HEALER, keyHealer);
         }
 
         /**

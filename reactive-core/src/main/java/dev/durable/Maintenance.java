@@ -48,6 +48,14 @@ public interface Maintenance {
      */
     Mono<Long> healFairKeys();
 
+    /**
+     * One pass of healing concurrency keys whose runnable rows wait behind no head (an election on
+     * an older snapshot, in a REPEATABLE READ or SERIALIZABLE transaction, can miss a row that
+     * committed meanwhile): each such key, with no row executing, elects its head as its triggers
+     * would. Emits how many keys it elected a head for.
+     */
+    Mono<Long> healKeys();
+
     /** What this engine's maintenance did so far, by its ticks and by the calls above. */
     MaintenanceStats stats();
 

@@ -189,6 +189,8 @@ public final class Chaos {
                 .heartbeatInterval(Duration.ofMillis(500))
                 .reaperInterval(Duration.ofMillis(500))
                 .awaitExpiry(Maintenance.TaskOptions.every(Duration.ofMillis(500)))
+                // The key_heads invariant checks the triggers' elections: a repair must not hide a miss.
+                .keyHealer(Maintenance.TaskOptions.every(EngineOptions.DEFAULT_KEY_HEAL_INTERVAL).disabled())
                 .callTimeout(CALL_TIMEOUT)
                 .applyMigrations(false)
                 .gate(ChaosWorkload.GATE, ChaosWorkload.GATE_CAPACITY)

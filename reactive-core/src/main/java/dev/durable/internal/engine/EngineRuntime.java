@@ -116,7 +116,8 @@ public final class EngineRuntime {
         this.schedulers = List.copyOf(made);
         this.leases = List.copyOf(madeLeases);
         this.maintenance = new MaintenanceTasks(options, sql.leases(), sql.maintenance(),
-                new dev.durable.internal.sql.FairSql(sql.db(), new Tables(options.schema())), limiter, delays,
+                new dev.durable.internal.sql.FairSql(sql.db(), new Tables(options.schema())),
+                new dev.durable.internal.sql.KeySql(sql.db(), new Tables(options.schema())), limiter, delays,
                 Schedulers.parallel(), new MaintenanceTasks.Listeners(reaped -> {
                     telemetry.recovered(reaped, false);
                     onTransition.accept(reaped);
@@ -126,7 +127,7 @@ public final class EngineRuntime {
                 }, expired -> {
                     telemetry.recovered(expired, true);
                     onTransition.accept(expired);
-                }));
+                }, transport::poke));
         this.recurring = new RecurringRunner(wiring.recurringJobs(), options.recurringInterval(),
                 sql.instances().now(), wiring.insert(), RecurringJob::due);
         List<String> types = new ArrayList<>(wiring.definitions().keySet());

@@ -6,11 +6,13 @@ import dev.durable.internal.maintenance.AwaitExpiry;
 import dev.durable.internal.maintenance.BucketSweeper;
 import dev.durable.internal.maintenance.FairKeyHealer;
 import dev.durable.internal.maintenance.GarbageCollector;
+import dev.durable.internal.maintenance.KeyHealer;
 import dev.durable.internal.maintenance.Lane;
 import dev.durable.internal.maintenance.LimiterReconcile;
 import dev.durable.internal.maintenance.MaintenanceService;
 import dev.durable.internal.maintenance.Reaper;
 import dev.durable.internal.sql.FairSql;
+import dev.durable.internal.sql.KeySql;
 import dev.durable.internal.sql.LeaseSql;
 import dev.durable.internal.sql.MaintenanceSql;
 import dev.durable.internal.sql.Rows.Transition;
@@ -29,7 +31,7 @@ public final class MaintenanceTasks implements Maintenance {
 
     /** What maintenance reports back to the engine; each is called once the change committed. */
     record Listeners(Consumer<Transition> onRecovered, Consumer<Transition> onWokenParent,
-            Consumer<Transition> onAwaitExpired) {
+            Consumer<Transition> onAwaitExpired, Consumer<String> onHeadElected) {
     }
 
     private final Lane lane;
@@ -39,10 +41,11 @@ public final class MaintenanceTasks implements Maintenance {
     private final LimiterReconcile limiterReconcile;
     private final BucketSweeper bucketSweeper;
     private final FairKeyHealer fairKeyHealer;
+    private final KeyHealer keyHealer;
     private final List<MaintenanceService> services;
 
-    MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, FairSql fair, Limiter limiter,
-            LeaseSql.RetryDelay delays, Scheduler timer, Listeners listeners) {
+    MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, FairSql fair, KeySql keys,
+            Limiter limiter, LeaseSql.RetryDelay delays, Scheduler timer, Listeners listeners) {
         var meters = options.meterRegistry();
         this.lane = new Lane(options.name());
         this.reaper = new Reaper(options.reaper(), lane, timer, meters, leases, delays, listeners.onRecovered(),
@@ -60,8 +63,9 @@ public final class MaintenanceTasks implements Maintenance {
                 options.queues().keySet().stream()
                         .filter(queue -> !options.gates().containsKey(dev.durable.Fairness.capGate(queue)))
                         .collect(java.util.stream.Collectors.toSet()));
+        this.keyHealer = new KeyHealer(options.keyHealer(), lane, timer, meters, keys, listeners.onHeadElected());
         this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper,
-                fairKeyHealer);
+                fairKeyHealer, keyHealer);
     }
 
     /** Starts the tick of every task that is switched on. */
@@ -103,6 +107,11 @@ public final class MaintenanceTasks implements Maintenance {
     @Override
     public Mono<Long> healFairKeys() {
         return fairKeyHealer.pass();
+    }
+
+    @Override
+    public Mono<Long> healKeys() {
+        return keyHealer.pass();
     }
 
     @Override
