@@ -39,6 +39,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
+import io.r2dbc.spi.Result;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -151,6 +152,10 @@ public final class DurableEngine implements AutoCloseable {
             }
             this.ownPool = new ConnectionPool(ConnectionPoolConfiguration.builder(target)
                     .name("durable-" + options.name())
+                    // Whatever the server's or role's default, the engine's statements run READ COMMITTED.
+                    .postAllocate(connection -> Flux.from(connection.createStatement(
+                                    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                            .execute()).concatMap(Result::getRowsUpdated).then())
                     .initialSize(1)
                     .maxSize(options.poolMaxSize())
                     .maxIdleTime(Duration.ofMinutes(5))
@@ -243,6 +248,15 @@ public final class DurableEngine implements AutoCloseable {
     private Mono<Void> doStart() {
         Mono<Integer> migrated = options.applyMigrations() ? migrator.migrate() : Mono.just(0);
         return migrated
+                .then(statements.registry().defaultIsolation().doOnNext(isolation -> {
+                    if (!"read committed".equals(isolation)) {
+                        log.warn("Durable engine {}: its connections start transactions in {}, not read committed;"
+                                + " the engine's statements are written for read committed (a key election may then"
+                                + " miss a row until the key healer's next pass, an update may fail a serialization"
+                                + " check and go again). Set default_transaction_isolation on the connection"
+                                + " factory given to the engine.", options.name(), isolation);
+                    }
+                }))
                 .then(EngineRuntime.start(new EngineRuntime.Wiring(options, connectionFactory, definitions,
                         recurringJobs, statements, identity, mapper, telemetry, this::insert, this::afterTransition)))
                 .flatMap(runtime -> {

@@ -60,6 +60,8 @@ public final class EngineOptions {
     public static final Duration DEFAULT_FAIR_KEY_HEAL_INTERVAL = Duration.ofSeconds(10);
     /** How often keys left without a head are healed (their waiting rows wait at most this). */
     public static final Duration DEFAULT_KEY_HEAL_INTERVAL = Duration.ofSeconds(30);
+    /** How often the elections a held key lock made give up are tried again (see {@link #skippedKeyElections()}). */
+    public static final Duration DEFAULT_SKIPPED_KEY_ELECTION_INTERVAL = Duration.ofSeconds(1);
     public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
     public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
     public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
@@ -173,6 +175,8 @@ public final class EngineOptions {
             Maintenance.TaskOptions.every(DEFAULT_FAIR_KEY_HEAL_INTERVAL), EngineOptions::any);
     private static final Option<Maintenance.TaskOptions> KEY_HEALER = option("keyHealer",
             Maintenance.TaskOptions.every(DEFAULT_KEY_HEAL_INTERVAL), EngineOptions::any);
+    private static final Option<Maintenance.TaskOptions> SKIPPED_KEY_ELECTIONS = option("skippedKeyElections",
+            Maintenance.TaskOptions.every(DEFAULT_SKIPPED_KEY_ELECTION_INTERVAL), EngineOptions::any);
     private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
             EngineOptions::any);
     private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
@@ -402,6 +406,14 @@ public final class EngineOptions {
     /** The healing of concurrency keys left without a head (see {@link Maintenance#healKeys()}). */
     public Maintenance.TaskOptions keyHealer() {
         return get(KEY_HEALER);
+    }
+
+    /**
+     * The retry of key elections that gave up waiting for a key's lock another transaction held
+     * (part of {@link Maintenance#healKeys()}); every second by default.
+     */
+    public Maintenance.TaskOptions skippedKeyElections() {
+        return get(SKIPPED_KEY_ELECTIONS);
     }
 
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
@@ -766,6 +778,11 @@ public final class EngineOptions {
         /** The key healer's switch, tick, batch size (keys walked), budget and timeout. */
         public Builder keyHealer(Maintenance.TaskOptions keyHealer) {
             return set(KEY_HEALER, keyHealer);
+        }
+
+        /** The retry of skipped key elections: its switch, tick, batch size (keys), budget and timeout. */
+        public Builder skippedKeyElections(Maintenance.TaskOptions skippedKeyElections) {
+            return set(SKIPPED_KEY_ELECTIONS, skippedKeyElections);
         }
 
         /**

@@ -51,8 +51,9 @@ public interface Maintenance {
     /**
      * One pass of healing concurrency keys whose runnable rows wait behind no head (an election on
      * an older snapshot, in a REPEATABLE READ or SERIALIZABLE transaction, can miss a row that
-     * committed meanwhile): each such key, with no row executing, elects its head as its triggers
-     * would. Emits how many keys it elected a head for.
+     * committed meanwhile; an election that gave up waiting for a key's lock another transaction
+     * held writes its key down): each such key, with no row executing, elects its head as its
+     * triggers would. Emits how many keys it elected a head for.
      */
     Mono<Long> healKeys();
 

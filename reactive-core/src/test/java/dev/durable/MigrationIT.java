@@ -33,7 +33,7 @@ class MigrationIT {
                     row -> row.get(0, Integer.class))).containsExactlyElementsOf(VERSIONS);
             assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_fair_keys", "durable_forks",
                     "durable_gate_slots", "durable_history", "durable_instances", "durable_instances_all",
-                    "durable_limit_permits", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
+                    "durable_key_skips", "durable_limit_permits", "durable_queue_pauses", "durable_rate_buckets", "durable_schema_version",
                     "durable_signals", "durable_step_inputs", "durable_window_counters");
 
             // Idempotent: nothing left to apply.
@@ -147,6 +147,7 @@ class MigrationIT {
             assertThat(Sql.query(db, "SELECT prosrc FROM pg_proc WHERE proname = 'durable_key_elect'"
                     + " AND pronamespace = $1::regnamespace", row -> row.get(0, String.class), db.schema()).get(0))
                     .contains("pg_try_advisory_xact_lock").doesNotContain("PERFORM pg_advisory_xact_lock");
+            assertThat(tables(db)).contains("durable_key_skips");
         } finally {
             upgraded.closeLater().block();
         }

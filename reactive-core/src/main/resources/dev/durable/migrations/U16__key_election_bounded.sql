@@ -1,4 +1,6 @@
--- Undo of version 16: the election waits for the key's lock without bound again (version 13's).
+-- Undo of version 16: the election waits for the key's lock without bound again (version 13's); keys
+-- still written down as skipped are left to the key healer's walk.
+DROP TABLE IF EXISTS durable_key_skips;
 CREATE OR REPLACE FUNCTION durable_key_elect(k text, cand bigint DEFAULT NULL, cand_priority integer DEFAULT NULL,
                                   cand_eligible timestamptz DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$

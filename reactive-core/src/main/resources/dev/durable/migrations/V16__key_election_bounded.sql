@@ -7,9 +7,16 @@
 -- transaction stalled every outcome committed beside that key's). Now the election tries the lock,
 -- backing off from 1 ms to 50 ms, for about a quarter of a second, then leaves the key without an
 -- election: nothing is flipped, so no key ever gets a second head; its waiting rows may have none
--- for a while, and the engine's key healer (maintenance) elects one on its next pass once the lock
--- is free. The same bound ends two elections that wait on each other's keys (no deadlock error).
--- Everything else is version 13's election, unchanged.
+-- for a while. The key is written down in durable_key_skips (with the transaction that gave up, so
+-- a rollback takes it back with the change that needed the election), and the engines' maintenance
+-- (SkippedKeyElections, every second by default) elects it once its lock is free. The same bound
+-- ends two elections that wait on each other's keys (no deadlock error). Everything else is version
+-- 13's election, unchanged.
+CREATE TABLE durable_key_skips (
+    concurrency_key text PRIMARY KEY,
+    skipped_at timestamptz NOT NULL DEFAULT now()
+);
+
 CREATE OR REPLACE FUNCTION durable_key_elect(k text, cand bigint DEFAULT NULL, cand_priority integer DEFAULT NULL,
                                   cand_eligible timestamptz DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -29,6 +36,7 @@ BEGIN
     -- key) delays that key's next head, not this statement and the others it carries.
     WHILE NOT pg_try_advisory_xact_lock(1262836055, hashtext(k)) LOOP
         IF waited >= 0.25 THEN
+            INSERT INTO durable_key_skips (concurrency_key) VALUES (k) ON CONFLICT DO NOTHING;
             RETURN;
         END IF;
         PERFORM pg_sleep(pause);

@@ -7,6 +7,7 @@ import dev.durable.internal.maintenance.BucketSweeper;
 import dev.durable.internal.maintenance.FairKeyHealer;
 import dev.durable.internal.maintenance.GarbageCollector;
 import dev.durable.internal.maintenance.KeyHealer;
+import dev.durable.internal.maintenance.SkippedKeyElections;
 import dev.durable.internal.maintenance.Lane;
 import dev.durable.internal.maintenance.LimiterReconcile;
 import dev.durable.internal.maintenance.MaintenanceService;
@@ -42,6 +43,7 @@ public final class MaintenanceTasks implements Maintenance {
     private final BucketSweeper bucketSweeper;
     private final FairKeyHealer fairKeyHealer;
     private final KeyHealer keyHealer;
+    private final SkippedKeyElections skippedKeyElections;
     private final List<MaintenanceService> services;
 
     MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, FairSql fair, KeySql keys,
@@ -64,8 +66,10 @@ public final class MaintenanceTasks implements Maintenance {
                         .filter(queue -> !options.gates().containsKey(dev.durable.Fairness.capGate(queue)))
                         .collect(java.util.stream.Collectors.toSet()));
         this.keyHealer = new KeyHealer(options.keyHealer(), lane, timer, meters, keys, listeners.onHeadElected());
+        this.skippedKeyElections = new SkippedKeyElections(options.skippedKeyElections(), lane, timer, meters, keys,
+                listeners.onHeadElected());
         this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper,
-                fairKeyHealer, keyHealer);
+                fairKeyHealer, keyHealer, skippedKeyElections);
     }
 
     /** Starts the tick of every task that is switched on. */
@@ -111,7 +115,7 @@ public final class MaintenanceTasks implements Maintenance {
 
     @Override
     public Mono<Long> healKeys() {
-        return keyHealer.pass();
+        return skippedKeyElections.pass().flatMap(retried -> keyHealer.pass().map(walked -> retried + walked));
     }
 
     @Override

@@ -1,8 +1,13 @@
 package dev.durable.internal.sql;
 
 import dev.durable.internal.Db;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Result;
+import io.r2dbc.spi.Statement;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -51,6 +56,15 @@ public final class KeySql {
     private final String healFirst;
     private final String healAfter;
 
+    /**
+     * Elects the keys whose election gave up waiting for the key's lock (migration 16 writes them
+     * down): up to $1 of them, each whose lock is free now, then strikes them off. A key whose lock
+     * is still held stays for the next pass. Index: durable_key_skips' primary key; the elections'.
+     * Locks: the written-down rows (SKIP LOCKED: engines share the list), the keys' election locks
+     * (try), the rows the elections flip.
+     */
+    private final String retrySkipped;
+
     /** The queues of the heads just elected for $1 (to poke them). Index: the key-head index. Locks: none. */
     private final String headQueues;
 
@@ -61,6 +75,20 @@ public final class KeySql {
         String elect = tables.table("durable_key_elect");
         this.healFirst = tables.render(heal(">=", elect));
         this.healAfter = tables.render(heal(">", elect));
+        this.retrySkipped = tables.render("""
+                WITH due AS MATERIALIZED (
+                    SELECT s.concurrency_key AS k FROM %1$s s
+                     ORDER BY s.concurrency_key LIMIT $1 FOR UPDATE SKIP LOCKED
+                ), locked AS MATERIALIZED (
+                    SELECT d.k FROM due d WHERE pg_try_advisory_xact_lock(1262836055, hashtext(d.k))
+                ), elected AS MATERIALIZED (
+                    SELECT l.k, %2$s(l.k) FROM locked l ORDER BY l.k
+                ), struck AS (
+                    DELETE FROM %1$s s USING elected e WHERE s.concurrency_key = e.k RETURNING s.concurrency_key
+                )
+                SELECT (SELECT count(*) FROM due), (SELECT count(*) FROM struck), '',
+                       (SELECT array_agg(concurrency_key) FROM struck)""".formatted(
+                tables.table("durable_key_skips"), elect));
         this.headQueues = tables.render("""
                 SELECT DISTINCT h.queue FROM {instances} h
                  WHERE h.concurrency_key = ANY ($1::text[]) AND NOT h.key_waiting AND h.status = 'runnable'
@@ -98,19 +126,35 @@ public final class KeySql {
      * the first key on); the queues of the elected heads come back to be poked once it committed.
      */
     public Mono<Healed> heal(int limit, String key, boolean first, Duration timeout) {
+        return electing(timeout, connection -> connection.createStatement(first ? healFirst : healAfter)
+                .bind(0, limit).bind(1, key));
+    }
+
+    /**
+     * One batch of electing keys whose election gave up on a held lock ({@link #retrySkipped}): the
+     * keys it looked at, those it elected, and the queues of the new heads.
+     */
+    public Mono<Healed> retrySkipped(int limit, Duration timeout) {
+        return electing(timeout, connection -> connection.createStatement(retrySkipped).bind(0, limit));
+    }
+
+    /**
+     * Runs an electing statement (answering looked at, elected, last key, elected keys) in a READ
+     * COMMITTED transaction bounded by {@code timeout}, then reads the queues of the new heads.
+     */
+    private Mono<Healed> electing(Duration timeout, Function<Connection, Statement> statement) {
         return db.inTransaction(connection -> Flux.from(connection
                                 .createStatement("SET TRANSACTION ISOLATION LEVEL READ COMMITTED").execute())
-                        .concatMap(io.r2dbc.spi.Result::getRowsUpdated)
+                        .concatMap(Result::getRowsUpdated)
                         .thenMany(Flux.from(connection.createStatement(BOUNDS)
                                 .bind(0, Long.toString(Math.max(1, timeout.toMillis())))
                                 .bind(1, LOCK_TIMEOUT_MILLIS).execute()))
                         .concatMap(result -> result.map(row -> 1))
-                        .thenMany(Flux.from(connection.createStatement(first ? healFirst : healAfter)
-                                .bind(0, limit).bind(1, key).execute()))
+                        .thenMany(Flux.from(statement.apply(connection).execute()))
                         .concatMap(result -> result.map(row -> new Batch(row.get(0, Long.class),
                                 row.get(1, Long.class), nonNull(row.get(2, String.class)),
                                 keys(row.get(3, String[].class)))))
-                        // The heal's result is read to its end before the next statement goes out.
+                        // The batch's result is read to its end before the next statement goes out.
                         .collectList()
                         .map(batches -> batches.get(0))
                         .flatMapMany(batch -> (batch.keys().isEmpty() ? Mono.just(List.<String>of())
@@ -123,11 +167,11 @@ public final class KeySql {
                 .single();
     }
 
-    private static List<String> keys(String @org.jspecify.annotations.Nullable [] keys) {
+    private static List<String> keys(String @Nullable [] keys) {
         return keys == null ? List.of() : List.of(keys);
     }
 
-    private static String nonNull(@org.jspecify.annotations.Nullable String value) {
+    private static String nonNull(@Nullable String value) {
         return value == null ? "" : value;
     }
 }

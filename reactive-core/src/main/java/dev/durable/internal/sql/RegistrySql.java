@@ -141,6 +141,18 @@ public final class RegistrySql {
                 .concatMap(result -> result.map(row -> row.get(0, String.class))));
     }
 
+    /**
+     * The isolation level a transaction of the engine's connections starts in unless told otherwise:
+     * the engine's statements are written for READ COMMITTED (each statement, and each statement of a
+     * trigger's election, sees what committed before it).
+     */
+    public Mono<String> defaultIsolation() {
+        return db.withConnection(connection -> Flux.from(connection
+                        .createStatement("SELECT current_setting('default_transaction_isolation')").execute())
+                .concatMap(result -> result.map(row -> row.get(0, String.class))))
+                .next();
+    }
+
     public Mono<Void> deregister(String origin) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(deregister).bind(0, origin)
                         .execute())
