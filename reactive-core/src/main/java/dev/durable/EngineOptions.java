@@ -58,6 +58,8 @@ public final class EngineOptions {
     public static final Duration DEFAULT_BUCKET_SWEEP_INTERVAL = Duration.ofMinutes(1);
     /** How often fair keys are healed (a row committed after its key was parked waits at most this). */
     public static final Duration DEFAULT_FAIR_KEY_HEAL_INTERVAL = Duration.ofSeconds(10);
+    /** How often the analyzer looks for hot tables whose statistics are behind their contents (one catalog query). */
+    public static final Duration DEFAULT_ANALYZER_INTERVAL = Duration.ofSeconds(2);
     public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
     public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
     public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
@@ -169,6 +171,8 @@ public final class EngineOptions {
             Maintenance.TaskOptions.every(DEFAULT_BUCKET_SWEEP_INTERVAL), EngineOptions::any);
     private static final Option<Maintenance.TaskOptions> FAIR_KEY_HEALER = option("fairKeyHealer",
             Maintenance.TaskOptions.every(DEFAULT_FAIR_KEY_HEAL_INTERVAL), EngineOptions::any);
+    private static final Option<Maintenance.TaskOptions> ANALYZER = option("analyzer",
+            Maintenance.TaskOptions.every(DEFAULT_ANALYZER_INTERVAL), EngineOptions::any);
     private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
             EngineOptions::any);
     private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
@@ -393,6 +397,11 @@ public final class EngineOptions {
     /** The healing of fair keys (see {@link Maintenance#healFairKeys()}); runs only with a fair queue. */
     public Maintenance.TaskOptions fairKeyHealer() {
         return get(FAIR_KEY_HEALER);
+    }
+
+    /** The analyzer of hot tables whose statistics are behind their contents (see {@link Maintenance#analyze()}). */
+    public Maintenance.TaskOptions analyzer() {
+        return get(ANALYZER);
     }
 
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
@@ -752,6 +761,14 @@ public final class EngineOptions {
         /** The fair-key healer's switch, tick, batch size, budget and timeout. */
         public Builder fairKeyHealer(Maintenance.TaskOptions fairKeyHealer) {
             return set(FAIR_KEY_HEALER, fairKeyHealer);
+        }
+
+        /**
+         * The analyzer's switch, tick and timeout (one pass is one catalog query, and an ANALYZE of each
+         * hot table found stale; no batches). Off, the hot tables' statistics are left to autovacuum.
+         */
+        public Builder analyzer(Maintenance.TaskOptions analyzer) {
+            return set(ANALYZER, analyzer);
         }
 
         /**

@@ -2,6 +2,7 @@ package dev.durable.internal.engine;
 
 import dev.durable.EngineOptions;
 import dev.durable.Maintenance;
+import dev.durable.internal.maintenance.Analyzer;
 import dev.durable.internal.maintenance.AwaitExpiry;
 import dev.durable.internal.maintenance.BucketSweeper;
 import dev.durable.internal.maintenance.FairKeyHealer;
@@ -14,6 +15,7 @@ import dev.durable.internal.sql.FairSql;
 import dev.durable.internal.sql.LeaseSql;
 import dev.durable.internal.sql.MaintenanceSql;
 import dev.durable.internal.sql.Rows.Transition;
+import dev.durable.internal.sql.StatisticsSql;
 import dev.durable.limit.Limiter;
 import java.util.List;
 import java.util.function.Consumer;
@@ -39,10 +41,12 @@ public final class MaintenanceTasks implements Maintenance {
     private final LimiterReconcile limiterReconcile;
     private final BucketSweeper bucketSweeper;
     private final FairKeyHealer fairKeyHealer;
+    private final Analyzer analyzer;
     private final List<MaintenanceService> services;
 
-    MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, FairSql fair, Limiter limiter,
-            LeaseSql.RetryDelay delays, Scheduler timer, Listeners listeners) {
+    MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, FairSql fair,
+            StatisticsSql statistics, Limiter limiter, LeaseSql.RetryDelay delays, Scheduler timer,
+            Listeners listeners) {
         var meters = options.meterRegistry();
         this.lane = new Lane(options.name());
         this.reaper = new Reaper(options.reaper(), lane, timer, meters, leases, delays, listeners.onRecovered(),
@@ -60,8 +64,9 @@ public final class MaintenanceTasks implements Maintenance {
                 options.queues().keySet().stream()
                         .filter(queue -> !options.gates().containsKey(dev.durable.Fairness.capGate(queue)))
                         .collect(java.util.stream.Collectors.toSet()));
+        this.analyzer = new Analyzer(options.analyzer(), lane, timer, meters, statistics);
         this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper,
-                fairKeyHealer);
+                fairKeyHealer, analyzer);
     }
 
     /** Starts the tick of every task that is switched on. */
@@ -103,6 +108,11 @@ public final class MaintenanceTasks implements Maintenance {
     @Override
     public Mono<Long> healFairKeys() {
         return fairKeyHealer.pass();
+    }
+
+    @Override
+    public Mono<Long> analyze() {
+        return analyzer.pass();
     }
 
     @Override
