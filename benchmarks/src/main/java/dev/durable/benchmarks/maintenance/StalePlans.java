@@ -25,7 +25,8 @@ import reactor.core.scheduler.Schedulers;
  * then N runnable rows arrive at once and the engine drains them. Prints a SAMPLE line a second
  * (jobs done, jobs/s, the hot table's reltuples and live tuples, ANALYZEs so far) and a RESULT line
  * with the drain's time and the mean server time of the pick and of the outcome commit over the
- * drain (pg_stat_statements), then the slowest statements. Its own embedded PostgreSQL.
+ * drain (pg_stat_statements), an ANALYZER line (the mean time of the analyzer's catalog check and its
+ * ANALYZEs), then the slowest statements. Its own embedded PostgreSQL.
  *
  * <pre>
  * benchmarks/stale-plans [--rows 20000] [--autovacuum off|on] [--analyzer on|off]
@@ -130,6 +131,11 @@ public final class StalePlans {
                         + " jobs_per_s=%.0f pick_mean=\"%s\" commit_mean=\"%s\" reltuples_end=%s", rows,
                 autovacuum ? "on" : "off", analyzer ? "on" : "off", seconds, rows / seconds, pick, commit,
                 reltuples(admin)));
+        System.out.println("ANALYZER check_mean=\"" + text(admin, "SELECT round(sum(total_exec_time)::numeric"
+                + " / sum(calls), 3) || ' ms over ' || sum(calls) FROM pg_stat_statements"
+                + " WHERE query LIKE '%FROM pg_stat_user_tables s%'") + "\" analyze=\"" + text(admin,
+                "SELECT string_agg(round(total_exec_time::numeric, 1) || ' ms x ' || calls, ', ')"
+                        + " FROM pg_stat_statements WHERE query LIKE 'ANALYZE (SKIP_LOCKED)%'") + "\"");
         for (String line : lines(admin, "SELECT round(mean_exec_time::numeric, 2) || ' ms x ' || calls || ': '"
                 + " || left(regexp_replace(query, '\\s+', ' ', 'g'), 100) FROM pg_stat_statements"
                 + " WHERE query NOT LIKE '%pg_stat%' ORDER BY total_exec_time DESC LIMIT 6")) {
