@@ -21,7 +21,8 @@ import reactor.util.Loggers;
  * comes by (a minute, or never with autovacuum off for the table). Each tick costs one catalog query;
  * a table is analyzed only when it grew past twice its statistics, a few times while a backlog builds
  * and not at all in a steady state, far less often than autoanalyze. Counted by
- * {@code durable.maintenance.analyzed}.
+ * {@code durable.maintenance.analyzed} (an ANALYZE that skipped its table for a lock counts too; the
+ * table still looks stale on the next tick).
  *
  * <p>A table this role may not ANALYZE (not its owner, no MAINTAIN) is reported once, at WARN, and
  * left to autovacuum; the pass does not fail.
