@@ -97,7 +97,8 @@ public final class StalePlans {
         long warm = seq;
         System.err.println("[stale-plans] warm: " + warm + " jobs; reltuples " + reltuples(admin)
                 + "; relpages " + text(admin, "SELECT relpages FROM pg_class WHERE oid = '" + instances + "'::regclass")
-                + ", pages " + text(admin, "SELECT pg_relation_size('" + instances + "') / 8192") + "; filling " + rows + " rows; autovacuum " + (autovacuum ? "on" : "off") + ", analyzer "
+                + ", pages " + text(admin, "SELECT pg_relation_size('" + instances + "') / 8192") + "; filling "
+                + rows + " rows; autovacuum " + (autovacuum ? "on" : "off") + ", analyzer "
                 + (analyzer ? "on" : "off"));
 
         execute(admin, "SELECT pg_stat_statements_reset()");
@@ -164,7 +165,8 @@ public final class StalePlans {
     }
 
     private static String reltuples(Connection admin) {
-        return text(admin, "SELECT reltuples::bigint FROM pg_class WHERE oid = '\"durable\".durable_instances'::regclass");
+        return text(admin,
+                "SELECT reltuples::bigint FROM pg_class WHERE oid = '\"durable\".durable_instances'::regclass");
     }
 
     private static void execute(Connection admin, String sql) {

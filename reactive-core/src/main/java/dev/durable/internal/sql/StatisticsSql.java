@@ -72,7 +72,8 @@ public final class StatisticsSql {
                                 .bind(1, HOT_TABLES.toArray(String[]::new)).bind(2, minRows).bind(3, growth)
                                 .execute()))
                         .concatMap(result -> result.map(row -> new Stale(row.get(0, String.class),
-                                Boolean.TRUE.equals(row.get(1, Boolean.class)), String.valueOf(row.get(2, String.class))))))
+                                Boolean.TRUE.equals(row.get(1, Boolean.class)),
+                                String.valueOf(row.get(2, String.class))))))
                 .collectList();
     }
 

@@ -101,7 +101,8 @@ class AnalyzerIT {
         schema.migrate().block(WAIT);
         schema.closeLater().block(WAIT);
         String instances = instances(db);
-        String role = "durable_no_analyze_" + db.schema().toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+        String role = "durable_no_analyze_"
+                + db.schema().toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
         db.execute("ALTER TABLE " + instances + " SET (autovacuum_enabled = false)");
         db.execute("ANALYZE " + instances);
         db.execute("DROP ROLE IF EXISTS " + role);
