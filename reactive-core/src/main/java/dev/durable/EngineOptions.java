@@ -62,6 +62,8 @@ public final class EngineOptions {
     public static final Duration DEFAULT_KEY_HEAL_INTERVAL = Duration.ofSeconds(30);
     /** How often the elections a held key lock made give up are tried again (see {@link #skippedKeyElections()}). */
     public static final Duration DEFAULT_SKIPPED_KEY_ELECTION_INTERVAL = Duration.ofSeconds(1);
+    /** How often the analyzer looks for hot tables whose statistics are behind their contents (one catalog query). */
+    public static final Duration DEFAULT_ANALYZER_INTERVAL = Duration.ofSeconds(2);
     public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
     public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
     public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
@@ -177,6 +179,8 @@ public final class EngineOptions {
             Maintenance.TaskOptions.every(DEFAULT_KEY_HEAL_INTERVAL), EngineOptions::any);
     private static final Option<Maintenance.TaskOptions> SKIPPED_KEY_ELECTIONS = option("skippedKeyElections",
             Maintenance.TaskOptions.every(DEFAULT_SKIPPED_KEY_ELECTION_INTERVAL), EngineOptions::any);
+    private static final Option<Maintenance.TaskOptions> ANALYZER = option("analyzer",
+            Maintenance.TaskOptions.every(DEFAULT_ANALYZER_INTERVAL), EngineOptions::any);
     private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
             EngineOptions::any);
     private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
@@ -414,6 +418,11 @@ public final class EngineOptions {
      */
     public Maintenance.TaskOptions skippedKeyElections() {
         return get(SKIPPED_KEY_ELECTIONS);
+    }
+
+    /** The analyzer of hot tables whose statistics are behind their contents (see {@link Maintenance#analyze()}). */
+    public Maintenance.TaskOptions analyzer() {
+        return get(ANALYZER);
     }
 
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
@@ -783,6 +792,14 @@ public final class EngineOptions {
         /** The retry of skipped key elections: its switch, tick, batch size (keys), budget and timeout. */
         public Builder skippedKeyElections(Maintenance.TaskOptions skippedKeyElections) {
             return set(SKIPPED_KEY_ELECTIONS, skippedKeyElections);
+        }
+
+        /**
+         * The analyzer's switch, tick and timeout (one pass is one catalog query, and an ANALYZE of each
+         * hot table found stale; no batches). Off, the hot tables' statistics are left to autovacuum.
+         */
+        public Builder analyzer(Maintenance.TaskOptions analyzer) {
+            return set(ANALYZER, analyzer);
         }
 
         /**

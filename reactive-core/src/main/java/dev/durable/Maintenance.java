@@ -5,7 +5,8 @@ import reactor.core.publisher.Mono;
 
 /**
  * An engine's maintenance tasks: the reaper, the expiry of await deadlines, the garbage collection
- * of settled instances, the healing of limiter counters and the sweep of idle rate-limit buckets.
+ * of settled instances, the healing of limiter counters, the sweep of idle rate-limit buckets, the
+ * healing of fair keys and the analyzer of the hot tables' planner statistics.
  *
  * <p>Each task is its own service with its own {@link TaskOptions} (switch, tick, batch size, time
  * budget, bound of one batch): on each tick it runs one <em>pass</em>, batch after batch while each
@@ -56,6 +57,15 @@ public interface Maintenance {
      * triggers would. Emits how many keys it elected a head for.
      */
     Mono<Long> healKeys();
+
+    /**
+     * One pass of the analyzer: ANALYZEs each of the tables the hot statements plan over (instances,
+     * inbox, fair keys, gate slots, permits) that holds at least a thousand live rows and more than
+     * twice what its planner statistics say, so the generic plans the engine's prepared statements
+     * keep are made again for its size (a plan made while the table looked empty scans it). A table
+     * this role may not ANALYZE is reported once and skipped. Emits how many tables it analyzed.
+     */
+    Mono<Long> analyze();
 
     /** What this engine's maintenance did so far, by its ticks and by the calls above. */
     MaintenanceStats stats();

@@ -117,7 +117,8 @@ public final class EngineRuntime {
         this.leases = List.copyOf(madeLeases);
         this.maintenance = new MaintenanceTasks(options, sql.leases(), sql.maintenance(),
                 new dev.durable.internal.sql.FairSql(sql.db(), new Tables(options.schema())),
-                new dev.durable.internal.sql.KeySql(sql.db(), new Tables(options.schema())), limiter, delays,
+                new dev.durable.internal.sql.KeySql(sql.db(), new Tables(options.schema())),
+                new dev.durable.internal.sql.StatisticsSql(sql.db(), options.schema()), limiter, delays,
                 Schedulers.parallel(), new MaintenanceTasks.Listeners(reaped -> {
                     telemetry.recovered(reaped, false);
                     onTransition.accept(reaped);

@@ -2,6 +2,7 @@ package dev.durable.internal.engine;
 
 import dev.durable.EngineOptions;
 import dev.durable.Maintenance;
+import dev.durable.internal.maintenance.Analyzer;
 import dev.durable.internal.maintenance.AwaitExpiry;
 import dev.durable.internal.maintenance.BucketSweeper;
 import dev.durable.internal.maintenance.FairKeyHealer;
@@ -17,6 +18,7 @@ import dev.durable.internal.sql.KeySql;
 import dev.durable.internal.sql.LeaseSql;
 import dev.durable.internal.sql.MaintenanceSql;
 import dev.durable.internal.sql.Rows.Transition;
+import dev.durable.internal.sql.StatisticsSql;
 import dev.durable.limit.Limiter;
 import java.util.List;
 import java.util.function.Consumer;
@@ -44,10 +46,12 @@ public final class MaintenanceTasks implements Maintenance {
     private final FairKeyHealer fairKeyHealer;
     private final KeyHealer keyHealer;
     private final SkippedKeyElections skippedKeyElections;
+    private final Analyzer analyzer;
     private final List<MaintenanceService> services;
 
     MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, FairSql fair, KeySql keys,
-            Limiter limiter, LeaseSql.RetryDelay delays, Scheduler timer, Listeners listeners) {
+            StatisticsSql statistics, Limiter limiter, LeaseSql.RetryDelay delays, Scheduler timer,
+            Listeners listeners) {
         var meters = options.meterRegistry();
         this.lane = new Lane(options.name());
         this.reaper = new Reaper(options.reaper(), lane, timer, meters, leases, delays, listeners.onRecovered(),
@@ -68,8 +72,9 @@ public final class MaintenanceTasks implements Maintenance {
         this.keyHealer = new KeyHealer(options.keyHealer(), lane, timer, meters, keys, listeners.onHeadElected());
         this.skippedKeyElections = new SkippedKeyElections(options.skippedKeyElections(), lane, timer, meters, keys,
                 listeners.onHeadElected());
+        this.analyzer = new Analyzer(options.analyzer(), lane, timer, meters, statistics);
         this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper,
-                fairKeyHealer, keyHealer, skippedKeyElections);
+                fairKeyHealer, keyHealer, skippedKeyElections, analyzer);
     }
 
     /** Starts the tick of every task that is switched on. */
@@ -116,6 +121,11 @@ public final class MaintenanceTasks implements Maintenance {
     @Override
     public Mono<Long> healKeys() {
         return skippedKeyElections.pass().flatMap(retried -> keyHealer.pass().map(walked -> retried + walked));
+    }
+
+    @Override
+    public Mono<Long> analyze() {
+        return analyzer.pass();
     }
 
     @Override

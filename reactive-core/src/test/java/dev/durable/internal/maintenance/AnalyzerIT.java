@@ -1,0 +1,177 @@
+package dev.durable.internal.maintenance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.durable.DurableEngine;
+import dev.durable.JobDefinition;
+import dev.durable.Maintenance;
+import dev.durable.Maintenance.TaskOptions;
+import dev.durable.internal.Db;
+import dev.durable.internal.sql.PickSql;
+import dev.durable.internal.sql.StatisticsSql;
+import dev.durable.internal.sql.Tables;
+import dev.durable.testing.PostgresExtension;
+import dev.durable.testing.TestDatabase;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactories;
+import io.r2dbc.spi.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The analyzer makes the plans kept from an empty hot table be made again once it fills: a pick
+ * prepared as the driver prepares it, with its generic plan made while the table was a page whose
+ * statistics said it was empty (a queue that drained), scans the whole table for its priorities and
+ * for the claim once 20,000 runnable rows arrive (the shootout's slow picks after a drain); with autovacuum off for the
+ * table nothing else refreshes them. The engine's analyzer, on its tick, ANALYZEs the table and the
+ * kept plan is made again over the pick index. A role that may not ANALYZE is told once and its
+ * passes do not fail.
+ */
+@ExtendWith(PostgresExtension.class)
+class AnalyzerIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private static final int BACKLOG = 20_000;
+
+    @Test
+    void aPlanKeptFromAnEmptyHotTableIsMadeAgainOnceItFills(TestDatabase db) throws Exception {
+        DurableEngine engine = DurableEngine.builder(db.engineOptions()
+                        .analyzer(TaskOptions.every(Duration.ofMillis(200))).build())
+                .register(JobDefinition.of("t", String.class, (String args) -> Mono.<Void>empty()).queue("q"))
+                .build();
+        engine.migrate().block(WAIT);
+        String instances = instances(db);
+        db.execute("ALTER TABLE " + instances + " SET (autovacuum_enabled = false)");
+        // A queue that ran, drained and was vacuumed (its pages truncated) and analyzed empty, then got
+        // a few rows again: a page, and the statistics of an empty table.
+        String rows = "INSERT INTO " + instances + " (type, queue, step, max_attempts)"
+                + " SELECT 't', 'elsewhere', 'run', 5 FROM generate_series(1, ";
+        db.execute(rows + "20)");
+        db.execute("DELETE FROM " + instances);
+        db.execute("VACUUM ANALYZE " + instances);
+        db.execute(rows + "5)");
+        PickSql picks = new PickSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()), List.of(),
+                List.of(), Map.of("t", 1));
+
+        Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
+        try {
+            // The pick as a connection keeps it: a generic plan, made now, over the empty table.
+            run(connection, "CREATE FUNCTION pg_temp.prepare_pick(q text) RETURNS void LANGUAGE plpgsql AS"
+                    + " 'BEGIN EXECUTE ''PREPARE durable_pick AS '' || q; END'");
+            run(connection, "CREATE FUNCTION pg_temp.cached_plan() RETURNS SETOF text LANGUAGE plpgsql AS"
+                    + " 'BEGIN RETURN QUERY EXECUTE ''EXPLAIN (COSTS OFF) EXECUTE durable_pick(''''elsewhere'''', 256,"
+                    + " ''''w'''', 30000, ''''{t}'''', ''''{1,1}'''')''; END'");
+            run(connection, "SET plan_cache_mode = force_generic_plan");
+            query(connection, "SELECT pg_temp.prepare_pick($1)", picks.pickText());
+            String madeEmpty = query(connection, "SELECT pg_temp.cached_plan()", null);
+
+            // A backlog of a queue this engine does not run, so it stays.
+            db.execute(rows + BACKLOG + ")");
+            String kept = query(connection, "SELECT pg_temp.cached_plan()", null);
+            assertThat(kept).isEqualTo(madeEmpty).contains("Seq Scan on durable_instances");
+
+            engine.start().block(WAIT);
+            try {
+                waitFor(() -> reltuples(db) >= BACKLOG / 2);
+                String madeAgain = query(connection, "SELECT pg_temp.cached_plan()", null);
+                assertThat(madeAgain).doesNotContain("Seq Scan on durable_instances")
+                        .contains("Index Scan using durable_instances_pick_idx");
+                Maintenance maintenance = engine.maintenance().orElseThrow();
+                // Fresh statistics: a pass finds nothing to do, and none failed.
+                assertThat(maintenance.analyze().block(WAIT)).isZero();
+                assertThat(maintenance.stats().failures()).isZero();
+            } finally {
+                engine.closeLater().block(WAIT);
+            }
+        } finally {
+            Mono.from(connection.close()).block(WAIT);
+        }
+    }
+
+    @Test
+    void aRoleThatMayNotAnalyzeLeavesTheTableToAutovacuumWithoutFailing(TestDatabase db) {
+        DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
+        schema.migrate().block(WAIT);
+        schema.closeLater().block(WAIT);
+        String instances = instances(db);
+        String role = "durable_no_analyze_"
+                + db.schema().toLowerCase(java.util.Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
+        db.execute("ALTER TABLE " + instances + " SET (autovacuum_enabled = false)");
+        db.execute("ANALYZE " + instances);
+        db.execute("DROP ROLE IF EXISTS " + role);
+        db.execute("CREATE ROLE " + role + " LOGIN PASSWORD 'secret'");
+        db.execute("GRANT USAGE ON SCHEMA \"" + db.schema() + "\" TO " + role);
+        db.execute("GRANT SELECT ON ALL TABLES IN SCHEMA \"" + db.schema() + "\" TO " + role);
+        db.execute("INSERT INTO " + instances + " (type, queue, step, max_attempts)"
+                + " SELECT 't', 'elsewhere', 'run', 5 FROM generate_series(1, " + BACKLOG + ")");
+        try {
+            String url = db.url().replaceFirst("//[^@/]*@", "//" + role + ":secret@");
+            var factory = ConnectionFactories.get(url);
+            StatisticsSql sql = new StatisticsSql(new Db(factory, WAIT), db.schema());
+            Lane lane = new Lane("analyzer-it");
+            Analyzer analyzer = new Analyzer(TaskOptions.every(Duration.ofSeconds(1)), lane, Schedulers.parallel(),
+                    new SimpleMeterRegistry(), sql);
+            waitFor(() -> sql.stale(1_000, 2.0, WAIT).block(WAIT).stream()
+                    .anyMatch(stale -> stale.table().equals("durable_instances")));
+            assertThat(sql.stale(1_000, 2.0, WAIT).block(WAIT))
+                    .contains(new StatisticsSql.Stale("durable_instances", false, role));
+            assertThat(analyzer.pass().block(WAIT)).isZero();
+            assertThat(analyzer.pass().block(WAIT)).isZero(); // told once, skipped again
+            assertThat(analyzer.failures()).isZero();
+            assertThat(reltuples(db)).isZero(); // left to autovacuum (off here)
+            lane.close();
+        } finally {
+            db.execute("DROP OWNED BY " + role);
+            db.execute("DROP ROLE " + role);
+        }
+    }
+
+    private static String instances(TestDatabase db) {
+        return "\"" + db.schema() + "\".durable_instances";
+    }
+
+    private static long reltuples(TestDatabase db) {
+        Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
+        try {
+            return Long.parseLong(query(connection, "SELECT reltuples::bigint::text FROM pg_class WHERE oid = '"
+                    + instances(db) + "'::regclass", null));
+        } finally {
+            Mono.from(connection.close()).block(WAIT);
+        }
+    }
+
+    private static void waitFor(java.util.function.BooleanSupplier condition) {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!condition.getAsBoolean()) {
+            assertThat(System.nanoTime()).as("condition within " + WAIT).isLessThan(deadline);
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    private static void run(Connection connection, String sql) {
+        Flux.from(connection.createStatement(sql).execute()).flatMap(result -> result.getRowsUpdated()).blockLast(WAIT);
+    }
+
+    /** The rows of {@code sql} (one text column), one a line; {@code parameter} bound as $1 unless null. */
+    private static String query(Connection connection, String sql, String parameter) {
+        Statement statement = connection.createStatement(sql);
+        if (parameter != null) {
+            statement.bind(0, parameter);
+        }
+        return Flux.from(statement.execute())
+                .concatMap(result -> result.map(row -> String.valueOf(row.get(0, String.class))))
+                .collectList().map(lines -> String.join("\n", lines)).block(WAIT);
+    }
+}
