@@ -46,7 +46,7 @@ class StatementsIT {
                 new MaintenanceSql(none, tables), new RegistrySql(none, tables), new SignalSql(none, tables, 10),
                 new LimiterSql(none, tables), new PickSql(none, tables, gates, rates, Map.of("t", 1)),
                 new AdminSql(none, tables, db.schema()), new ReplaySql(none, tables), new VersionSql(none, tables),
-                new FairSql(none, tables))) {
+                new FairSql(none, tables), new KeySql(none, tables), new StatisticsSql(none, db.schema()))) {
             for (Field field : group.getClass().getDeclaredFields()) {
                 if (field.getType() == String.class && !Modifier.isStatic(field.getModifiers())) {
                     field.setAccessible(true);
