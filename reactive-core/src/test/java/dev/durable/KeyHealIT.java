@@ -3,6 +3,7 @@ package dev.durable;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.support.Engines;
+import dev.durable.support.Eventually;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
@@ -118,6 +119,44 @@ class KeyHealIT {
             engines.afterEach(null);
             repeatable.dispose();
         }
+    }
+
+    /**
+     * A caller keeps a transaction open after inserting a job under a key whose head is running: the
+     * head's outcome, and the outcomes committed beside it, commit while the caller is still open
+     * (the head's election gives up on the caller's lock instead of holding back the commit); once the
+     * caller commits, its job runs without anyone calling maintenance by hand.
+     */
+    @Test
+    void aCallersOpenTransactionUnderAKeyHoldsBackNoCommit() throws Exception {
+        CompletableFuture<Void> release = new CompletableFuture<>();
+        JobDefinition<String, String> work = JobDefinition.of("work", String.class,
+                (String s) -> s.equals("head") ? Mono.fromFuture(release).thenReturn(s) : Mono.just(s)).queue("c");
+        DurableEngine engine = engines.start(engines.options("open")
+                .queue(QueueOptions.builder("c").concurrency(8).pollInterval(Duration.ofMillis(50)).build()), work);
+        long head = engine.insert(JobRequest.of("work", "head").concurrencyKey("c-k")).block(WAIT);
+        Eventually.until("the head runs", WAIT,
+                () -> engine.get(head).block(WAIT).status() == InstanceStatus.EXECUTING);
+        Connection caller = Mono.from(db.connectionFactory().create()).block(WAIT);
+        long behind;
+        try {
+            Mono.from(caller.beginTransaction()).block(WAIT);
+            behind = engine.insert(caller, JobRequest.of("work", "behind").concurrencyKey("c-k")).block(WAIT);
+            List<Long> others = engine.insertAll(List.of(JobRequest.of("work", "x"), JobRequest.of("work", "y"),
+                    JobRequest.of("work", "z"))).block(WAIT);
+            release.complete(null);
+            assertThat(engine.awaitSettled(head, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            for (long other : others) {
+                assertThat(engine.awaitSettled(other, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            }
+            Mono.from(caller.commitTransaction()).block(WAIT);
+        } finally {
+            Mono.from(caller.close()).block(WAIT);
+        }
+        assertThat(engine.awaitSettled(behind, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(stranded("c-")).isEmpty();
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_key_skips", row -> row.get(0, Long.class)))
+                .containsExactly(0L);
     }
 
     /**
