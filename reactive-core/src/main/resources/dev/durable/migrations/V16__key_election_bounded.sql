@@ -12,8 +12,11 @@
 -- (SkippedKeyElections, every second by default) elects it once its lock is free. The same bound
 -- ends two elections that wait on each other's keys (no deadlock error). Everything else is version
 -- 13's election, unchanged.
+-- No unique key: an election that gives up must not wait either, and an insert that meets a key
+-- another open transaction is writing down would wait for it. A key given up twice is listed twice.
 CREATE TABLE durable_key_skips (
-    concurrency_key text PRIMARY KEY,
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    concurrency_key text NOT NULL,
     skipped_at timestamptz NOT NULL DEFAULT now()
 );
 
@@ -36,7 +39,7 @@ BEGIN
     -- key) delays that key's next head, not this statement and the others it carries.
     WHILE NOT pg_try_advisory_xact_lock(1262836055, hashtext(k)) LOOP
         IF waited >= 0.25 THEN
-            INSERT INTO durable_key_skips (concurrency_key) VALUES (k) ON CONFLICT DO NOTHING;
+            INSERT INTO durable_key_skips (concurrency_key) VALUES (k);
             RETURN;
         END IF;
         PERFORM pg_sleep(pause);

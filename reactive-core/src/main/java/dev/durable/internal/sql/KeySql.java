@@ -58,10 +58,10 @@ public final class KeySql {
 
     /**
      * Elects the keys whose election gave up waiting for the key's lock (migration 16 writes them
-     * down): up to $1 of them, each whose lock is free now, then strikes them off. A key whose lock
-     * is still held stays for the next pass. Index: durable_key_skips' primary key; the elections'.
-     * Locks: the written-down rows (SKIP LOCKED: engines share the list), the keys' election locks
-     * (try), the rows the elections flip.
+     * down): the first $1 entries, each key whose lock is free now, then strikes those entries off.
+     * A key whose lock is still held stays for the next pass. Index: durable_key_skips' primary key;
+     * the elections'. Locks: the entries (SKIP LOCKED: engines share the list), the keys' election
+     * locks (try), the rows the elections flip.
      */
     private final String retrySkipped;
 
@@ -77,18 +77,17 @@ public final class KeySql {
         this.healAfter = tables.render(heal(">", elect));
         this.retrySkipped = tables.render("""
                 WITH due AS MATERIALIZED (
-                    SELECT s.concurrency_key AS k FROM %1$s s
-                     ORDER BY s.concurrency_key LIMIT $1 FOR UPDATE SKIP LOCKED
+                    SELECT s.id, s.concurrency_key AS k FROM %1$s s ORDER BY s.id LIMIT $1 FOR UPDATE SKIP LOCKED
                 ), locked AS MATERIALIZED (
-                    SELECT d.k FROM due d WHERE pg_try_advisory_xact_lock(1262836055, hashtext(d.k))
+                    SELECT d.k FROM (SELECT DISTINCT k FROM due) d
+                     WHERE pg_try_advisory_xact_lock(1262836055, hashtext(d.k))
                 ), elected AS MATERIALIZED (
                     SELECT l.k, %2$s(l.k) FROM locked l ORDER BY l.k
                 ), struck AS (
-                    DELETE FROM %1$s s USING elected e WHERE s.concurrency_key = e.k RETURNING s.concurrency_key
+                    DELETE FROM %1$s s USING due d, elected e WHERE s.id = d.id AND d.k = e.k
                 )
-                SELECT (SELECT count(*) FROM due), (SELECT count(*) FROM struck), '',
-                       (SELECT array_agg(concurrency_key) FROM struck)""".formatted(
-                tables.table("durable_key_skips"), elect));
+                SELECT (SELECT count(*) FROM due), (SELECT count(*) FROM elected), '',
+                       (SELECT array_agg(k) FROM elected)""".formatted(tables.table("durable_key_skips"), elect));
         this.headQueues = tables.render("""
                 SELECT DISTINCT h.queue FROM {instances} h
                  WHERE h.concurrency_key = ANY ($1::text[]) AND NOT h.key_waiting AND h.status = 'runnable'
