@@ -62,7 +62,7 @@ class KeyHealIT {
      * on its older snapshot. One pass of the key healing elects the head either way.
      */
     @Test
-    void aRowStrandedByAnElectionOnAnOlderSnapshotRunsAfterOneHealerPass() throws Exception {
+    void aRowLeftBehindASkippedElectionRunsAfterOneHealingPass() throws Exception {
         JobDefinition<String, String> work = JobDefinition.of("work", String.class, (String s) -> Mono.just(s))
                 .queue("q");
         ConnectionPool repeatable = new ConnectionPool(ConnectionPoolConfiguration.builder(ConnectionFactories.get(

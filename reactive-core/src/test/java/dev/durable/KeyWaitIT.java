@@ -37,10 +37,14 @@ class KeyWaitIT {
 
     private static final Duration WAIT = Duration.ofSeconds(120);
 
-    /** Keys whose runnable or executing rows have other than one head: none, ever, in any committed state. */
+    /**
+     * Keys whose runnable or executing rows have other than one head: none, ever, in any committed
+     * state, but a key whose election gave up on a held lock (written down for its retry, migration 16).
+     */
     private static final String BROKEN_KEYS = """
             SELECT concurrency_key FROM {schema}.durable_instances
              WHERE concurrency_key IS NOT NULL AND gate_name IS NULL AND status IN ('runnable', 'executing')
+               AND concurrency_key NOT IN (SELECT s.concurrency_key FROM {schema}.durable_key_skips s)
              GROUP BY concurrency_key
             HAVING count(*) FILTER (WHERE NOT key_waiting) <> 1""";
 
@@ -144,7 +148,6 @@ class KeyWaitIT {
             // without the bound it would wait for the caller, here until this statement_timeout.
             Sql.update(db, "BEGIN; SET LOCAL statement_timeout = '60s';"
                     + " DELETE FROM {schema}.durable_instances WHERE id = " + running + "; COMMIT");
-            assertThat(Sql.query(db, BROKEN_KEYS, row -> row.get(0, String.class))).isEmpty();
             Mono.from(caller.commitTransaction()).block(WAIT);
         } finally {
             Mono.from(caller.close()).block(WAIT);
@@ -155,7 +158,8 @@ class KeyWaitIT {
                 + " AND key_waiting", row -> row.get(0, Long.class))).containsExactly(1L);
         assertThat(Sql.query(db, "SELECT concurrency_key FROM {schema}.durable_key_skips",
                 row -> row.get(0, String.class))).containsExactly("held");
-        DurableEngine healer = engines.start(engines.options("healer"));
+        DurableEngine healer = engines.start(engines.options("healer")
+                .skippedKeyElections(Maintenance.TaskOptions.every(Duration.ofHours(1)).disabled()));
         assertThat(healer.maintenance().orElseThrow().healKeys().block(WAIT)).isEqualTo(1L);
         head("held");
         assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_key_skips", row -> row.get(0, Long.class)))
@@ -257,6 +261,8 @@ class KeyWaitIT {
         }
         assertThat(overlaps.get()).as("rows of one key running at once").isZero();
         assertThat(broken).as("keys without exactly one head").isEmpty();
+        Eventually.until("no election left undone", WAIT, () -> Sql.query(db,
+                "SELECT count(*) FROM {schema}.durable_key_skips", row -> row.get(0, Long.class)).get(0) == 0);
         assertThat(Sql.count(db, "queue = 'keyed' AND status = 'failed'")).isZero();
         long done = Sql.count(db, "queue = 'keyed' AND status = 'done'");
         assertThat(done + Sql.count(db, "queue = 'keyed' AND status = 'cancelled'")).isEqualTo(total);

@@ -1,6 +1,6 @@
--- Undo of version 16: the election waits for the key's lock without bound again (version 13's); keys
--- still written down as skipped are left to the key healer's walk.
-DROP TABLE IF EXISTS durable_key_skips;
+-- Undo of version 16: the election waits for the key's lock without bound again (version 13's); the
+-- keys still written down as skipped are elected with it once (an older engine has nothing that
+-- would), then the list goes.
 CREATE OR REPLACE FUNCTION durable_key_elect(k text, cand bigint DEFAULT NULL, cand_priority integer DEFAULT NULL,
                                   cand_eligible timestamptz DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -79,3 +79,7 @@ BEGIN
     UPDATE durable_instances SET key_waiting = false WHERE id = best_id AND key_waiting;
 END
 $$;
+
+SELECT durable_key_elect(s.concurrency_key)
+  FROM (SELECT DISTINCT concurrency_key FROM durable_key_skips ORDER BY concurrency_key) s;
+DROP TABLE durable_key_skips;

@@ -37,8 +37,8 @@ public final class SkippedKeyElections extends MaintenanceService {
     @Override
     protected Mono<Long> batch(int limit, Duration timeout) {
         return sql.retrySkipped(limit, timeout).map(healed -> {
-            // A full batch may have left keys behind; keys still locked stay listed for the next tick.
-            more = healed.scanned() >= limit && healed.elected() > 0;
+            // A full batch may have left entries behind; keys still locked are stepped over, listed for the next tick.
+            more = healed.scanned() >= limit;
             healed.queues().forEach(poke);
             return healed.elected();
         });

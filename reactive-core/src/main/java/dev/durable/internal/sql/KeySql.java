@@ -13,13 +13,17 @@ import reactor.core.publisher.Mono;
 
 /**
  * The repair of ungated concurrency keys left without a head (migration 13), for maintenance
- * ({@code KeyHealer}). Every path that changes a keyed row elects its key's head in its own
- * transaction, but an election that runs on an older snapshot (a transaction in REPEATABLE READ or
- * SERIALIZABLE, the server's default isolation in some shops) may not see a row that committed
- * waiting after the snapshot was taken, and leaves that row waiting behind no head until the key's
- * next event, which a quiet key never has.
+ * ({@code SkippedKeyElections}, {@code KeyHealer}). Every path that changes a keyed row elects its
+ * key's head in its own transaction, but an election may give up waiting for the key's lock
+ * (migration 16 writes the key down), and one that runs on an older snapshot (a transaction in
+ * REPEATABLE READ or SERIALIZABLE) may not see a row that committed waiting after the snapshot was
+ * taken; either leaves the key's rows waiting behind no head until the key's next event, which a
+ * quiet key never has.
  */
 public final class KeySql {
+
+    /** The advisory lock class of a key's election (migration 13's 'KEYW'; the object is the key's hashtext). */
+    private static final int KEY_LOCK_CLASS = 1262836055;
 
     /**
      * One batch of {@link #heal}: the waiting keys it looked at, those it elected a head for, the last
@@ -58,8 +62,9 @@ public final class KeySql {
 
     /**
      * Elects the keys whose election gave up waiting for the key's lock (migration 16 writes them
-     * down): the first $1 entries, each key whose lock is free now, then strikes those entries off.
-     * A key whose lock is still held stays for the next pass. Index: durable_key_skips' primary key;
+     * down): the first $1 entries, in order, of keys whose lock is free now (a held key is stepped
+     * over, so it never holds back the keys listed after it), then strikes those entries off; a held
+     * key stays for the next pass. Index: durable_key_skips' primary key;
      * the elections'. Locks: the entries (SKIP LOCKED: engines share the list), the keys' election
      * locks (try), the rows the elections flip.
      */
@@ -77,17 +82,17 @@ public final class KeySql {
         this.healAfter = tables.render(heal(">", elect));
         this.retrySkipped = tables.render("""
                 WITH due AS MATERIALIZED (
-                    SELECT s.id, s.concurrency_key AS k FROM %1$s s ORDER BY s.id LIMIT $1 FOR UPDATE SKIP LOCKED
-                ), locked AS MATERIALIZED (
-                    SELECT d.k FROM (SELECT DISTINCT k FROM due) d
-                     WHERE pg_try_advisory_xact_lock(1262836055, hashtext(d.k))
+                    SELECT s.id, s.concurrency_key AS k FROM %1$s s
+                     WHERE pg_try_advisory_xact_lock(%3$d, hashtext(s.concurrency_key))
+                     ORDER BY s.id LIMIT $1 FOR UPDATE SKIP LOCKED
                 ), elected AS MATERIALIZED (
-                    SELECT l.k, %2$s(l.k) FROM locked l ORDER BY l.k
+                    SELECT l.k, %2$s(l.k) FROM (SELECT DISTINCT k FROM due) l ORDER BY l.k
                 ), struck AS (
-                    DELETE FROM %1$s s USING due d, elected e WHERE s.id = d.id AND d.k = e.k
+                    DELETE FROM %1$s s USING due d WHERE s.id = d.id
                 )
                 SELECT (SELECT count(*) FROM due), (SELECT count(*) FROM elected), '',
-                       (SELECT array_agg(k) FROM elected)""".formatted(tables.table("durable_key_skips"), elect));
+                       (SELECT array_agg(k) FROM elected)""".formatted(tables.table("durable_key_skips"), elect,
+                KEY_LOCK_CLASS));
         this.headQueues = tables.render("""
                 SELECT DISTINCT h.queue FROM {instances} h
                  WHERE h.concurrency_key = ANY ($1::text[]) AND NOT h.key_waiting AND h.status = 'runnable'
@@ -112,12 +117,12 @@ public final class KeySql {
                                         WHERE h.concurrency_key = s.k AND NOT h.key_waiting
                                           AND h.status IN ('runnable', 'executing') AND h.gate_name IS NULL)
                 ), locked AS MATERIALIZED (
-                    SELECT h.k FROM headless h WHERE pg_try_advisory_xact_lock(1262836055, hashtext(h.k))
+                    SELECT h.k FROM headless h WHERE pg_try_advisory_xact_lock(%3$d, hashtext(h.k))
                 ), elected AS MATERIALIZED (
                     SELECT l.k, %2$s(l.k) FROM locked l ORDER BY l.k
                 )
                 SELECT (SELECT count(*) FROM scanned), (SELECT count(*) FROM elected),
-                       (SELECT max(k) FROM scanned), (SELECT array_agg(k) FROM elected)""".formatted(after, elect);
+                       (SELECT max(k) FROM scanned), (SELECT array_agg(k) FROM elected)""".formatted(after, elect, KEY_LOCK_CLASS);
     }
 
     /**

@@ -25,8 +25,8 @@ public final class StatisticsSql {
 
     /**
      * The hot tables with at least $3 live tuples and more than $4 times as many as their statistics
-     * say ({@code reltuples}, -1 when never analyzed), with whether this role may ANALYZE them (its
-     * owner's privileges, or MAINTAIN on PostgreSQL 17). A table that shrank is left alone: plans made
+     * say ({@code reltuples}, -1 when never analyzed), with whether this role may ANALYZE them (the
+     * table's or the database's owner's privileges, or MAINTAIN on PostgreSQL 17). A table that shrank is left alone: plans made
      * for more rows stay cheap over fewer, and an ANALYZE of a drained table is what makes the bad plan.
      * Reads the cumulative statistics (live tuples, flushed by each backend within a second or so) and
      * pg_class: a few catalog rows, no lock on the tables.
@@ -34,6 +34,7 @@ public final class StatisticsSql {
     private static final String STALE = """
             SELECT s.relname,
                    pg_has_role(c.relowner, 'USAGE')
+                   OR pg_has_role((SELECT d.datdba FROM pg_database d WHERE d.datname = current_database()), 'USAGE')
                    OR CASE WHEN current_setting('server_version_num')::int >= 170000
                            THEN has_table_privilege(c.oid, 'MAINTAIN') ELSE false END,
                    current_user::text
