@@ -6,7 +6,8 @@ import reactor.core.publisher.Mono;
 /**
  * An engine's maintenance tasks: the reaper, the expiry of await deadlines, the garbage collection
  * of settled instances, the healing of limiter counters, the sweep of idle rate-limit buckets, the
- * healing of fair keys and the analyzer of the hot tables' planner statistics.
+ * healing of fair keys, the retry of key elections that gave up on a held lock and the healing of
+ * keys left without a head, and the analyzer of the hot tables' planner statistics.
  *
  * <p>Each task is its own service with its own {@link TaskOptions} (switch, tick, batch size, time
  * budget, bound of one batch): on each tick it runs one <em>pass</em>, batch after batch while each
