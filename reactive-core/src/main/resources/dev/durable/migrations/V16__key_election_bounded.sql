@@ -16,7 +16,9 @@
 -- transaction, in that transaction (a rollback takes it back with the change that needed it), and
 -- the engines' maintenance (SkippedKeyElections, every second by default) elects it once its lock is
 -- free. A lock_timeout ends two elections that wait on each other's keys before deadlock_timeout
--- would. Everything else is version 13's election, unchanged.
+-- would. The election itself is version 13's, unchanged: renamed durable_key_elect_held, it runs
+-- once the wrapper below holds the key's lock (advisory locks are re-entrant: its own lock call
+-- then returns at once).
 --
 -- The budget and the keys given up are transaction-local settings (durable.key_wait_ms,
 -- durable.keys_skipped: md5 of each key), reset when the transaction ends.
@@ -29,17 +31,12 @@ CREATE TABLE durable_key_skips (
     skipped_at timestamptz NOT NULL DEFAULT now()
 );
 
-CREATE OR REPLACE FUNCTION durable_key_elect(k text, cand bigint DEFAULT NULL, cand_priority integer DEFAULT NULL,
+ALTER FUNCTION durable_key_elect(text, bigint, integer, timestamptz) RENAME TO durable_key_elect_held;
+
+CREATE FUNCTION durable_key_elect(k text, cand bigint DEFAULT NULL, cand_priority integer DEFAULT NULL,
                                   cand_eligible timestamptz DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
-    head_id bigint;
-    head_priority integer;
-    head_eligible timestamptz;
-    best_id bigint;
-    best_priority integer;
-    best_eligible timestamptz;
-    t timestamptz := now();
     mark text := ',' || md5(k) || ',';
     skipped text;
     spent integer;
@@ -78,68 +75,6 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    IF EXISTS (SELECT 1 FROM durable_instances e
-                WHERE e.concurrency_key = k AND e.status = 'executing' AND e.gate_name IS NULL) THEN
-        UPDATE durable_instances SET key_waiting = true
-         WHERE concurrency_key = k AND gate_name IS NULL AND status = 'runnable' AND NOT key_waiting;
-        RETURN;
-    END IF;
-    SELECT h.id, h.priority, h.eligible_at INTO head_id, head_priority, head_eligible
-      FROM durable_instances h
-     WHERE h.concurrency_key = k AND h.gate_name IS NULL AND h.status = 'runnable' AND NOT h.key_waiting
-     ORDER BY h.eligible_at > t, CASE WHEN h.eligible_at <= t THEN h.priority END, h.eligible_at, h.priority, h.id
-     LIMIT 1;
-    IF cand IS NOT NULL AND head_id IS NOT NULL THEN
-        -- An insert beside a runnable head: the other waiting rows lost to that head already, so
-        -- only the new row can take its place (a bulk insert into one key costs a few probes a row).
-        best_id := cand;
-        best_priority := cand_priority;
-        best_eligible := cand_eligible;
-    ELSE
-    WITH RECURSIVE levels AS (
-        SELECT (SELECT min(w.priority) FROM durable_instances w WHERE w.concurrency_key = k AND w.key_waiting) AS priority
-        UNION ALL
-        SELECT (SELECT min(w.priority) FROM durable_instances w
-                 WHERE w.concurrency_key = k AND w.key_waiting AND w.priority > l.priority)
-          FROM levels l
-         WHERE l.priority IS NOT NULL
-    )
-    SELECT f.id, f.priority, f.eligible_at INTO best_id, best_priority, best_eligible
-      FROM levels l CROSS JOIN LATERAL (
-           SELECT w.id, w.priority, w.eligible_at FROM durable_instances w
-            WHERE w.concurrency_key = k AND w.key_waiting AND w.priority = l.priority
-            ORDER BY w.eligible_at, w.id
-            LIMIT 1) f
-     ORDER BY f.eligible_at > t, CASE WHEN f.eligible_at <= t THEN f.priority END, f.eligible_at, f.priority, f.id
-     LIMIT 1;
-    END IF;
-    IF best_id IS NOT NULL AND head_id IS NOT NULL AND NOT (
-           (best_eligible <= t AND head_eligible > t)
-        OR (best_eligible <= t AND head_eligible <= t
-            AND (best_priority, best_eligible, best_id) < (head_priority, head_eligible, head_id))
-        OR (best_eligible > t AND head_eligible > t
-            AND (best_eligible, best_priority, best_id) < (head_eligible, head_priority, head_id))) THEN
-        IF cand IS NOT NULL THEN
-            RETURN;  -- the new row waits behind the head: nothing else changed
-        END IF;
-        best_id := NULL;
-    END IF;
-    IF best_id IS NULL THEN
-        best_id := head_id;
-    END IF;
-    IF best_id IS NULL THEN
-        RETURN;
-    END IF;
-    -- Every other runnable head waits (a row lock a pick holds is waited for: it may claim the row).
-    UPDATE durable_instances SET key_waiting = true
-     WHERE concurrency_key = k AND gate_name IS NULL AND status = 'runnable' AND NOT key_waiting AND id <> best_id;
-    -- A pick that claimed the old head while this waited for its row lock made it the key's executor.
-    IF EXISTS (SELECT 1 FROM durable_instances e
-                WHERE e.concurrency_key = k AND e.status = 'executing' AND e.gate_name IS NULL) THEN
-        UPDATE durable_instances SET key_waiting = true
-         WHERE concurrency_key = k AND gate_name IS NULL AND status = 'runnable' AND NOT key_waiting;
-        RETURN;
-    END IF;
-    UPDATE durable_instances SET key_waiting = false WHERE id = best_id AND key_waiting;
+    PERFORM durable_key_elect_held(k, cand, cand_priority, cand_eligible);
 END
 $$;
