@@ -4,6 +4,7 @@ import dev.durable.admin.DurableAdmin;
 import dev.durable.internal.Cleanup;
 import dev.durable.internal.Db;
 import dev.durable.internal.Errors;
+import dev.durable.internal.ReadCommittedConnections;
 import dev.durable.internal.Replays;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.admin.BulkJobs;
@@ -39,7 +40,6 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
-import io.r2dbc.spi.Result;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -150,12 +150,8 @@ public final class DurableEngine implements AutoCloseable {
                 throw new IllegalArgumentException("url is not a usable R2DBC URL: "
                         + Urls.maskedIn(unusable.getMessage(), options.url()));
             }
-            this.ownPool = new ConnectionPool(ConnectionPoolConfiguration.builder(target)
+            this.ownPool = new ConnectionPool(ConnectionPoolConfiguration.builder(new ReadCommittedConnections(target))
                     .name("durable-" + options.name())
-                    // Whatever the server's or role's default, the engine's statements run READ COMMITTED.
-                    .postAllocate(connection -> Flux.from(connection.createStatement(
-                                    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                            .execute()).concatMap(Result::getRowsUpdated).then())
                     .initialSize(1)
                     .maxSize(options.poolMaxSize())
                     .maxIdleTime(Duration.ofMinutes(5))

@@ -180,7 +180,7 @@ public final class EngineOptions {
     private static final Option<Maintenance.TaskOptions> SKIPPED_KEY_ELECTIONS = option("skippedKeyElections",
             Maintenance.TaskOptions.every(DEFAULT_SKIPPED_KEY_ELECTION_INTERVAL), EngineOptions::any);
     private static final Option<Maintenance.TaskOptions> ANALYZER = option("analyzer",
-            Maintenance.TaskOptions.every(DEFAULT_ANALYZER_INTERVAL), EngineOptions::any);
+            Maintenance.TaskOptions.every(DEFAULT_ANALYZER_INTERVAL).disabled(), EngineOptions::any);
     private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
             EngineOptions::any);
     private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
@@ -420,7 +420,10 @@ public final class EngineOptions {
         return get(SKIPPED_KEY_ELECTIONS);
     }
 
-    /** The analyzer of hot tables whose statistics are behind their contents (see {@link Maintenance#analyze()}). */
+    /**
+     * The analyzer of hot tables whose statistics are behind their contents (see {@link
+     * Maintenance#analyze()}); off by default (README, "Maintenance", says when to switch it on).
+     */
     public Maintenance.TaskOptions analyzer() {
         return get(ANALYZER);
     }

@@ -34,7 +34,7 @@ import reactor.core.scheduler.Schedulers;
  *
  * {@code --autovacuum off} (the default) switches autovacuum off for the hot table, so nothing but
  * the engine can refresh its statistics (autoanalyze would, within autovacuum_naptime, a minute by
- * default, once its threshold is crossed); {@code --analyzer off} switches the engine's analyzer off.
+ * default, once its threshold is crossed); {@code --analyzer off} leaves the engine's analyzer off (its default); on is this tool's default.
  */
 public final class StalePlans {
 
@@ -73,9 +73,9 @@ public final class StalePlans {
         EngineOptions.Builder builder = EngineOptions.builder().url(url).schema("durable").poolMaxSize(8)
                 .handlerScheduler(Schedulers.parallel())
                 .queue(QueueOptions.builder(QUEUE).concurrency(64).prefetch(64).minDemand(32).build());
-        if (!analyzer) {
-            builder.analyzer(Maintenance.TaskOptions.every(EngineOptions.DEFAULT_ANALYZER_INTERVAL).disabled());
-        }
+        // The engine's analyzer is off by default: on here unless asked off.
+        builder.analyzer(analyzer ? Maintenance.TaskOptions.every(EngineOptions.DEFAULT_ANALYZER_INTERVAL)
+                : Maintenance.TaskOptions.every(EngineOptions.DEFAULT_ANALYZER_INTERVAL).disabled());
         DurableEngine engine = DurableEngine.builder(builder.build())
                 .register(JobDefinition.of("noop", Long.class, (Long seq) -> Mono.<Void>empty()).queue(QUEUE))
                 .build();
