@@ -1,5 +1,7 @@
 package dev.durable.internal.sql;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Settled instances and the history table they move to: the one place that knows its columns.
  *
@@ -33,7 +35,7 @@ final class Settled {
 
     /**
      * The CTEs {@code moved}, {@code archived} and {@code forgotten}: deletes the rows of
-     * {@code {instances} i} joined to {@code using} that match {@code where} and settle with
+     * {@code {instances} i} joined to {@code using} (none when null) that match {@code where} and settle with
      * {@code status}, archives them with the given final values (SQL expressions over {@code i} and
      * the {@code using} relations) and the limits they ran under (so a retry in place keeps them),
      * and deletes their signals. {@code moved} returns id, queue and
@@ -45,11 +47,11 @@ final class Settled {
     }
 
     /** As above, with the span context of the instance's last run as {@code traceLast} (a settling run's own). */
-    static String move(String using, String where, String status, String step, String state, String result,
-            String error, String attempt, String traceLast) {
+    static String move(@Nullable String using, String where, String status, String step, String state,
+            String result, String error, String attempt, String traceLast) {
         return """
                 moved AS (
-                    DELETE FROM {instances} i USING %s
+                    DELETE FROM {instances} i%s
                      WHERE %s AND %s
                     RETURNING i.id, i.type, i.type_version, i.queue, i.priority, %s AS status, %s AS step,
                               %s AS state, %s AS result, %s AS last_error, %s AS attempt, i.max_attempts,
@@ -65,7 +67,7 @@ final class Settled {
                     INSERT INTO {history} (%s) SELECT %s FROM moved
                 ), forgotten AS (
                     DELETE FROM {signals} s USING moved m WHERE s.instance_id = m.id AND m.has_signals
-                )""".formatted(using, where, settlesWhere(status), status, step, state, result, error, attempt,
+                )""".formatted(using == null ? "" : " USING " + using, where, settlesWhere(status), status, step, state, result, error, attempt,
                 traceLast, COLUMNS, COLUMNS);
     }
 }
