@@ -15,8 +15,9 @@ import java.util.function.BooleanSupplier;
  *   <li><b>warm-up at parity</b>: passes of the throughput phase with the window's own job count
  *       (inserted in the contender's batches, run to committed): at least {@link #MIN_WARMUP_PASSES},
  *       then another while the JIT still spent more than {@link #JIT_BUSY_SHARE} of the last pass's
- *       wall time compiling and the pass's jobs/s moved more than {@link #STEADY_SHARE} from the
- *       pass before, up to {@link #MAX_WARMUP_PASSES}; then {@link #WARMUP_SINGLES} single inserts
+ *       wall time compiling and either the pass's jobs/s moved more than {@link #STEADY_SHARE} from
+ *       the pass before or the JIT took more than {@link #JIT_STILL_COMPILING} of it, up to
+ *       {@link #MAX_WARMUP_PASSES}; then {@link #WARMUP_SINGLES} single inserts
  *       for the single-insert path. Not measured;
  *   <li><b>idle enqueue-to-start latency</b>: single jobs one at a time, 10 to 30 ms apart, each
  *       timed from just before its insert call to its handler starting;
@@ -32,11 +33,16 @@ import java.util.function.BooleanSupplier;
 final class Protocol {
 
     static final int MIN_WARMUP_PASSES = 1;
-    static final int MAX_WARMUP_PASSES = 4;
+    static final int MAX_WARMUP_PASSES = 8;
     /** JIT milliseconds per wall-clock millisecond above which the warm-up runs another pass. */
     static final double JIT_BUSY_SHARE = 0.05;
-    /** A pass within this share of the previous pass's jobs/s ends the warm-up: more passes no longer help. */
+    /**
+     * A pass within this share of the previous pass's jobs/s ends the warm-up (more passes no longer
+     * help), unless the JIT still took more than {@link #JIT_STILL_COMPILING} of it: a steady rate
+     * while the compiler holds a core is not warm (Durable's windows kept 300-700 ms of JIT).
+     */
     static final double STEADY_SHARE = 0.10;
+    static final double JIT_STILL_COMPILING = 0.25;
     static final int WARMUP_SINGLES = 30;
 
     private final Target target;
@@ -104,7 +110,8 @@ final class Protocol {
             long jitMillis = meter.jitMillis() - jit;
             double jobsPerSecond = jobs / wallMillis * 1e3;
             boolean jitQuiet = jitMillis <= JIT_BUSY_SHARE * wallMillis;
-            boolean steady = Math.abs(jobsPerSecond - lastJobsPerSecond) <= STEADY_SHARE * lastJobsPerSecond;
+            boolean steady = Math.abs(jobsPerSecond - lastJobsPerSecond) <= STEADY_SHARE * lastJobsPerSecond
+                    && jitMillis <= JIT_STILL_COMPILING * wallMillis;
             boolean done = pass >= MIN_WARMUP_PASSES && (jitQuiet || steady);
             Shootout.log("%s: warm-up pass %d: %d jobs in %.0f ms (%.0f jobs/s), JIT %d ms (%.0f%% of the pass): %s",
                     label, pass, jobs, wallMillis, jobsPerSecond, jitMillis, 100 * jitMillis / wallMillis,
