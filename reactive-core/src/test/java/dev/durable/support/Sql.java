@@ -43,4 +43,21 @@ public final class Sql {
         return query(db, "SELECT count(*) FROM {schema}.durable_instances_all WHERE " + where,
                 row -> row.get(0, Long.class)).get(0);
     }
+
+    /** Runs {@code sql} on an open connection (a session the test holds: temp functions, prepared plans). */
+    public static void run(Connection connection, String sql) {
+        Flux.from(connection.createStatement(sql).execute()).flatMap(Result::getRowsUpdated)
+                .blockLast(Duration.ofSeconds(60));
+    }
+
+    /** The rows of {@code sql} (one text column) on an open connection, one a line; {@code parameter} bound as $1 unless null. */
+    public static String lines(Connection connection, String sql, String parameter) {
+        var statement = connection.createStatement(sql);
+        if (parameter != null) {
+            statement.bind(0, parameter);
+        }
+        return Flux.from(statement.execute())
+                .concatMap(result -> result.map(row -> String.valueOf(row.get(0, String.class))))
+                .collectList().map(rows -> String.join("\n", rows)).block(Duration.ofSeconds(60));
+    }
 }

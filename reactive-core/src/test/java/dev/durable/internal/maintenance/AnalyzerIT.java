@@ -10,18 +10,17 @@ import dev.durable.internal.Db;
 import dev.durable.internal.sql.PickSql;
 import dev.durable.internal.sql.StatisticsSql;
 import dev.durable.internal.sql.Tables;
+import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
-import io.r2dbc.spi.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -63,24 +62,24 @@ class AnalyzerIT {
         Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
         try {
             // The pick as a connection keeps it: a generic plan, made now, over the empty table.
-            run(connection, "CREATE FUNCTION pg_temp.prepare_pick(q text) RETURNS void LANGUAGE plpgsql AS"
+            Sql.run(connection, "CREATE FUNCTION pg_temp.prepare_pick(q text) RETURNS void LANGUAGE plpgsql AS"
                     + " 'BEGIN EXECUTE ''PREPARE durable_pick AS '' || q; END'");
-            run(connection, "CREATE FUNCTION pg_temp.cached_plan() RETURNS SETOF text LANGUAGE plpgsql AS"
+            Sql.run(connection, "CREATE FUNCTION pg_temp.cached_plan() RETURNS SETOF text LANGUAGE plpgsql AS"
                     + " 'BEGIN RETURN QUERY EXECUTE ''EXPLAIN (COSTS OFF) EXECUTE durable_pick(''''elsewhere'''', 256,"
                     + " ''''w'''', 30000, ''''{t}'''', ''''{1,1}'''')''; END'");
-            run(connection, "SET plan_cache_mode = force_generic_plan");
-            query(connection, "SELECT pg_temp.prepare_pick($1)", picks.pickText());
-            String madeEmpty = query(connection, "SELECT pg_temp.cached_plan()", null);
+            Sql.run(connection, "SET plan_cache_mode = force_generic_plan");
+            Sql.lines(connection, "SELECT pg_temp.prepare_pick($1)", picks.pickText());
+            String madeEmpty = Sql.lines(connection, "SELECT pg_temp.cached_plan()", null);
 
             // A backlog of a queue this engine does not run, so it stays.
             db.execute(rows + BACKLOG + ")");
-            String kept = query(connection, "SELECT pg_temp.cached_plan()", null);
+            String kept = Sql.lines(connection, "SELECT pg_temp.cached_plan()", null);
             assertThat(kept).isEqualTo(madeEmpty).contains("Seq Scan on durable_instances");
 
             engine.start().block(WAIT);
             try {
                 waitFor(() -> reltuples(db) >= BACKLOG / 2);
-                String madeAgain = query(connection, "SELECT pg_temp.cached_plan()", null);
+                String madeAgain = Sql.lines(connection, "SELECT pg_temp.cached_plan()", null);
                 assertThat(madeAgain).doesNotContain("Seq Scan on durable_instances")
                         .contains("Index Scan using durable_instances_pick_idx");
                 Maintenance maintenance = engine.maintenance().orElseThrow();
@@ -140,7 +139,7 @@ class AnalyzerIT {
     private static long reltuples(TestDatabase db) {
         Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
         try {
-            return Long.parseLong(query(connection, "SELECT reltuples::bigint::text FROM pg_class WHERE oid = '"
+            return Long.parseLong(Sql.lines(connection, "SELECT reltuples::bigint::text FROM pg_class WHERE oid = '"
                     + instances(db) + "'::regclass", null));
         } finally {
             Mono.from(connection.close()).block(WAIT);
@@ -160,18 +159,4 @@ class AnalyzerIT {
         }
     }
 
-    private static void run(Connection connection, String sql) {
-        Flux.from(connection.createStatement(sql).execute()).flatMap(result -> result.getRowsUpdated()).blockLast(WAIT);
-    }
-
-    /** The rows of {@code sql} (one text column), one a line; {@code parameter} bound as $1 unless null. */
-    private static String query(Connection connection, String sql, String parameter) {
-        Statement statement = connection.createStatement(sql);
-        if (parameter != null) {
-            statement.bind(0, parameter);
-        }
-        return Flux.from(statement.execute())
-                .concatMap(result -> result.map(row -> String.valueOf(row.get(0, String.class))))
-                .collectList().map(lines -> String.join("\n", lines)).block(WAIT);
-    }
 }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.durable.ConflictPolicy;
 import dev.durable.DurableEngine;
 import dev.durable.internal.Db;
+import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import io.r2dbc.spi.Connection;
@@ -105,33 +106,33 @@ class HotPlansIT {
         Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
         try {
             // The driver binds any $n it sees: the texts reach EXPLAIN and PREPARE through session functions.
-            run(connection, "CREATE FUNCTION pg_temp.generic_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS"
+            Sql.run(connection, "CREATE FUNCTION pg_temp.generic_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS"
                     + " 'BEGIN RETURN QUERY EXECUTE ''EXPLAIN (COSTS OFF, GENERIC_PLAN) '' || q; END'");
-            run(connection, "CREATE FUNCTION pg_temp.prepare_pick(q text) RETURNS void LANGUAGE plpgsql AS"
+            Sql.run(connection, "CREATE FUNCTION pg_temp.prepare_pick(q text) RETURNS void LANGUAGE plpgsql AS"
                     + " 'BEGIN EXECUTE ''PREPARE durable_pick AS '' || q; END'");
-            run(connection, "CREATE FUNCTION pg_temp.cached_plan() RETURNS SETOF text LANGUAGE plpgsql AS"
+            Sql.run(connection, "CREATE FUNCTION pg_temp.cached_plan() RETURNS SETOF text LANGUAGE plpgsql AS"
                     + " 'BEGIN RETURN QUERY EXECUTE ''EXPLAIN (COSTS OFF) EXECUTE durable_pick(''''q'''', 256,"
                     + " ''''w'''', 30000, ''''{t}'''', ''''{1,1}'''')''; END'");
 
             // Statistics of the empty table; a plan made now, and kept, as a connection's prepared pick
             // (no autovacuum here: its ANALYZE would drop the kept plan).
-            run(connection, "ALTER TABLE " + instances + " SET (autovacuum_enabled = false)");
-            run(connection, "ANALYZE " + instances);
-            run(connection, "SET plan_cache_mode = force_generic_plan");
-            query(connection, "SELECT pg_temp.prepare_pick($1)", plain.pickText());
-            String madeEmpty = query(connection, "SELECT pg_temp.cached_plan()", null);
-            run(connection, backlog);
-            String keptEmpty = query(connection, "SELECT pg_temp.cached_plan()", null);
+            Sql.run(connection, "ALTER TABLE " + instances + " SET (autovacuum_enabled = false)");
+            Sql.run(connection, "ANALYZE " + instances);
+            Sql.run(connection, "SET plan_cache_mode = force_generic_plan");
+            Sql.lines(connection, "SELECT pg_temp.prepare_pick($1)", plain.pickText());
+            String madeEmpty = Sql.lines(connection, "SELECT pg_temp.cached_plan()", null);
+            Sql.run(connection, backlog);
+            String keptEmpty = Sql.lines(connection, "SELECT pg_temp.cached_plan()", null);
             assertThat(madeEmpty).isEqualTo(keptEmpty); // the plan made over the empty table, kept
             assertThat(keptEmpty).contains("id = ANY").doesNotContain("Join Filter");
 
             List<String> plans = new ArrayList<>();
             for (String pick : picks) {
-                plans.add(query(connection, "SELECT pg_temp.generic_plan($1)", pick));
+                plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", pick));
             }
-            run(connection, "ANALYZE " + instances);
+            Sql.run(connection, "ANALYZE " + instances);
             for (String pick : picks) {
-                plans.add(query(connection, "SELECT pg_temp.generic_plan($1)", pick));
+                plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", pick));
             }
             for (String plan : plans) {
                 assertThat(plan).doesNotContain("Seq Scan on durable_instances");
@@ -146,20 +147,6 @@ class HotPlansIT {
         }
     }
 
-    private static void run(Connection connection, String sql) {
-        Flux.from(connection.createStatement(sql).execute()).flatMap(result -> result.getRowsUpdated()).blockLast(WAIT);
-    }
-
-    /** The rows of {@code sql} (one text column), one a line; {@code parameter} bound as $1 unless null. */
-    private static String query(Connection connection, String sql, String parameter) {
-        Statement statement = connection.createStatement(sql);
-        if (parameter != null) {
-            statement.bind(0, parameter);
-        }
-        return Flux.from(statement.execute())
-                .concatMap(result -> result.map(row -> String.valueOf(row.get(0, String.class))))
-                .collectList().map(lines -> String.join("\n", lines)).block(WAIT);
-    }
 
     /**
      * A policy insert (skip, replace, debounce, reject mixed) finds each live holder through the
