@@ -77,7 +77,7 @@ class RuntimeIT {
             long id = engine.insert(JobRequest.of("fragile", "order-7")).block();
             Integer port = Eventually.until("the fragile commit stalls in the server", WAIT,
                     () -> Sql.query(db, "SELECT client_port FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
-                            + " AND query LIKE 'WITH o AS%'", row -> row.get(0, Integer.class)),
+                            + " AND query LIKE 'WITH moved AS%'", row -> row.get(0, Integer.class)),
                     ports -> !ports.isEmpty()).get(0);
             TcpProxy.Link frozen = proxy.linkByUpstreamPort(port).orElseThrow();
             proxy.freeze(frozen);

@@ -126,8 +126,8 @@ public final class StalePlans {
                 + " FROM pg_stat_statements WHERE query LIKE 'WITH RECURSIVE priorities%'");
         String commit = text(admin, "SELECT round(sum(total_exec_time)::numeric / sum(calls), 2) || ' ms over '"
                 + " || sum(calls) || ', max ' || round(max(max_exec_time)::numeric, 1) || ' ms'"
-                + " FROM pg_stat_statements WHERE query LIKE '%unnest%' AND query LIKE '%claimed_by%'"
-                + " AND query NOT LIKE '%SKIP LOCKED%' AND query NOT LIKE '%pg_stat%'");
+                + " FROM pg_stat_statements WHERE query LIKE 'WITH moved AS%' AND query LIKE '%width_bucket%'"
+                + " AND query NOT LIKE '%pg_stat%'");
         System.out.println(String.format(Locale.ROOT, "RESULT rows=%d autovacuum=%s analyzer=%s drain_s=%.1f"
                         + " jobs_per_s=%.0f pick_mean=\"%s\" commit_mean=\"%s\" reltuples_end=%s", rows,
                 autovacuum ? "on" : "off", analyzer ? "on" : "off", seconds, rows / seconds, pick, commit,

@@ -6,6 +6,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.StringJoiner;
 import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Rows sent to PostgreSQL as parallel arrays and read back with {@code unnest}. Each column is
@@ -68,6 +70,35 @@ public final class Columns<R> {
             names.add("ord");
         }
         return values + " AS " + names;
+    }
+
+    /**
+     * {@code sql} with each {@code alias.name} of these columns read from its array at the position of
+     * the row {@code key} names ({@code key} an expression over the statement's target, e.g.
+     * {@code i.id}): {@code ($n::type[])[width_bucket(key, $first::bigint[])]}. The first column
+     * must be the {@code id} the rows are found by, bound sorted ascending: {@code width_bucket}
+     * finds a key's place by binary search, so a statement reads its rows' values without joining
+     * them to the unnested arrays (a join whose plan the statistics of the moment pick). A key not in
+     * the ids lands on a wrong place: guard with {@code alias.id = key}. Fails on an {@code alias.}
+     * reference that names no column.
+     */
+    String atPosition(String sql, String alias, String key, int firstParameter) {
+        Column<R> first = columns.get(0);
+        if (!first.name().equals("id") || !first.sqlType().equals("bigint")) {
+            throw new IllegalStateException("positions need the sorted bigint ids first: " + first.name());
+        }
+        String at = "[width_bucket(" + key + ", $" + firstParameter + "::bigint[])]";
+        String result = sql;
+        for (int i = 0; i < columns.size(); i++) {
+            Column<R> column = columns.get(i);
+            result = result.replaceAll("\\b" + alias + "\\." + column.name() + "\\b", Matcher.quoteReplacement(
+                    "($" + (firstParameter + i) + "::" + column.sqlType() + "[])" + at));
+        }
+        Matcher left = Pattern.compile("\\b" + alias + "\\.[a-z_]+").matcher(result);
+        if (left.find()) {
+            throw new IllegalStateException("not a column: " + left.group());
+        }
+        return result;
     }
 
     /** Binds one value per column of {@code row} for {@link #values}, the first at {@code firstIndex}. */

@@ -68,8 +68,12 @@ public final class OutcomeSql {
 
     /**
      * The ownership guard of every commit: the claim's worker and attempt, looked up by primary key.
-     * {@code id = ANY ($1)} repeats the join as an index condition, so the rows are fetched by key
-     * whatever the statistics say (a join alone let the planner scan the whole table: HotPlansIT).
+     * The commits read each row's outcome by position ({@link Columns#atPosition}: {@code o.x} is
+     * the x array's element at the row's place among the sorted ids), not by joining the rows to the
+     * unnested outcomes: that join's plan was the statistics' to pick (a merge join, a hash join over
+     * a scan of the whole table, or, after an ANALYZE mid-burst, a nested loop re-reading every
+     * outcome for every row: 60-70 µs of server time per job in the shootout; HotPlansIT). So
+     * {@code id = ANY ($1)} finds the rows by primary key, and {@code i.id = o.id} checks the place.
      */
     private static final String GUARD = "i.id = o.id AND i.id = ANY ($1::bigint[]) AND i.claimed_by = o.worker"
             + " AND i.attempt = o.claimed_attempt";
@@ -103,26 +107,8 @@ public final class OutcomeSql {
     /** A step that goes on through the queue instead of inline (its lease lapsed) starts afresh, as a queued next. */
     private static final String ATTEMPT = "CASE WHEN i.cancel_requested OR o.attempt IS NULL THEN i.attempt"
             + " WHEN " + INLINE_ON_LAPSED + " THEN 0 ELSE o.attempt END";
-    /**
-     * The fast path reads each row's outcome from the arrays by position, not through a join: the
-     * ids come sorted (the committer sorts them), so {@code width_bucket} finds a row's place by
-     * binary search. A join of the rows to the unnested outcomes let the planner pick, by the
-     * statistics of the moment, a nested loop that re-read every outcome for every row (quadratic in
-     * the batch: 60-70 µs of server time per job in the shootout), a hash join over a scan of the
-     * whole table, or a merge join; positions leave it nothing to pick but the primary key.
-     */
-    private static final String AT = "[width_bucket(i.id, $1::bigint[])]";
-    /** The fast path's guard: the row is the one at its place (a wrong place matches nothing), still claimed as run. */
-    private static final String SETTLE_GUARD = "i.id = ANY ($1::bigint[]) AND ($1::bigint[])" + AT + " = i.id"
-            + " AND i.claimed_by = ($2::text[])" + AT + " AND i.attempt = ($3::int[])" + AT;
     /** A settling outcome's final status on the fast path. */
-    private static final String SETTLE_FINAL = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE ($4::text[])" + AT
-            + " END";
-    private static final String SETTLE_RESULT = "CASE WHEN i.cancel_requested THEN i.result ELSE (($5::text[])" + AT
-            + ")::jsonb END";
-    private static final String SETTLE_ERROR = "COALESCE(($6::text[])" + AT + ", i.last_error)";
-    /** With tracing, the run's span context: the seventh array. */
-    private static final String SETTLE_TRACE = "($7::text[])" + AT;
+    private static final String SETTLE_FINAL = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE o.status END";
 
     /**
      * Commits a batch of outcomes in one statement, each guarded by ownership: the row must still
@@ -194,8 +180,8 @@ public final class OutcomeSql {
                 : settleColumns().build();
         String traceLast = traced ? "COALESCE(o.trace, i.trace_last)" : "i.trace_last";
         String traceSet = traced ? "trace_last = " + traceLast + ", " : "";
-        this.commit = tables.render("WITH o AS (SELECT * FROM " + columns.unnest(1, "o", false) + "), "
-                + Settled.move("o", GUARD, FINAL, STEP, STATE, RESULT, ERROR, ATTEMPT, traceLast) + """
+        this.commit = tables.render(columns.atPosition("WITH "
+                + Settled.move(null, GUARD, FINAL, STEP, STATE, RESULT, ERROR, ATTEMPT, traceLast) + """
                 , kept AS (
                     UPDATE {instances} i
                        SET status = %s,
@@ -240,19 +226,16 @@ public final class OutcomeSql {
                            lease_expires_at = CASE WHEN {keeps_claim}
                                                    THEN now() + o.lease_ms * interval '1 millisecond' END,
                            {trace_set}updated_at = now()
-                      FROM o
                      WHERE %s AND NOT (%s)
                     RETURNING i.id, i.queue, i.status
                 )
                 SELECT id, queue, status FROM moved
                  UNION ALL
                 SELECT id, queue, status FROM kept""".formatted(FINAL, STEP, STATE, RESULT, ERROR, ATTEMPT, GUARD,
-                Settled.settlesWhere(FINAL)).replace("{keeps_claim}", KEEPS_CLAIM).replace("{trace_set}", traceSet));
-        String settleTrace = traced ? "COALESCE(" + SETTLE_TRACE + ", i.trace_last)" : "i.trace_last";
-        String settleTraceSet = traced ? "trace_last = " + settleTrace + ", " : "";
-        this.settle = tables.render("WITH "
-                + Settled.move(null, SETTLE_GUARD, SETTLE_FINAL, "i.step", "i.state", SETTLE_RESULT, SETTLE_ERROR,
-                        "i.attempt", settleTrace)
+                Settled.settlesWhere(FINAL)).replace("{keeps_claim}", KEEPS_CLAIM).replace("{trace_set}", traceSet),
+                "o", "i.id", 1));
+        this.settle = tables.render(settleColumns.atPosition("WITH "
+                + Settled.move(null, GUARD, SETTLE_FINAL, "i.step", "i.state", RESULT, ERROR, "i.attempt", traceLast)
                 + """
                 , kept AS (
                     UPDATE {instances} i
@@ -263,8 +246,8 @@ public final class OutcomeSql {
                 )
                 SELECT id, queue, status FROM moved
                  UNION ALL
-                SELECT id, queue, status FROM kept""".formatted(SETTLE_FINAL, SETTLE_RESULT, SETTLE_ERROR, SETTLE_GUARD,
-                Settled.settlesWhere(SETTLE_FINAL)).replace("{trace_set}", settleTraceSet));
+                SELECT id, queue, status FROM kept""".formatted(SETTLE_FINAL, RESULT, ERROR, GUARD,
+                Settled.settlesWhere(SETTLE_FINAL)).replace("{trace_set}", traceSet), "o", "i.id", 1));
         this.lockForCommit = tables.render("SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE");
         this.consumeSignals = tables.render("""
                 UPDATE {signals} s SET consumed_at = now()
@@ -278,6 +261,7 @@ public final class OutcomeSql {
 
     /** Commits the outcomes; emits the transition of each one that was not stale. */
     public Flux<Transition> commit(Connection connection, List<OutcomeRow> outcomes) {
+        requireSorted(outcomes);
         return Flux.from(columns.bind(connection.createStatement(commit), 0, outcomes).execute())
                 .concatMap(result -> result.map(Transition::read))
                 .onErrorMap(Errors::translate);
@@ -290,9 +274,19 @@ public final class OutcomeSql {
 
     /** Commits settling outcomes on the fast path ({@link #settlesPlainly}); emits each one's transition. */
     public Flux<Transition> settle(Connection connection, List<OutcomeRow> outcomes) {
+        requireSorted(outcomes);
         return Flux.from(settleColumns.bind(connection.createStatement(settle), 0, outcomes).execute())
                 .concatMap(result -> result.map(Transition::read))
                 .onErrorMap(Errors::translate);
+    }
+
+    /** The commits find each row's outcome by binary search over the ids ({@link #GUARD}): they come sorted. */
+    private static void requireSorted(List<OutcomeRow> outcomes) {
+        for (int i = 1; i < outcomes.size(); i++) {
+            if (outcomes.get(i - 1).id() > outcomes.get(i).id()) {
+                throw new IllegalArgumentException("outcomes must come sorted by id");
+            }
+        }
     }
 
     public Mono<Void> lockForCommit(Connection connection, Collection<Long> ids) {
