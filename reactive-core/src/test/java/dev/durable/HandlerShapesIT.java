@@ -197,7 +197,8 @@ class HandlerShapesIT {
                     return "slept";
                 })).queue("warned"));
         assertThat(result(engine, engine.insert(JobRequest.of("sleeper", "x")).block())).isEqualTo("\"slept\"");
-        assertThat(HandlerWatch.warnedAbout("the handler of job type 'sleeper'")).isTrue();
+        // Said once the handler's subscribe returned on its thread, which may come after the commit is seen.
+        Eventually.until("the warning", WAIT, () -> HandlerWatch.warnedAbout("the handler of job type 'sleeper'"));
     }
 
     private static boolean isVirtual(Thread thread) {
