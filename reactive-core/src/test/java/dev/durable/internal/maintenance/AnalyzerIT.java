@@ -10,6 +10,7 @@ import dev.durable.internal.Db;
 import dev.durable.internal.sql.PickSql;
 import dev.durable.internal.sql.StatisticsSql;
 import dev.durable.internal.sql.Tables;
+import dev.durable.support.Eventually;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
@@ -78,7 +79,7 @@ class AnalyzerIT {
 
             engine.start().block(WAIT);
             try {
-                waitFor(() -> reltuples(db) >= BACKLOG / 2);
+                Eventually.until("the backlog analyzed", WAIT, () -> reltuples(db) >= BACKLOG / 2);
                 String madeAgain = Sql.lines(connection, "SELECT pg_temp.cached_plan()", null);
                 assertThat(madeAgain).doesNotContain("Seq Scan on durable_instances")
                         .contains("Index Scan using durable_instances_pick_idx");
@@ -117,7 +118,7 @@ class AnalyzerIT {
             Lane lane = new Lane("analyzer-it");
             Analyzer analyzer = new Analyzer(TaskOptions.every(Duration.ofSeconds(1)), lane, Schedulers.parallel(),
                     new SimpleMeterRegistry(), sql);
-            waitFor(() -> sql.stale(1_000, 2.0, WAIT).block(WAIT).stream()
+            Eventually.until("the table stale", WAIT, () -> sql.stale(1_000, 2.0, WAIT).block(WAIT).stream()
                     .anyMatch(stale -> stale.table().equals("durable_instances")));
             assertThat(sql.stale(1_000, 2.0, WAIT).block(WAIT))
                     .contains(new StatisticsSql.Stale("durable_instances", false, role));
@@ -137,26 +138,7 @@ class AnalyzerIT {
     }
 
     private static long reltuples(TestDatabase db) {
-        Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
-        try {
-            return Long.parseLong(Sql.lines(connection, "SELECT reltuples::bigint::text FROM pg_class WHERE oid = '"
-                    + instances(db) + "'::regclass", null));
-        } finally {
-            Mono.from(connection.close()).block(WAIT);
-        }
+        return Sql.query(db, "SELECT reltuples::bigint FROM pg_class WHERE oid = '" + instances(db) + "'::regclass",
+                row -> row.get(0, Long.class)).get(0);
     }
-
-    private static void waitFor(java.util.function.BooleanSupplier condition) {
-        long deadline = System.nanoTime() + WAIT.toNanos();
-        while (!condition.getAsBoolean()) {
-            assertThat(System.nanoTime()).as("condition within " + WAIT).isLessThan(deadline);
-            try {
-                Thread.sleep(100);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException(e);
-            }
-        }
-    }
-
 }
