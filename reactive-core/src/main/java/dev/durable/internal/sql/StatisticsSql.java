@@ -44,9 +44,6 @@ public final class StatisticsSql {
                AND s.n_live_tup >= $3 AND s.n_live_tup > $4 * greatest(c.reltuples, 0)
              ORDER BY s.relname""";
 
-    /** Bounds the statements of the current transaction (SET LOCAL statement_timeout). */
-    private static final String STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', $1, true)";
-
     /** A table whose statistics are behind its contents, and whether this role ({@code role}) may ANALYZE it. */
     public record Stale(String table, boolean mayAnalyze, String role) {
     }
@@ -68,7 +65,7 @@ public final class StatisticsSql {
 
     /** The hot tables with at least {@code minRows} live rows, more than {@code growth} times their statistics. */
     public Mono<List<Stale>> stale(long minRows, double growth, Duration timeout) {
-        return db.inTransaction(connection -> bound(connection, timeout)
+        return db.inTransaction(connection -> MaintenanceSql.boundStatements(connection, timeout)
                         .thenMany(Flux.from(connection.createStatement(STALE).bind(0, schema)
                                 .bind(1, HOT_TABLES.toArray(String[]::new)).bind(2, minRows).bind(3, growth)
                                 .execute()))
@@ -89,16 +86,9 @@ public final class StatisticsSql {
             return Mono.error(new IllegalArgumentException("not a hot table: " + table));
         }
         String analyze = "ANALYZE (SKIP_LOCKED) " + tables.table(table);
-        return db.inTransaction(connection -> bound(connection, timeout)
+        return db.inTransaction(connection -> MaintenanceSql.boundStatements(connection, timeout)
                         .thenMany(Flux.from(connection.createStatement(analyze).execute())
                                 .concatMap(result -> result.getRowsUpdated())))
-                .then();
-    }
-
-    private static Mono<Void> bound(io.r2dbc.spi.Connection connection, Duration timeout) {
-        return Flux.from(connection.createStatement(STATEMENT_TIMEOUT)
-                        .bind(0, Long.toString(Math.max(1, timeout.toMillis()))).execute())
-                .concatMap(result -> result.map(row -> 1))
                 .then();
     }
 }
