@@ -2,6 +2,7 @@ package dev.durable.internal;
 
 import dev.durable.DatabaseTimeoutException;
 import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.IsolationLevel;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.Result;
 import io.r2dbc.spi.Statement;
@@ -57,6 +58,16 @@ public final class Db {
     }
 
     /**
+     * As {@link #inTransaction(Function)}, at {@code isolation} whatever the connection's default (it
+     * goes with the BEGIN: no statement of its own).
+     */
+    public <T> Flux<T> inTransaction(IsolationLevel isolation, Function<Connection, ? extends Publisher<T>> work) {
+        return bounded(Flux.usingWhen(connectionFactory.create(),
+                connection -> inTransaction(connection, connection.beginTransaction(isolation), work),
+                Connection::close, Db::afterError, Db::discard));
+    }
+
+    /**
      * Each answer (a row, or the end) within the timeout; a silent call is cut and its connection
      * discarded. An error the driver signals after the call ended (a connection cut mid-statement
      * answers a cancelled call with "Broken pipe") is one debug line, through the subscription's own
@@ -105,9 +116,14 @@ public final class Db {
     /** Runs {@code work} in a transaction on a connection the caller owns. */
     public static <T> Flux<T> inTransaction(Connection connection,
             Function<Connection, ? extends Publisher<T>> work) {
+        return inTransaction(connection, connection.beginTransaction(), work);
+    }
+
+    private static <T> Flux<T> inTransaction(Connection connection, Publisher<Void> begin,
+            Function<Connection, ? extends Publisher<T>> work) {
         // A rollback that fails (the connection died with the statement) discards the connection and
         // lets the statement's own error through, rather than Reactor's "cleanup failed" in its place.
-        return Flux.usingWhen(Mono.from(connection.beginTransaction()).thenReturn(connection),
+        return Flux.usingWhen(Mono.from(begin).thenReturn(connection),
                 work,
                 c -> c.commitTransaction(),
                 (c, error) -> Mono.from(c.rollbackTransaction()).onErrorResume(failed -> discard(c)),

@@ -2,7 +2,7 @@ package dev.durable.internal.sql;
 
 import dev.durable.internal.Db;
 import io.r2dbc.spi.Connection;
-import io.r2dbc.spi.Result;
+import io.r2dbc.spi.IsolationLevel;
 import io.r2dbc.spi.Statement;
 import java.time.Duration;
 import java.util.List;
@@ -147,12 +147,10 @@ public final class KeySql {
      * COMMITTED transaction bounded by {@code timeout}, then reads the queues of the new heads.
      */
     private Mono<Healed> electing(Duration timeout, Function<Connection, Statement> statement) {
-        return db.inTransaction(connection -> Flux.from(connection
-                                .createStatement("SET TRANSACTION ISOLATION LEVEL READ COMMITTED").execute())
-                        .concatMap(Result::getRowsUpdated)
-                        .thenMany(Flux.from(connection.createStatement(BOUNDS)
+        return db.inTransaction(IsolationLevel.READ_COMMITTED, connection -> Flux.from(connection
+                                .createStatement(BOUNDS)
                                 .bind(0, Long.toString(Math.max(1, timeout.toMillis())))
-                                .bind(1, LOCK_TIMEOUT_MILLIS).execute()))
+                                .bind(1, LOCK_TIMEOUT_MILLIS).execute())
                         .concatMap(result -> result.map(row -> 1))
                         .thenMany(Flux.from(statement.apply(connection).execute()))
                         .concatMap(result -> result.map(row -> new Batch(row.get(0, Long.class),
