@@ -244,15 +244,7 @@ public final class DurableEngine implements AutoCloseable {
     private Mono<Void> doStart() {
         Mono<Integer> migrated = options.applyMigrations() ? migrator.migrate() : Mono.just(0);
         return migrated
-                .then(statements.registry().defaultIsolation().doOnNext(isolation -> {
-                    if (!"read committed".equals(isolation)) {
-                        log.warn("Durable engine {}: its connections start transactions in {}, not read committed;"
-                                + " the engine's statements are written for read committed (a key election may then"
-                                + " miss a row until the key healer's next pass, an update may fail a serialization"
-                                + " check and go again). Set default_transaction_isolation on the connection"
-                                + " factory given to the engine.", options.name(), isolation);
-                    }
-                }))
+                .then(warnUnlessReadCommitted())
                 .then(EngineRuntime.start(new EngineRuntime.Wiring(options, connectionFactory, definitions,
                         recurringJobs, statements, identity, mapper, telemetry, this::insert, this::afterTransition)))
                 .flatMap(runtime -> {
@@ -263,6 +255,26 @@ public final class DurableEngine implements AutoCloseable {
                 })
                 .doOnSuccess(started -> log.info("Durable engine {} started: schema {}, queues {}",
                         options.name(), options.schema(), options.queues().keySet()));
+    }
+
+    /**
+     * The engine's statements are written for READ COMMITTED: its own pool is set to it
+     * ({@link ReadCommittedConnections}); a connection factory given to it is asked once, and a
+     * warning says what to set when it defaults to another level.
+     */
+    private Mono<Void> warnUnlessReadCommitted() {
+        if (ownPool != null) {
+            return Mono.empty();
+        }
+        return statements.registry().defaultIsolation().doOnNext(isolation -> {
+            if (!"read committed".equals(isolation)) {
+                log.warn("Durable engine {}: its connections start transactions in {}, not read committed;"
+                        + " the engine's statements are written for read committed (a key election may then"
+                        + " miss a row until the key healer's next pass, an update may fail a serialization"
+                        + " check and go again). Set default_transaction_isolation on the connection"
+                        + " factory given to the engine.", options.name(), isolation);
+            }
+        }).then();
     }
 
     private @Nullable EngineRuntime runtime() {
