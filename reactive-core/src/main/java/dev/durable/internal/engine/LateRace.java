@@ -6,6 +6,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
+import java.util.function.LongFunction;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
@@ -32,15 +34,15 @@ final class LateRace<T> extends Mono<T> {
 
     private final Mono<T> source;
     /** The trigger, made only when needed; given the nanoseconds since the subscribe began. */
-    private final java.util.function.LongFunction<Mono<?>> trigger;
+    private final LongFunction<Mono<?>> trigger;
     private final Callable<T> onTrigger;
     /** For a timeout: a source that ended at once but took this long or more still timed out. */
     private final long deadlineNanos;
     /** The same race with its trigger armed before the source, for threads that may block. */
-    private final java.util.function.Supplier<Mono<T>> armedFirst;
+    private final Supplier<Mono<T>> armedFirst;
 
-    private LateRace(Mono<T> source, java.util.function.LongFunction<Mono<?>> trigger, Callable<T> onTrigger,
-            long deadlineNanos, java.util.function.Supplier<Mono<T>> armedFirst) {
+    private LateRace(Mono<T> source, LongFunction<Mono<?>> trigger, Callable<T> onTrigger,
+            long deadlineNanos, Supplier<Mono<T>> armedFirst) {
         this.source = source;
         this.trigger = trigger;
         this.onTrigger = onTrigger;
