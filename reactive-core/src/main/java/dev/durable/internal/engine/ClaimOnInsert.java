@@ -1,8 +1,8 @@
 package dev.durable.internal.engine;
 
 import dev.durable.ConflictPolicy;
-import dev.durable.internal.sql.InstanceSql.Inserted;
-import dev.durable.internal.sql.InstanceSql.Insertion;
+import dev.durable.internal.sql.InsertSql.Inserted;
+import dev.durable.internal.sql.InsertSql.Insertion;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
 import java.util.ArrayList;

@@ -2,8 +2,8 @@ package dev.durable.internal.engine;
 
 import dev.durable.InstanceStatus;
 import dev.durable.internal.Db;
-import dev.durable.internal.sql.InstanceSql;
-import dev.durable.internal.sql.InstanceSql.Insertion;
+import dev.durable.internal.sql.InsertSql;
+import dev.durable.internal.sql.InsertSql.Insertion;
 import dev.durable.internal.sql.OutcomeRow;
 import dev.durable.internal.sql.OutcomeSql;
 import dev.durable.internal.sql.Rows.NewInstance;
@@ -35,12 +35,12 @@ final class OutcomeCommit {
 
     private final Db db;
     private final OutcomeSql outcomes;
-    private final InstanceSql instances;
+    private final InsertSql inserts;
 
-    OutcomeCommit(Db db, OutcomeSql outcomes, InstanceSql instances) {
+    OutcomeCommit(Db db, OutcomeSql outcomes, InsertSql inserts) {
         this.db = db;
         this.outcomes = outcomes;
-        this.instances = instances;
+        this.inserts = inserts;
     }
 
     Mono<Committed> commit(List<OutcomeRow> unordered) {
@@ -97,7 +97,7 @@ final class OutcomeCommit {
                     }
                     List<Transition> spawned = new ArrayList<>();
                     Mono<Void> spawn = children.isEmpty() ? Mono.empty()
-                            : instances.insert(connection, children.stream().map(child -> new Insertion(child, null))
+                            : inserts.insert(connection, children.stream().map(child -> new Insertion(child, null))
                                             .toList(), 0)
                                     .index()
                                     .doOnNext(child -> spawned.add(new Transition(child.getT2().id(),

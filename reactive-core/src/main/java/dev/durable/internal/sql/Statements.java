@@ -7,8 +7,9 @@ import java.util.List;
 import java.util.Map;
 
 /** Every group of statements of one engine, rendered once for its schema and limits. */
-public record Statements(Db db, InstanceSql instances, PickSql picks, OutcomeSql outcomes, LeaseSql leases,
-        SignalSql signals, MaintenanceSql maintenance, RegistrySql registry) {
+public record Statements(Db db, InstanceSql instances, InsertSql inserts, PolicyInsertSql policyInserts,
+        PickSql picks, OutcomeSql outcomes, LeaseSql leases, SignalSql signals, MaintenanceSql maintenance,
+        RegistrySql registry) {
 
     /** The statements of an engine that knows these limits, and these types at these versions. */
     public static Statements create(Db db, String schema, Collection<Limits.Gate> gates,
@@ -25,7 +26,8 @@ public record Statements(Db db, InstanceSql instances, PickSql picks, OutcomeSql
             Collection<Limits.RateLimit> rateLimits, Collection<Limits.Window> windows, Map<String, Integer> knownTypes,
             Map<String, Integer> lowestVersions, int maxInboxSignals, boolean traced) {
         Tables tables = new Tables(schema);
-        return new Statements(db, new InstanceSql(db, tables),
+        return new Statements(db, new InstanceSql(db, tables), new InsertSql(db, tables),
+                new PolicyInsertSql(db, tables),
                 new PickSql(db, tables, gates, rateLimits, windows, knownTypes, lowestVersions),
                 new OutcomeSql(tables, traced), new LeaseSql(db, tables), new SignalSql(db, tables, maxInboxSignals),
                 new MaintenanceSql(db, tables), new RegistrySql(db, tables));

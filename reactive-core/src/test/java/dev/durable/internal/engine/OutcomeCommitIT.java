@@ -35,7 +35,7 @@ class OutcomeCommitIT {
         schema.closeLater().block(WAIT);
         Statements statements = Statements.create(new Db(db.connectionFactory(), WAIT), db.schema(), List.of(),
                 List.of(), Map.of(), EngineOptions.DEFAULT_MAX_INBOX_SIGNALS);
-        commit = new OutcomeCommit(statements.db(), statements.outcomes(), statements.instances());
+        commit = new OutcomeCommit(statements.db(), statements.outcomes(), statements.inserts());
     }
 
     /** A workflow row executing under worker {@code w} at attempt 2, with signal 'go' in its inbox. */

@@ -158,7 +158,7 @@ class HotPlansIT {
         DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
         schema.migrate().block(WAIT);
         schema.closeLater().block(WAIT);
-        String sql = text(new InstanceSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema())),
+        String sql = text(new PolicyInsertSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema())),
                 "insertWithPolicies");
         db.execute("INSERT INTO \"" + db.schema() + "\".durable_instances (type, queue, step, max_attempts,"
                 + " correlation_key, correlation_statuses) SELECT 't', 'q', 'run', 5, 'key-' || g,"
@@ -167,12 +167,12 @@ class HotPlansIT {
         db.execute("ANALYZE \"" + db.schema() + "\".durable_instances");
         List<ConflictPolicy> policies = List.of(ConflictPolicy.skip(), ConflictPolicy.replace(),
                 ConflictPolicy.debounce(Duration.ofSeconds(5), Duration.ofMinutes(1)));
-        List<InstanceSql.Insertion> rows = new ArrayList<>();
+        List<InsertSql.Insertion> rows = new ArrayList<>();
         for (int i = 1; i <= 96; i++) {
             // Live keys under each policy, and free keys under each policy and reject.
             String key = i <= 48 ? "key-" + (i * 7) : "free-" + i;
             ConflictPolicy policy = i > 48 && i % 4 == 0 ? ConflictPolicy.reject() : policies.get(i % 3);
-            rows.add(new InstanceSql.Insertion(new Rows.NewInstance("t", 1, "q", 0, "run", "\"x\"", 5, null, 0, null,
+            rows.add(new InsertSql.Insertion(new Rows.NewInstance("t", 1, "q", 0, "run", "\"x\"", 5, null, 0, null,
                     null, key, "awaiting_children,awaiting_signal,executing,runnable", null, 0, null, 1, null, null, 1, null, null, policy, null),
                     null));
         }
@@ -180,7 +180,7 @@ class HotPlansIT {
         String plan;
         try {
             Mono.from(connection.beginTransaction()).block(WAIT);
-            plan = Flux.from(InstanceSql.bindPolicies(connection.createStatement("EXPLAIN (ANALYZE, COSTS OFF) " + sql),
+            plan = Flux.from(PolicyInsertSql.bindPolicies(connection.createStatement("EXPLAIN (ANALYZE, COSTS OFF) " + sql),
                             rows, 1000).execute())
                     .concatMap(result -> result.map(row -> row.get(0, String.class)))
                     .collectList().map(lines -> String.join("\n", lines)).block(WAIT);

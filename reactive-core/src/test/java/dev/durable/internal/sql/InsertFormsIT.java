@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.durable.ConflictPolicy;
 import dev.durable.DurableEngine;
 import dev.durable.internal.Db;
-import dev.durable.internal.sql.InstanceSql.Inserted;
-import dev.durable.internal.sql.InstanceSql.Insertion;
+import dev.durable.internal.sql.InsertSql.Inserted;
+import dev.durable.internal.sql.InsertSql.Insertion;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
@@ -34,7 +34,7 @@ class InsertFormsIT {
         DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
         schema.migrate().block(WAIT);
         schema.closeLater().block(WAIT);
-        InstanceSql instances = new InstanceSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()));
+        InsertSql instances = new InsertSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()));
 
         // One row, not claimed: its nulls bound as typed nulls, its id and due answered, no claim.
         Inserted plain = instances.insert(List.of(row("\"a\"", null, null, null)), 1000).single().block(WAIT);

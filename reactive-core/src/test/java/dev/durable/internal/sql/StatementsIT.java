@@ -3,7 +3,6 @@ package dev.durable.internal.sql;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.DurableEngine;
-import dev.durable.EngineOptions;
 import dev.durable.Limits;
 import dev.durable.internal.Db;
 import dev.durable.testing.PostgresExtension;
@@ -42,7 +41,8 @@ class StatementsIT {
         List<Limits.Gate> gates = List.of(new Limits.Gate("g", 2, 1));
         List<Limits.RateLimit> rates = List.of(new Limits.RateLimit("r", 10, 5));
         Map<String, String> statements = new LinkedHashMap<>();
-        for (Object group : List.of(new InstanceSql(none, tables), new OutcomeSql(tables), new LeaseSql(none, tables),
+        for (Object group : List.of(new InstanceSql(none, tables), new InsertSql(none, tables),
+                new PolicyInsertSql(none, tables), new OutcomeSql(tables), new LeaseSql(none, tables),
                 new MaintenanceSql(none, tables), new RegistrySql(none, tables), new SignalSql(none, tables, 10),
                 new LimiterSql(none, tables), new PickSql(none, tables, gates, rates, Map.of("t", 1)),
                 new AdminSql(none, tables, db.schema()), new ReplaySql(none, tables), new VersionSql(none, tables),
