@@ -9,7 +9,6 @@ import dev.durable.RecurringJob;
 import dev.durable.internal.Cleanup;
 import dev.durable.internal.RequestMapper;
 import dev.durable.internal.sql.RegistrySql;
-import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.Statements;
 import dev.durable.internal.sql.Tables;
 import dev.durable.internal.sql.VersionSql;
@@ -21,7 +20,6 @@ import io.r2dbc.spi.ConnectionFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Consumer;
 import java.util.function.Function;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -41,12 +39,12 @@ public final class EngineRuntime {
 
     /**
      * What the runtime is made from: the engine's configuration and its long-lived parts.
-     * {@code insert} is the engine's own insert (recurring jobs use it); {@code onTransition}
-     * hears of every status change made here (the engine pokes and wakes waiters).
+     * {@code insert} is the engine's own insert (recurring jobs use it); every status change made
+     * here goes through {@code transitions}, which pokes through this runtime's transport.
      */
     public record Wiring(EngineOptions options, ConnectionFactory connectionFactory, Map<String, Definition> definitions,
             List<RecurringJob> recurringJobs, Statements statements, WorkerIdentity identity, RequestMapper mapper,
-            Telemetry telemetry, Function<JobRequest, Mono<Long>> insert, Consumer<Transition> onTransition) {
+            Telemetry telemetry, Function<JobRequest, Mono<Long>> insert, Transitions transitions) {
     }
 
     private final Limiter limiter;
@@ -59,6 +57,7 @@ public final class EngineRuntime {
     private final ClaimOnInsert claims;
     private final boolean runMaintenance;
     private final EngineOptions options;
+    private final Transitions transitions;
     private final java.util.concurrent.atomic.AtomicReference<Mono<Void>> closing =
             new java.util.concurrent.atomic.AtomicReference<>();
 
@@ -70,16 +69,14 @@ public final class EngineRuntime {
         this.limiter = limiter;
         this.transport = transport;
         this.runMaintenance = options.runMaintenance();
-        Consumer<Transition> onTransition = wiring.onTransition();
+        this.transitions = wiring.transitions();
+        transitions.pokeThrough(transport);
         HandlerLane lane = new HandlerLane(options.handlerScheduler());
-        OutcomeCommitter committer = new OutcomeCommitter(new OutcomeCommit(sql.db(), sql.outcomes(), sql.instances()),
-                options.commitBatchSize(), options.commitParallelism(), parent -> {
-                    telemetry.wokenParent(parent);
-                    onTransition.accept(parent);
-                }, onTransition, lane::holding);
+        OutcomeCommitter committer = new OutcomeCommitter(new OutcomeCommit(sql.db(), sql.outcomes(), sql.inserts()),
+                options.commitBatchSize(), options.commitParallelism(), transitions, lane::holding);
         lane.afterDrain(committer::flush);
         Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
-                lane, options.leaseTtl(), onTransition, telemetry, limiter,
+                lane, options.leaseTtl(), transitions, telemetry, limiter,
                 new ClaimMigration(new VersionSql(sql.db(), new Tables(options.schema())), options.codec(),
                         options.handlerScheduler(), options.meterRegistry()));
         long leaseMillis = options.leaseTtl().toMillis();
@@ -119,16 +116,7 @@ public final class EngineRuntime {
                 new dev.durable.internal.sql.FairSql(sql.db(), new Tables(options.schema())),
                 new dev.durable.internal.sql.KeySql(sql.db(), new Tables(options.schema())),
                 new dev.durable.internal.sql.StatisticsSql(sql.db(), options.schema()), limiter, delays,
-                Schedulers.parallel(), new MaintenanceTasks.Listeners(reaped -> {
-                    telemetry.recovered(reaped, false);
-                    onTransition.accept(reaped);
-                }, parent -> {
-                    telemetry.wokenParent(parent);
-                    onTransition.accept(parent);
-                }, expired -> {
-                    telemetry.recovered(expired, true);
-                    onTransition.accept(expired);
-                }, transport::poke));
+                Schedulers.parallel(), transitions);
         this.recurring = new RecurringRunner(wiring.recurringJobs(), options.recurringInterval(),
                 sql.instances().now(), wiring.insert(), RecurringJob::due);
         List<String> types = new ArrayList<>(wiring.definitions().keySet());
@@ -182,18 +170,9 @@ public final class EngineRuntime {
         });
     }
 
-    /** Tells the schedulers of {@code queue}, here and where the transport reaches, that work is there. */
-    public void poke(String queue) {
-        transport.poke(queue);
-    }
-
     /** The limiter this runtime made (permits outside jobs ask it). */
     public Limiter limiter() {
         return limiter;
-    }
-
-    public PokeTransport transport() {
-        return transport;
     }
 
     public ClaimOnInsert claims() {
@@ -215,7 +194,8 @@ public final class EngineRuntime {
     /**
      * Stops maintenance and the recurring jobs, drains every scheduler (each gives its buffered rows
      * back and waits up to its drain timeout for running ones), then closes the transport and the
-     * limiter, after the schedulers so their last credits go out. Errors are gathered. Idempotent.
+     * limiter, after the schedulers so their last credits and pokes go out. Errors are gathered.
+     * Idempotent.
      */
     public Mono<Void> close() {
         return closing.updateAndGet(made -> made != null ? made : Mono.defer(() -> {
@@ -224,7 +204,8 @@ public final class EngineRuntime {
             return Cleanup.inOrder(Mono.whenDelayError(schedulers.stream().map(QueueScheduler::close).toList()),
                     Mono.whenDelayError(registry.close(), transport.close(), limiter.close())
                             .timeout(QueueScheduler.CLOSE_STEP, Mono.fromRunnable(() -> log.warn(
-                                    "poke transport or limiter not closed within {}", QueueScheduler.CLOSE_STEP))));
+                                    "poke transport or limiter not closed within {}", QueueScheduler.CLOSE_STEP))))
+                    .doFinally(signal -> transitions.stopPokingThrough(transport));
         }).cache());
     }
 }

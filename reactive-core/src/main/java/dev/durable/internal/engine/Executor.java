@@ -91,13 +91,13 @@ final class Executor {
     private final OutcomeCommitter committer;
     private final HandlerLane lane;
     private final long leaseMillis;
-    private final Consumer<Transition> onCommitted;
+    private final Transitions transitions;
     private final Telemetry telemetry;
     private final Limiter limiter;
     private final ClaimMigration migration;
 
     Executor(Map<String, Definition> definitions, RequestMapper mapper, JsonCodec codec, OutcomeCommitter committer,
-            HandlerLane lane, Duration leaseTtl, Consumer<Transition> onCommitted, Telemetry telemetry,
+            HandlerLane lane, Duration leaseTtl, Transitions transitions, Telemetry telemetry,
             Limiter limiter, ClaimMigration migration) {
         this.migration = migration;
         this.telemetry = telemetry;
@@ -108,7 +108,7 @@ final class Executor {
         this.committer = committer;
         this.lane = lane;
         this.leaseMillis = leaseTtl.toMillis();
-        this.onCommitted = onCommitted;
+        this.transitions = transitions;
     }
 
     /**
@@ -223,7 +223,7 @@ final class Executor {
                         return Mono.just(RunResult.STALE);
                     }
                     Transition transition = committed.get();
-                    onCommitted.accept(transition);
+                    transitions.committed(transition);
                     if (transition.status() == InstanceStatus.EXECUTING && decision.inlineNext() != null) {
                         onInline.accept(decision.inlineNext());
                         return runStep(decision.inlineNext(), cancellation, claimLost, onInline);

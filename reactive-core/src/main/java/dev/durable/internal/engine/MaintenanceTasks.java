@@ -17,11 +17,9 @@ import dev.durable.internal.sql.FairSql;
 import dev.durable.internal.sql.KeySql;
 import dev.durable.internal.sql.LeaseSql;
 import dev.durable.internal.sql.MaintenanceSql;
-import dev.durable.internal.sql.Rows.Transition;
 import dev.durable.internal.sql.StatisticsSql;
 import dev.durable.limit.Limiter;
 import java.util.List;
-import java.util.function.Consumer;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
@@ -31,11 +29,6 @@ import reactor.core.scheduler.Scheduler;
  * one connection of the engine's pool at a time.
  */
 public final class MaintenanceTasks implements Maintenance {
-
-    /** What maintenance reports back to the engine; each is called once the change committed. */
-    record Listeners(Consumer<Transition> onRecovered, Consumer<Transition> onWokenParent,
-            Consumer<Transition> onAwaitExpired, Consumer<String> onHeadElected) {
-    }
 
     private final Lane lane;
     private final Reaper reaper;
@@ -51,13 +44,11 @@ public final class MaintenanceTasks implements Maintenance {
 
     MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, FairSql fair, KeySql keys,
             StatisticsSql statistics, Limiter limiter, LeaseSql.RetryDelay delays, Scheduler timer,
-            Listeners listeners) {
+            Transitions transitions) {
         var meters = options.meterRegistry();
         this.lane = new Lane(options.name());
-        this.reaper = new Reaper(options.reaper(), lane, timer, meters, leases, delays, listeners.onRecovered(),
-                listeners.onWokenParent());
-        this.awaitExpiry = new AwaitExpiry(options.awaitExpiry(), lane, timer, meters, sql,
-                listeners.onAwaitExpired());
+        this.reaper = new Reaper(options.reaper(), lane, timer, meters, leases, delays, transitions);
+        this.awaitExpiry = new AwaitExpiry(options.awaitExpiry(), lane, timer, meters, sql, transitions);
         this.garbageCollector = new GarbageCollector(options.garbageCollector(), lane, timer, meters, sql,
                 options.retention());
         this.limiterReconcile = new LimiterReconcile(options.limiterReconcile(), lane, timer, meters, limiter);
@@ -69,9 +60,9 @@ public final class MaintenanceTasks implements Maintenance {
                 options.queues().keySet().stream()
                         .filter(queue -> !options.gates().containsKey(dev.durable.Fairness.capGate(queue)))
                         .collect(java.util.stream.Collectors.toSet()));
-        this.keyHealer = new KeyHealer(options.keyHealer(), lane, timer, meters, keys, listeners.onHeadElected());
+        this.keyHealer = new KeyHealer(options.keyHealer(), lane, timer, meters, keys, transitions::poke);
         this.skippedKeyElections = new SkippedKeyElections(options.skippedKeyElections(), lane, timer, meters, keys,
-                listeners.onHeadElected());
+                transitions::poke);
         this.analyzer = new Analyzer(options.analyzer(), lane, timer, meters, statistics);
         this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper,
                 fairKeyHealer, keyHealer, skippedKeyElections, analyzer);

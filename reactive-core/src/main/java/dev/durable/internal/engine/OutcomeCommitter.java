@@ -13,7 +13,6 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
-import java.util.function.Consumer;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -38,8 +37,7 @@ final class OutcomeCommitter {
     }
 
     private final OutcomeCommit outcomeCommit;
-    private final Consumer<Transition> onWokenParent;
-    private final Consumer<Transition> onSpawned;
+    private final Transitions transitions;
     private final int batchSize;
     private final int parallelism;
     private final Queue<Pending> queue = new ConcurrentLinkedQueue<>();
@@ -47,12 +45,11 @@ final class OutcomeCommitter {
     /** True on a thread that runs a batch of runs: their outcomes wait for {@link #flush} to go together. */
     private final BooleanSupplier holding;
 
-    OutcomeCommitter(OutcomeCommit outcomeCommit, int batchSize, int parallelism, Consumer<Transition> onWokenParent,
-            Consumer<Transition> onSpawned, BooleanSupplier holding) {
+    OutcomeCommitter(OutcomeCommit outcomeCommit, int batchSize, int parallelism, Transitions transitions,
+            BooleanSupplier holding) {
         this.outcomeCommit = outcomeCommit;
         this.holding = holding;
-        this.onWokenParent = onWokenParent;
-        this.onSpawned = onSpawned;
+        this.transitions = transitions;
         this.batchSize = batchSize;
         this.parallelism = parallelism;
     }
@@ -138,8 +135,8 @@ final class OutcomeCommitter {
         for (Pending pending : batch) {
             pending.sink().success(Optional.ofNullable(byId.get(pending.row().id())));
         }
-        committed.wokenParents().forEach(onWokenParent);
-        committed.spawned().forEach(onSpawned);
+        committed.wokenParents().forEach(transitions::wokenParent);
+        committed.spawned().forEach(transitions::spawned);
     }
 
     private static void fail(List<Pending> batch, Throwable error) {

@@ -2,10 +2,9 @@ package dev.durable.internal.maintenance;
 
 import dev.durable.Maintenance.TaskOptions;
 import dev.durable.internal.sql.MaintenanceSql;
-import dev.durable.internal.sql.Rows.Transition;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
-import java.util.function.Consumer;
+import dev.durable.internal.engine.Transitions;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
@@ -20,19 +19,19 @@ import reactor.core.scheduler.Scheduler;
 public final class AwaitExpiry extends MaintenanceService {
 
     private final MaintenanceSql sql;
-    private final Consumer<Transition> onExpired;
+    private final Transitions transitions;
 
     public AwaitExpiry(TaskOptions options, Lane lane, Scheduler timer, MeterRegistry meters, MaintenanceSql sql,
-            Consumer<Transition> onExpired) {
+            Transitions transitions) {
         super("await_expiry", options, lane, timer, meters, "durable.awaits.expired");
         this.sql = sql;
-        this.onExpired = onExpired;
+        this.transitions = transitions;
     }
 
     @Override
     protected Mono<Long> batch(int limit, Duration timeout) {
         return sql.expireAwaits(limit, timeout).map(expired -> {
-            expired.forEach(onExpired);
+            expired.forEach(transitions::awaitExpired);
             return (long) expired.size();
         });
     }

@@ -7,7 +7,7 @@ import dev.durable.internal.sql.LeaseSql.RetryDelay;
 import dev.durable.internal.sql.Rows.Transition;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
-import java.util.function.Consumer;
+import dev.durable.internal.engine.Transitions;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.Logger;
@@ -33,16 +33,14 @@ public final class Reaper extends MaintenanceService {
 
     private final LeaseSql leases;
     private final RetryDelay delays;
-    private final Consumer<Transition> onRecovered;
-    private final Consumer<Transition> onWokenParent;
+    private final Transitions transitions;
 
     public Reaper(TaskOptions options, Lane lane, Scheduler timer, MeterRegistry meters, LeaseSql leases,
-            RetryDelay delays, Consumer<Transition> onRecovered, Consumer<Transition> onWokenParent) {
+            RetryDelay delays, Transitions transitions) {
         super("reaper", options, lane, timer, meters, null); // durable.reaped is counted per queue by telemetry
         this.leases = leases;
         this.delays = delays;
-        this.onRecovered = onRecovered;
-        this.onWokenParent = onWokenParent;
+        this.transitions = transitions;
     }
 
     @Override
@@ -52,9 +50,9 @@ public final class Reaper extends MaintenanceService {
                 if (recovered.status() == InstanceStatus.FAILED) {
                     log.warn("instance {} failed: its worker was lost on its last attempt", recovered.id());
                 }
-                onRecovered.accept(recovered);
+                transitions.recovered(recovered);
             }
-            recovery.wokenParents().forEach(onWokenParent);
+            recovery.wokenParents().forEach(transitions::wokenParent);
             return (long) recovery.recovered().size();
         });
     }

@@ -1,4 +1,4 @@
-package dev.durable.internal.engine;
+package dev.durable.internal.client;
 
 import dev.durable.LiveEngine;
 import java.time.Duration;
@@ -14,7 +14,7 @@ import reactor.util.Loggers;
 /**
  * What an engine that runs no queues of its own (a client: never started, or inserting for others)
  * says about inserts into queues no live engine serves. A started engine knows the fleet from its
- * registry ({@link Registry#warnIfUnserved}); a client reads the registry, at most once a minute per
+ * registry ({@code Registry.warnIfUnserved}); a client reads the registry, at most once a minute per
  * queue, after its insert and before the insert answers. A failed read only skips the warning.
  */
 public final class ClientWarnings {

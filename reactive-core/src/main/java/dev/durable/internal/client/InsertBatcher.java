@@ -1,6 +1,5 @@
-package dev.durable.internal.engine;
+package dev.durable.internal.client;
 
-import dev.durable.DurableTimeoutException;
 import dev.durable.EngineClosedException;
 import dev.durable.internal.Errors;
 import dev.durable.internal.sql.Rows.NewInstance;
@@ -42,6 +41,13 @@ public final class InsertBatcher {
     private record Pending(NewInstance row, MonoSink<Long> sink) {
     }
 
+    /**
+     * How the buffer behaves: the engine it belongs to (named when a request comes after the close),
+     * the flush size and delay, the most requests held, and the scheduler of the delay's timer.
+     */
+    public record Settings(String engine, int batchSize, Duration delay, int capacity, Scheduler timer) {
+    }
+
     private final String engine;
     private final Function<List<NewInstance>, Mono<List<Long>>> insert;
     private final int batchSize;
@@ -60,14 +66,13 @@ public final class InsertBatcher {
     private final Sinks.Empty<Void> drained = Sinks.empty();
 
     /** {@code insert} inserts rows in one round trip and emits their ids in order. */
-    public InsertBatcher(String engine, Function<List<NewInstance>, Mono<List<Long>>> insert, int batchSize,
-            Duration delay, int capacity, Scheduler timer) {
-        this.engine = engine;
+    InsertBatcher(Settings settings, Function<List<NewInstance>, Mono<List<Long>>> insert) {
+        this.engine = settings.engine();
         this.insert = insert;
-        this.batchSize = batchSize;
-        this.delay = delay;
-        this.capacity = capacity;
-        this.timer = timer;
+        this.batchSize = settings.batchSize();
+        this.delay = settings.delay();
+        this.capacity = settings.capacity();
+        this.timer = settings.timer();
     }
 
     /** Inserts a checked row with the next flush, or directly when the buffer is full; emits its id. */
