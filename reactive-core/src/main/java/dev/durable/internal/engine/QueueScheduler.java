@@ -7,16 +7,12 @@ import dev.durable.QueueStats;
 import dev.durable.internal.engine.Demand.Trigger;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
-import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
@@ -114,27 +110,6 @@ public final class QueueScheduler {
         }
     }
 
-    /** A row handed to a run, and the switch that stops the run. */
-    private static final class Running {
-
-        private final ClaimedRow row;
-        private final Sinks.Empty<Void> stop = Sinks.empty();
-        private volatile boolean stopped;
-        private volatile boolean lost;
-        private final Cancellation cancellation = new Cancellation(stop.asMono(), () -> stopped);
-
-        private Running(ClaimedRow row) {
-            this.row = row;
-        }
-
-        /** Stops the run: its claim was lost, or its instance's cancel was requested. */
-        void stop(boolean claimLost) {
-            lost = claimLost;
-            stopped = true;
-            stop.tryEmitEmpty();
-        }
-    }
-
     private final QueueOptions options;
     private final String worker;
     private final Picker picker;
@@ -143,7 +118,6 @@ public final class QueueScheduler {
     private final Runner runner;
     private final Flux<String> pokes;
     private final Duration heartbeatInterval;
-    private final long leaseNanos;
     private final Duration pokeWindow;
     private final Scheduler timer;
     /** A monotonic clock in nanoseconds (System::nanoTime; the virtual time in tests): lease deadlines. */
@@ -151,13 +125,9 @@ public final class QueueScheduler {
     private final SchedulerCounters counters;
     private final Telemetry telemetry;
 
+    /** The rows claimed: the buffer is guarded by this, the runs are not. */
+    private final HeldRows held;
     // Guarded by this.
-    private final ArrayDeque<ClaimedRow> buffer = new ArrayDeque<>();
-    /**
-     * When each buffered row's lease may have run out, on the monotonic clock: counted from before the
-     * statement that set or last renewed it was sent, so never later than the database's own.
-     */
-    private final Map<Long, Long> leaseDeadlines = new java.util.HashMap<>();
     /** When the claim-on-insert reservation in force was made (its insert is sent after). */
     private long reservedAt;
     private long requested;
@@ -174,8 +144,6 @@ public final class QueueScheduler {
     private @Nullable FluxSink<ClaimedRow> sink;
     private @Nullable Mono<Void> closing;
 
-    /** Rows handed to a run and not yet finished, by id; read by the heartbeat. */
-    private final Map<Long, Running> running = new ConcurrentHashMap<>();
     private final Sinks.Empty<Void> drained = Sinks.empty();
     /** The poll and poke loops: they stop first on close. */
     private final Disposable.Composite loops = Disposables.composite();
@@ -195,7 +163,7 @@ public final class QueueScheduler {
         this.runner = runner;
         this.pokes = pokes;
         this.heartbeatInterval = heartbeatInterval;
-        this.leaseNanos = leaseTtl.toNanos();
+        this.held = new HeldRows(leaseTtl.toNanos());
         this.pokeWindow = pokeWindow;
         this.timer = timer;
         this.nanoClock = nanoClock;
@@ -214,12 +182,12 @@ public final class QueueScheduler {
 
     /** Rows handed to runs and not finished. */
     int running() {
-        return running.size();
+        return held.running();
     }
 
     /** Rows claimed and waiting for a free run slot. */
     synchronized int buffered() {
-        return buffer.size();
+        return held.buffered();
     }
 
     /** The idle poll interval now in force (grows while idle, snaps back on work). */
@@ -232,10 +200,10 @@ public final class QueueScheduler {
         int buffered;
         Duration poll;
         synchronized (this) {
-            buffered = buffer.size();
+            buffered = held.buffered();
             poll = currentPoll;
         }
-        return counters.snapshot(options, worker, running.size(), buffered, poll);
+        return counters.snapshot(options, worker, held.running(), buffered, poll);
     }
 
     SchedulerCounters counters() {
@@ -268,9 +236,9 @@ public final class QueueScheduler {
         heartbeatLoop.update(Flux.interval(heartbeatInterval, timer)
                 .onBackpressureDrop(tick -> counters.heartbeatsSkipped.incrementAndGet())
                 .concatMap(tick -> {
-                    List<Long> held = held();
+                    List<Long> ids = heldIds();
                     long sentAt = now();
-                    return beat.beat(held).doOnNext(renewal -> renewed(held, renewal, sentAt));
+                    return beat.beat(ids).doOnNext(renewal -> renewed(ids, renewal, sentAt));
                 }, 0)
                 .subscribe(null, error -> log.error("queue {}: heartbeat loop failed", queue(), error)));
         slotLoop.update(Flux.interval(heartbeatInterval, timer)
@@ -280,72 +248,39 @@ public final class QueueScheduler {
     }
 
     /** The ids of every row held: running and buffered. */
-    private synchronized List<Long> held() {
-        List<Long> ids = new ArrayList<>(running.size() + buffer.size());
-        ids.addAll(running.keySet());
-        for (ClaimedRow row : buffer) {
-            ids.add(row.id());
-        }
-        return ids;
+    private synchronized List<Long> heldIds() {
+        return held.ids();
     }
 
     /**
-     * What a heartbeat found about the rows it held: a buffered row no longer this worker's (its
-     * lease lapsed, or another holds it) or whose cancel was requested is given back unstarted (the
-     * release's guard leaves another holder's row alone; a cancelled one ends cancelled at once); a
-     * running row that is either is stopped (its handler's subscription is disposed; a lost one
-     * commits nothing, a cancelled one ends cancelled); a renewed buffered row's lease deadline moves
-     * to the beat's send time plus the lease (a row left locked keeps its deadline).
+     * What a heartbeat found about the rows it held ({@link HeldRows#afterBeat}): a buffered row no
+     * longer this worker's or whose cancel was requested is given back unstarted (the release's guard
+     * leaves another holder's row alone; a cancelled one ends cancelled at once); a running row that
+     * is either is stopped (its handler's subscription is disposed; a lost one commits nothing, a
+     * cancelled one ends cancelled).
      */
-    private void renewed(List<Long> held, Renewal renewal, long sentAt) {
-        List<ClaimedRow> lost = new ArrayList<>();
-        List<ClaimedRow> cancelled = new ArrayList<>();
-        List<Running> toStop = new ArrayList<>();
-        Set<Long> wasHeld = new HashSet<>(held);
+    private void renewed(List<Long> ids, Renewal renewal, long sentAt) {
+        HeldRows.Verdict verdict;
         synchronized (this) {
-            for (java.util.Iterator<ClaimedRow> rows = buffer.iterator(); rows.hasNext(); ) {
-                ClaimedRow row = rows.next();
-                if (!wasHeld.contains(row.id())) {
-                    continue; // claimed after the beat read what it held
-                }
-                if (!renewal.holds(row.id())) {
-                    rows.remove();
-                    leaseDeadlines.remove(row.id());
-                    lost.add(row);
-                } else if (renewal.cancelRequested().contains(row.id())) {
-                    rows.remove();
-                    leaseDeadlines.remove(row.id());
-                    cancelled.add(row);
-                } else if (renewal.renewed().contains(row.id())) {
-                    leaseDeadlines.computeIfPresent(row.id(), (id, deadline) -> Math.max(deadline, sentAt + leaseNanos));
-                }
-            }
-            for (Running run : running.values()) {
-                if (wasHeld.contains(run.row.id()) && !run.stopped
-                        && (!renewal.holds(run.row.id())
-                            || renewal.cancelRequested().contains(run.row.id()))) {
-                    toStop.add(run);
-                }
-            }
+            verdict = held.afterBeat(ids, renewal, sentAt);
         }
-        if (lost.isEmpty() && cancelled.isEmpty() && toStop.isEmpty()) {
+        if (verdict.isEmpty()) {
             return;
         }
-        counters.leasesLost.addAndGet(lost.size()
-                + toStop.stream().filter(run -> !renewal.holds(run.row.id())).count());
-        counters.runsCancelled.addAndGet(cancelled.size()
-                + toStop.stream().filter(run -> renewal.cancelRequested().contains(run.row.id())).count());
+        long runsLost = verdict.toStop().values().stream().filter(lost -> lost).count();
+        counters.leasesLost.addAndGet(verdict.lost().size() + runsLost);
+        counters.runsCancelled.addAndGet(verdict.cancelled().size() + verdict.toStop().size() - runsLost);
         log.debug("queue {}: heartbeat found {} buffered rows lost, {} buffered rows cancelled, {} runs to stop",
-                queue(), lost.size(), cancelled.size(), toStop.size());
+                queue(), verdict.lost().size(), verdict.cancelled().size(), verdict.toStop().size());
         // Lost rows go back too: one whose lease merely lapsed is still this worker's in the table
         // until the reaper comes (which would charge it an attempt it never ran); the release's guard
         // leaves alone any another worker holds now.
-        List<ClaimedRow> giveBack = new ArrayList<>(lost);
-        giveBack.addAll(cancelled);
+        List<ClaimedRow> giveBack = new ArrayList<>(verdict.lost());
+        giveBack.addAll(verdict.cancelled());
         if (!giveBack.isEmpty()) {
             releaser.release(giveBack).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
         }
-        toStop.forEach(run -> run.stop(!renewal.holds(run.row.id())));
+        verdict.toStop().forEach(HeldRows.Running::stop);
         // The buffer shrank: room for more.
         dispatch(Trigger.DEMAND);
     }
@@ -359,8 +294,7 @@ public final class QueueScheduler {
      * Returns how many slots it reserved.
      */
     synchronized int reserve(int wanted) {
-        if (closed || picking || sink == null || reserved > 0 || !lastPickEmpty
-                || !running.isEmpty() || !buffer.isEmpty()) {
+        if (closed || picking || sink == null || reserved > 0 || !lastPickEmpty || !held.idle()) {
             return 0;
         }
         reserved = Math.min(wanted, options.claimCeiling());
@@ -380,7 +314,7 @@ public final class QueueScheduler {
             currentPoll = options.pollInterval();
             accepted = !closed;
             if (accepted) {
-                buffer(rows, reservedAt);
+                held.buffer(rows, reservedAt);
             }
         }
         if (accepted) {
@@ -416,25 +350,11 @@ public final class QueueScheduler {
                 return;
             }
             emitter = sink;
-            if (emitter != null && requested > 0 && !buffer.isEmpty()) {
+            if (emitter != null && requested > 0 && held.buffered() > 0) {
                 toRun = new ArrayList<>();
-                long now = now();
-                while (requested > 0 && !buffer.isEmpty()) {
-                    ClaimedRow row = buffer.poll();
-                    Long deadline = leaseDeadlines.remove(row.id());
-                    if (deadline != null && now - deadline >= 0) {
-                        // No beat has renewed it for a lease (the database is slow or away): the
-                        // reaper may have given it to another worker, so it must not start here.
-                        if (lapsed.isEmpty()) {
-                            lapsed = new ArrayList<>();
-                        }
-                        lapsed.add(row);
-                        continue;
-                    }
-                    running.put(row.id(), new Running(row));
-                    toRun.add(row);
-                    requested--;
-                }
+                lapsed = new ArrayList<>();
+                // A row no beat renewed for a lease (the database is slow or away) is not started.
+                requested -= held.take(requested, now(), toRun, lapsed);
             }
             pickSize = pickSize(trigger);
             if (pickSize > 0) {
@@ -466,14 +386,6 @@ public final class QueueScheduler {
                 queue(), error.toString()));
     }
 
-    /** Adds claimed rows to the buffer with the lease deadline of a claim sent at {@code sentAt}. Under the lock. */
-    private void buffer(List<ClaimedRow> rows, long sentAt) {
-        buffer.addAll(rows);
-        for (ClaimedRow row : rows) {
-            leaseDeadlines.put(row.id(), sentAt + leaseNanos);
-        }
-    }
-
     /** Now on the monotonic clock, in nanoseconds. */
     private long now() {
         return nanoClock.getAsLong();
@@ -488,7 +400,7 @@ public final class QueueScheduler {
             }
             return 0;
         }
-        int size = Demand.pickSize(trigger, running.size(), buffer.size() + reserved, options.claimCeiling(),
+        int size = Demand.pickSize(trigger, held.running(), held.buffered() + reserved, options.claimCeiling(),
                 options.minDemand(), lastPickEmpty);
         if (trigger == Trigger.POKE && size == 0) {
             counters.pokesDropped.incrementAndGet();
@@ -536,12 +448,12 @@ public final class QueueScheduler {
                 // it back and this worker claimed it again) goes straight back: two runs of one row
                 // under one worker would share its bookkeeping, and the old run's commit now finds
                 // it runnable and is dropped as stale.
-                giveBack = rows.stream().filter(row -> running.containsKey(row.id())).toList();
+                giveBack = rows.stream().filter(row -> held.isRunning(row.id())).toList();
                 if (!giveBack.isEmpty()) {
-                    rows = rows.stream().filter(row -> !running.containsKey(row.id())).toList();
+                    rows = rows.stream().filter(row -> !held.isRunning(row.id())).toList();
                 }
             }
-            boolean idle = running.isEmpty() && buffer.isEmpty();
+            boolean idle = held.idle();
             if (!rows.isEmpty() || !idle) {
                 currentPoll = options.pollInterval();
             } else if (trigger == Trigger.POLL) {
@@ -552,7 +464,7 @@ public final class QueueScheduler {
             List<ClaimedRow> sorted = new ArrayList<>(rows);
             sorted.sort(Comparator.comparingInt(ClaimedRow::priority)
                     .thenComparingLong(ClaimedRow::eligibleMicros).thenComparingLong(ClaimedRow::id));
-            buffer(sorted, sentAt);
+            held.buffer(sorted, sentAt);
             repick = pokedWhilePicking && rows.isEmpty();
             pokedWhilePicking = false;
         }
@@ -572,10 +484,9 @@ public final class QueueScheduler {
     // ---- Runs --------------------------------------------------------------------------------
 
     private Mono<Void> run(ClaimedRow row) {
-        Running run = running.get(row.id());
-        boolean ours = run != null && run.row == row;
-        Cancellation cancellation = ours ? run.cancellation : Cancellation.NEVER;
-        return runner.run(row, cancellation, () -> ours && run.lost)
+        HeldRows.Running run = held.runOf(row);
+        Cancellation cancellation = run != null ? run.cancellation : Cancellation.NEVER;
+        return runner.run(row, cancellation, () -> run != null && run.lost)
                 .doOnNext(result -> {
                     if (result == Executor.RunResult.STALE) {
                         counters.stale.incrementAndGet();
@@ -591,11 +502,11 @@ public final class QueueScheduler {
     }
 
     private void finished(ClaimedRow row) {
-        running.computeIfPresent(row.id(), (id, run) -> run.row == row ? null : run);
+        held.finished(row);
         counters.completed.incrementAndGet();
         boolean empty;
         synchronized (this) {
-            empty = closed && running.isEmpty();
+            empty = closed && held.running() == 0;
         }
         if (empty) {
             drained.tryEmitEmpty();
@@ -620,10 +531,8 @@ public final class QueueScheduler {
                 return closing;
             }
             this.closed = true;
-            buffered = new ArrayList<>(buffer);
-            buffer.clear();
-            leaseDeadlines.clear();
-            idle = running.isEmpty();
+            buffered = held.clearBuffer();
+            idle = held.running() == 0;
             pickInFlight = currentPick;
             Mono<Void> giveBack = Mono.defer(() -> {
                         loops.dispose();
@@ -632,9 +541,9 @@ public final class QueueScheduler {
                     .timeout(CLOSE_STEP, Mono.fromRunnable(() -> log.warn("queue {}: buffered rows not given back"
                             + " within {}; their leases will expire", queue(), CLOSE_STEP)), timer);
             Mono<Void> drain = drained.asMono().timeout(options.drainTimeout(), Mono.fromRunnable(() -> {
-                counters.drainAbandoned.addAndGet(running.size());
+                counters.drainAbandoned.addAndGet(held.running());
                 log.warn("queue {}: {} runs still going after the drain timeout; their leases will expire",
-                        queue(), running.size());
+                        queue(), held.running());
             }), timer);
             closed = Mono.when(giveBack, drain)
                     .doFinally(signal -> {
