@@ -1,9 +1,5 @@
 package dev.durable.redis;
 
-import dev.durable.redis.internal.LettuceMembership;
-import dev.durable.redis.internal.RedisConnector;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisURI;
 import java.util.Set;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -15,35 +11,16 @@ import reactor.core.publisher.Mono;
  * <p>A node registers with a TTL and re-registers every heartbeat; {@link #close()} deregisters it at
  * once; a node that stops heartbeating (crashed, cut off from Redis) drops out within its TTL. Expiry
  * is judged by the Redis server's clock, so the nodes' clocks need not agree. The registry is one
- * hash-tagged key per group ({@code {durable:members:<group>}}), so it works on Redis Cluster.
+ * hash-tagged key per group ({@code {durable:members:<group>}}), so it works on Redis Cluster. Join
+ * with {@link RedisMemberships#join}.
  *
  * <pre>{@code
- * RedisMembership membership = RedisMembership.join(RedisURI.create("redis://cache:6379"),
+ * RedisMembership membership = RedisMemberships.join(RedisURI.create("redis://cache:6379"),
  *         RedisMembershipOptions.builder("replicas", "node-a").build()).block();
  * membership.members().subscribe(nodes -> ..., error -> ...);
  * }</pre>
  */
 public interface RedisMembership {
-
-    /**
-     * Registers this node with a client of its own for {@code uri}, shut down on {@link #close()}.
-     * Signals {@link RedisUnavailableException} when Redis cannot be reached for the first
-     * registration; after that, outages only delay heartbeats (logged once).
-     */
-    static Mono<RedisMembership> join(RedisURI uri, RedisMembershipOptions options) {
-        RedisConnector.requireNonNull("uri", uri);
-        RedisConnector.requireNonNull("options", options);
-        return Mono.fromSupplier(() -> RedisConnector.owned(uri))
-                .flatMap(connector -> LettuceMembership.join(connector, options));
-    }
-
-    /** Registers this node with connections from the caller's client, which stays the caller's. */
-    static Mono<RedisMembership> join(RedisClient client, RedisURI uri, RedisMembershipOptions options) {
-        RedisConnector.requireNonNull("client", client);
-        RedisConnector.requireNonNull("uri", uri);
-        RedisConnector.requireNonNull("options", options);
-        return LettuceMembership.join(RedisConnector.shared(client, uri), options);
-    }
 
     String group();
 

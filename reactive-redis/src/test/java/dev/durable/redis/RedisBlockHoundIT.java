@@ -74,8 +74,8 @@ class RedisBlockHoundIT {
 
         RedisMembershipOptions options = RedisMembershipOptions.builder("hound", "a").ttl(Duration.ofSeconds(2))
                 .heartbeatInterval(Duration.ofMillis(200)).pollInterval(Duration.ofMillis(50)).build();
-        RedisMembership a = RedisMembership.join(redis.redisUri(), options).block(WAIT);
-        RedisMembership b = RedisMembership.join(redis.redisUri(), options.mutate().nodeId("b").build()).block(WAIT);
+        RedisMembership a = RedisMemberships.join(redis.redisUri(), options).block(WAIT);
+        RedisMembership b = RedisMemberships.join(redis.redisUri(), options.mutate().nodeId("b").build()).block(WAIT);
         AtomicReference<Set<String>> seen = new AtomicReference<>(Set.of());
         Disposable watching = a.members().subscribe(seen::set, dropped::add);
         Eventually.until("both members", WAIT, () -> seen.get().equals(Set.of("a", "b")));

@@ -42,7 +42,7 @@ class RedisMembershipIT {
     }
 
     private RedisMembership join(TestRedisServer redis, String group, String node) {
-        RedisMembership membership = RedisMembership.join(redis.redisUri(), options(group, node)).block(WAIT);
+        RedisMembership membership = RedisMemberships.join(redis.redisUri(), options(group, node)).block(WAIT);
         memberships.add(membership);
         return membership;
     }
@@ -81,7 +81,7 @@ class RedisMembershipIT {
         AtomicReference<Set<String>> seenByA = watch(a);
         // b's client is the test's: shutting it down cuts b off without a deregistration, as a crash would.
         RedisClient bClient = RedisClient.create();
-        RedisMembership b = RedisMembership.join(bClient, redis.redisUri(), options("crash", "b")).block(WAIT);
+        RedisMembership b = RedisMemberships.join(bClient, redis.redisUri(), options("crash", "b")).block(WAIT);
         Eventually.until("a sees both", WAIT, () -> seenByA.get().equals(Set.of("a", "b")));
 
         long crashed = System.nanoTime();
@@ -99,7 +99,7 @@ class RedisMembershipIT {
         try (ServerSocket socket = new ServerSocket(0)) {
             closedPort = socket.getLocalPort();
         }
-        assertThatThrownBy(() -> RedisMembership.join(RedisURI.create("redis://127.0.0.1:" + closedPort),
+        assertThatThrownBy(() -> RedisMemberships.join(RedisURI.create("redis://127.0.0.1:" + closedPort),
                         options("nowhere", "a")).block(WAIT))
                 .isInstanceOf(RedisUnavailableException.class)
                 .hasMessageContaining("membership nowhere of a");
