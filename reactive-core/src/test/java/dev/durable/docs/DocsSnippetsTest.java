@@ -52,7 +52,7 @@ class DocsSnippetsTest {
     /** An inline link or image: the text may hold one level of brackets; the target ends at a space or ')'. */
     private static final Pattern LINK = Pattern.compile("!?\\[(?:[^\\[\\]]|\\[[^\\]]*\\])*\\]\\(<?([^)\\s>]+)>?(?:\\s+\"[^\"]*\")?\\)");
     private static final Pattern REFERENCE = Pattern.compile("^\\s{0,3}\\[[^\\]]+\\]:\\s*<?(\\S+?)>?(?:\\s+\"[^\"]*\")?\\s*$");
-    private static final Pattern CODE_SPAN = Pattern.compile("(`+)(?:(?!\\1).)+?\\1");
+    private static final Pattern CODE_SPAN = Pattern.compile("(`+)(?:(?!\\1).)+?\\1", Pattern.DOTALL);
     private static final Set<String> SKIPPED_DIRECTORIES = Set.of(".git", "target", "node_modules");
     private static final int README_MAX_LINES = 400;
 
@@ -60,6 +60,10 @@ class DocsSnippetsTest {
     private static Map<String, Markdown> docs;
 
     record Block(int line, String language, String text, String marker) {
+    }
+
+    /** A link's target and the line (from 1) where it starts. */
+    record Link(int line, String target) {
     }
 
     /** One Markdown file: its lines, its code blocks and the lines outside them. */
@@ -161,43 +165,42 @@ class DocsSnippetsTest {
         List<String> problems = new ArrayList<>();
         int checked = 0;
         for (Markdown doc : docs.values()) {
-            for (int index : doc.prose()) {
-                for (String target : targets(doc.lines().get(index))) {
-                    String where = doc.path() + ":" + (index + 1) + ": (" + target + ")";
-                    URI uri;
-                    try {
-                        uri = new URI(target);
-                    } catch (URISyntaxException e) {
-                        problems.add(where + " is not a valid link: " + e.getMessage());
-                        continue;
-                    }
-                    if (uri.getScheme() != null || uri.getRawAuthority() != null) {
-                        continue; // external: not this test's to check
-                    }
-                    checked++;
-                    String path = uri.getPath() == null ? "" : uri.getPath();
-                    String fragment = uri.getFragment();
-                    Path file = path.isEmpty() ? root.resolve(doc.path())
-                            : path.startsWith("/") ? root.resolve(path.substring(1)).normalize()
-                            : root.resolve(doc.path()).getParent().resolve(path).normalize();
-                    if (!file.startsWith(root) || !Files.exists(file)) {
-                        problems.add(where + ": " + path + " does not exist");
-                        continue;
-                    }
-                    if (fragment == null) {
-                        continue;
-                    }
-                    String targetPath = root.relativize(file).toString().replace('\\', '/');
-                    Markdown targetDoc = docs.get(targetPath);
-                    if (targetDoc == null) {
-                        problems.add(where + ": an anchor into " + targetPath + ", which is not a checked Markdown file");
-                    } else if (!anchors.computeIfAbsent(targetPath, any -> anchors(targetDoc)).contains(fragment)) {
-                        problems.add(where + ": no heading #" + fragment + " in " + targetPath);
-                    }
+            for (Link link : links(doc)) {
+                String target = link.target();
+                String where = doc.path() + ":" + link.line() + ": (" + target + ")";
+                URI uri;
+                try {
+                    uri = new URI(target);
+                } catch (URISyntaxException e) {
+                    problems.add(where + " is not a valid link: " + e.getMessage());
+                    continue;
+                }
+                if (uri.getScheme() != null || uri.getRawAuthority() != null) {
+                    continue; // external: not this test's to check
+                }
+                checked++;
+                String path = uri.getPath() == null ? "" : uri.getPath();
+                String fragment = uri.getFragment();
+                Path file = path.isEmpty() ? root.resolve(doc.path())
+                        : path.startsWith("/") ? root.resolve(path.substring(1)).normalize()
+                        : root.resolve(doc.path()).getParent().resolve(path).normalize();
+                if (!file.startsWith(root) || !Files.exists(file)) {
+                    problems.add(where + ": " + path + " does not exist");
+                    continue;
+                }
+                if (fragment == null) {
+                    continue;
+                }
+                String targetPath = root.relativize(file).toString().replace('\\', '/');
+                Markdown targetDoc = docs.get(targetPath);
+                if (targetDoc == null) {
+                    problems.add(where + ": an anchor into " + targetPath + ", which is not a checked Markdown file");
+                } else if (!anchors.computeIfAbsent(targetPath, any -> anchors(targetDoc)).contains(fragment)) {
+                    problems.add(where + ": no heading #" + fragment + " in " + targetPath);
                 }
             }
         }
-        assertThat(checked).as("checked links").isGreaterThan(50);
+        assertThat(checked).as("checked links").isGreaterThan(100);
         assertThat(problems).as("links that lead nowhere").isEmpty();
     }
 
@@ -219,6 +222,13 @@ class DocsSnippetsTest {
         }
         assertThat(lines.get(fence + 1)).startsWith("mvn ").contains("exec:java");
         assertThat(lines.get(fence + 2)).isEqualTo("mvn -B verify");
+    }
+
+    @Test
+    void linksAreReadWhereverTheirTextWraps() {
+        Markdown doc = parse("any.md", List.of("See [the", "guide](docs/a.md#b), not `[code](c.md)`", "",
+                "```", "[fenced](d.md)", "```", "[ref]: e.md"));
+        assertThat(links(doc)).containsExactly(new Link(1, "docs/a.md#b"), new Link(7, "e.md"));
     }
 
     @Test
@@ -262,19 +272,37 @@ class DocsSnippetsTest {
         return text.toLowerCase(Locale.ROOT).replaceAll("[^\\p{L}\\p{M}\\p{N}_\\- ]", "").replace(' ', '-');
     }
 
-    /** The link targets of one line of prose: inline links and images outside code spans, and reference definitions. */
-    private static List<String> targets(String line) {
-        List<String> targets = new ArrayList<>();
-        Matcher reference = REFERENCE.matcher(line);
-        if (reference.matches()) {
-            targets.add(reference.group(1));
-            return targets;
+    /**
+     * The links of a file's prose: reference definitions, and inline links and images outside code
+     * spans, read paragraph by paragraph, as a link's text may wrap onto the next line.
+     */
+    static List<Link> links(Markdown doc) {
+        List<Link> links = new ArrayList<>();
+        List<Integer> prose = doc.prose();
+        int i = 0;
+        while (i < prose.size()) {
+            int first = prose.get(i);
+            int last = first;
+            while (i + 1 < prose.size() && prose.get(i + 1) == last + 1 && !doc.lines().get(last + 1).isBlank()) {
+                last = prose.get(++i);
+            }
+            i++;
+            for (int line = first; line <= last; line++) {
+                Matcher reference = REFERENCE.matcher(doc.lines().get(line));
+                if (reference.matches()) {
+                    links.add(new Link(line + 1, reference.group(1)));
+                }
+            }
+            // Code spans go, their line breaks stay, so a link's line can still be counted.
+            String paragraph = CODE_SPAN.matcher(String.join("\n", doc.lines().subList(first, last + 1)))
+                    .replaceAll(span -> span.group().replaceAll("[^\n]", ""));
+            Matcher link = LINK.matcher(paragraph);
+            while (link.find()) {
+                int line = first + 1 + (int) paragraph.substring(0, link.start()).chars().filter(c -> c == '\n').count();
+                links.add(new Link(line, link.group(1)));
+            }
         }
-        Matcher link = LINK.matcher(CODE_SPAN.matcher(line).replaceAll(""));
-        while (link.find()) {
-            targets.add(link.group(1));
-        }
-        return targets;
+        return links;
     }
 
     private static Markdown parse(String path, List<String> lines) {
