@@ -59,6 +59,7 @@ class DocsSnippetsTest {
     private static Path root;
     private static Map<String, Markdown> docs;
 
+    /** A fenced code block: its first line (from 1), language, text and the line before it. */
     record Block(int line, String language, String text, String marker) {
     }
 
@@ -99,8 +100,9 @@ class DocsSnippetsTest {
     @Test
     void everyGuideIsChecked() {
         assertThat(docs.keySet()).contains("README.md", "docs/README.md", "examples/webflux-service/README.md",
-                "benchmarks/README.md", "docs/workflows.md", "docs/limits-and-fairness.md", "docs/operations.md",
-                "docs/spring-boot.md", "docs/testing.md", "docs/performance.md", "docs/reliability.md");
+                "benchmarks/README.md", "docs/jobs.md", "docs/workflows.md", "docs/limits-and-fairness.md",
+                "docs/spring-boot.md", "docs/testing.md", "docs/operations.md", "docs/tracing.md",
+                "docs/performance.md", "docs/reliability.md", "docs/sync-scheduler.md");
     }
 
     @Test
