@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 
 class QueueNamesTest {
 
-    /** The rule as the README states it; the check itself is a loop (it runs on every request). */
+    /** The rule as docs/reliability.md states it; the check itself is a loop (it runs on every request). */
     private static final Pattern RULE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,127}");
 
     @Test

@@ -52,7 +52,7 @@ import reactor.netty.http.server.HttpServer;
  * Reactor Netty on the real database: finds a failed instance older than the newest 100 through the search,
  * reads its error in its attempt history, retries it in place and sees it done; pauses a queue and sees nothing
  * picked; redrives failures with a bulk retry whose progress reaches 100 %; checks the layout at 1400 and 420 px;
- * saves the README's screenshots (to {@code docs/} with {@code -Ddashboard.screenshots=docs}).
+ * saves the screenshots docs/operations.md shows (to {@code docs/} with {@code -Ddashboard.screenshots=docs}).
  *
  * <p>Without Chromium the test is skipped, unless {@code CI=true}: CI installs it
  * ({@code .ci/install-chromium}), so there a missing browser is a failure, not a skip.
@@ -64,7 +64,7 @@ class DashboardBrowserIT {
     private static final Path CHROMEDRIVER = Path.of(System.getProperty("chromium.driver", "/usr/bin/chromedriver"));
     private static final Duration WAIT = Duration.ofSeconds(60);
     /**
-     * Where the screenshots go: target/screenshots, or the repository's docs/ (the README's) when run
+     * Where the screenshots go: target/screenshots, or the repository's docs/ (the guides') when run
      * with {@code -Ddashboard.screenshots=docs}, so a test run leaves the committed images alone.
      */
     private static final Path DOCS = "docs".equals(System.getProperty("dashboard.screenshots"))

@@ -83,7 +83,7 @@ public final class Demo {
         double seconds = (System.nanoTime() - started) / 1e9;
         System.out.printf("completed %d/%d in %.2f s (%.0f jobs/s)%n", done, jobs, seconds, done / seconds);
         System.out.println("(inserts and runs of one engine together, on this machine as loaded as it is now; the"
-                + " throughput benchmark is benchmarks/shootout, on a quiet machine: see the README's Numbers)");
+                + " throughput benchmark is benchmarks/shootout, on a quiet machine: see docs/performance.md, Numbers)");
 
         engine.close();
         db.close();

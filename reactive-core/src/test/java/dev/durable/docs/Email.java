@@ -1,5 +1,5 @@
 package dev.durable.docs;
 
-/** The README's job arguments. */
+/** The job arguments of the README and the testing guide. */
 public record Email(String to, String subject) {
 }

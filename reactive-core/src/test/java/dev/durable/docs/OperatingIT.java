@@ -31,7 +31,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import reactor.core.publisher.Mono;
 
-/** The README's "Operating it", run as written (ReadmeSnippetsTest checks the README shows this region). */
+/** The admin API of docs/operations.md, run as written (DocsSnippetsTest checks the guide shows this region). */
 @ExtendWith(PostgresExtension.class)
 class OperatingIT {
 

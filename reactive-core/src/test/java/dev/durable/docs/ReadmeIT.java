@@ -31,9 +31,9 @@ import reactor.util.Logger;
 import reactor.util.Loggers;
 
 /**
- * The README's Java, run as written: each {@code tag::} region below is what the README shows
- * (ReadmeSnippetsTest checks that they match). They use the engine's default schema, so they get a
- * database of their own on the test server.
+ * The Java of the README and the guides under docs/, run as written: each {@code tag::} region below
+ * is what one of them shows (DocsSnippetsTest checks that they match). They use the engine's default
+ * schema, so they get a database of their own on the test server.
  */
 class ReadmeIT {
 

@@ -96,7 +96,7 @@ class DurableDashboardStarterIT {
                                 : Mono.just("ok " + arg)));
     }
 
-    /** The README's dashboard.properties, as the application would have them. */
+    /** The dashboard.properties of docs/spring-boot.md, as the application would have them. */
     private static String[] readmeProperties() throws java.io.IOException {
         java.util.Properties properties = new java.util.Properties();
         try (var in = DurableDashboardStarterIT.class.getResourceAsStream("/dashboard.properties")) {

@@ -18,7 +18,7 @@ import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 
-/** The README's WebFlux example of engine.limits(): a handler that shares the jobs' limits (issue 21). */
+/** The WebFlux example of engine.limits() in docs/limits-and-fairness.md: a handler that shares the jobs' limits (issue 21). */
 class LimitsWebFluxIT {
 
     private static TestDatabase db;

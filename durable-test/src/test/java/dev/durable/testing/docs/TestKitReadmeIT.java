@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import reactor.core.publisher.Mono;
 
-/** The README's "Testing your own jobs" blocks (issue 23), compiled and run here. */
+/** The blocks of docs/testing.md, "Testing your own jobs" (issue 23), compiled and run here. */
 @ExtendWith(PostgresExtension.class)
 class TestKitReadmeIT {
 

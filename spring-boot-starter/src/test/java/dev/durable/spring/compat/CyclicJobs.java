@@ -8,7 +8,7 @@ import org.springframework.context.annotation.Bean;
 import reactor.core.publisher.Mono;
 
 /**
- * What the README warns against: a configuration that takes the engine in its constructor and also
+ * What docs/spring-boot.md warns against: a configuration that takes the engine in its constructor and also
  * declares a job. The engine needs every job bean, so it needs this configuration first: a cycle.
  */
 @SpringBootConfiguration

@@ -1,5 +1,5 @@
 package dev.durable.spring.compat;
 
-/** The README's job arguments. */
+/** The Spring Boot guide's job arguments. */
 public record Email(String to, String subject) {
 }

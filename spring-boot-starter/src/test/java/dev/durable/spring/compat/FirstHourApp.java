@@ -18,7 +18,7 @@ import org.springframework.transaction.reactive.TransactionalOperator;
 import reactor.core.publisher.Mono;
 
 /**
- * The application of a WebFlux team's first hour: the README's beans, a mail job and a shipping
+ * The application of a WebFlux team's first hour: the Spring Boot guide's beans, a mail job and a shipping
  * job, on Spring Boot's auto-configuration (whichever Boot line is on the classpath).
  */
 @SpringBootConfiguration

@@ -40,7 +40,7 @@ import reactor.core.publisher.Mono;
 
 /**
  * The starter as a WebFlux team meets it, on whichever Spring Boot line is on the classpath (4 here,
- * 3.5 in {@code spring-boot3-it}): the README's properties and beans, actuator with Prometheus (the
+ * 3.5 in {@code spring-boot3-it}): the Spring Boot guide's properties and beans, actuator with Prometheus (the
  * run timer and the run observation's timer both scraped), the health indicator, the transactional
  * recipe (rollback leaves nothing, commit starts the job at once), and the short failure report for
  * a broken URL or an unreachable database.
@@ -80,7 +80,7 @@ class FirstHourStarterIT {
         return response.body();
     }
 
-    /** The README's Spring properties, as written (the URL is swapped for the test database's). */
+    /** The Spring Boot guide's properties, as written (the URL is swapped for the test database's). */
     private static Properties readmeProperties() throws IOException {
         Properties properties = new Properties();
         try (InputStream in = FirstHourStarterIT.class.getResourceAsStream("/readme.properties")) {
@@ -92,7 +92,7 @@ class FirstHourStarterIT {
     @Test
     void theReadmesSetupRunsJobsAndServesHealthAndPrometheus() throws Exception {
         Properties readme = readmeProperties();
-        // The README's URL parses as written: no comment on its line.
+        // The guide's URL parses as written: no comment on its line.
         ConnectionFactoryOptions.parse(readme.getProperty("durable.url"));
         readme.setProperty("durable.url", db.url());
         List<String> args = new ArrayList<>();
