@@ -44,7 +44,7 @@ public final class QueueOptions {
                     + " to maxPollInterval.");
     private static final Option<Duration> MAX_POLL_INTERVAL = OPTIONS.add("maxPollInterval", Duration.class,
             DEFAULT_MAX_POLL_INTERVAL, Checks.positive(), "The ceiling the idle poll backs off to; at least"
-                    + " pollInterval.");
+                    + " pollInterval (unset, a longer pollInterval raises it).");
     private static final Option<Duration> DRAIN_TIMEOUT = OPTIONS.add("drainTimeout", Duration.class,
             DEFAULT_DRAIN_TIMEOUT, Checks.nonNegative(), "How long close() waits for running steps.");
     private static final Option<Fairness> FAIRNESS = OPTIONS.add(Option.of("fairness", Fairness.class,
@@ -180,14 +180,19 @@ public final class QueueOptions {
         }
 
         public QueueOptions build() {
-            Duration pollInterval = values.get(POLL_INTERVAL);
-            Duration maxPollInterval = values.get(MAX_POLL_INTERVAL);
+            OptionValues built = values;
+            Duration pollInterval = built.get(POLL_INTERVAL);
+            if (!built.isSet(MAX_POLL_INTERVAL) && pollInterval.compareTo(DEFAULT_MAX_POLL_INTERVAL) > 0) {
+                // A poll interval above the default ceiling raises the ceiling (left at its default) rather than failing.
+                built = built.with(MAX_POLL_INTERVAL, pollInterval);
+            }
+            Duration maxPollInterval = built.get(MAX_POLL_INTERVAL);
             if (maxPollInterval.compareTo(pollInterval) < 0) {
                 throw new IllegalArgumentException("maxPollInterval must be at least pollInterval, was "
                         + maxPollInterval + " < " + pollInterval + " (queue " + name + ")");
             }
-            int ceiling = values.get(CONCURRENCY) + values.get(PREFETCH);
-            return new QueueOptions(name, values.with(MIN_DEMAND, Math.min(values.get(MIN_DEMAND), ceiling)));
+            int ceiling = built.get(CONCURRENCY) + built.get(PREFETCH);
+            return new QueueOptions(name, built.with(MIN_DEMAND, Math.min(built.get(MIN_DEMAND), ceiling)));
         }
     }
 }

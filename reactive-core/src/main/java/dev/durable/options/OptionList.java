@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.StringJoiner;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
@@ -98,12 +99,23 @@ public final class OptionList<O> {
         return values.with(option, value);
     }
 
+    /** The value of {@code option} in {@code options}: for a list that can take its objects apart. */
+    public <T> T get(O options, Option<T> option) {
+        requireOwn(option);
+        return valuesOf(options).get(option);
+    }
+
     /** {@code options} with {@code option} set to {@code value}: for a list that can put its objects together. */
     public <T> O with(O options, Option<T> option, T value) {
+        OptionValues changed = set(valuesOf(options), option, value);
+        return Objects.requireNonNull(create).apply(changed);
+    }
+
+    private OptionValues valuesOf(O options) {
         if (create == null || valuesOf == null) {
             throw new IllegalStateException(owner + " is not made of its options");
         }
-        return create.apply(set(valuesOf.apply(options), option, value));
+        return valuesOf.apply(options);
     }
 
     /** {@code Owner{name=value, ...}}: every option with a value, printed as it declares. */
