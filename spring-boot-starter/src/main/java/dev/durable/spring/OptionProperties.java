@@ -184,6 +184,10 @@ final class OptionProperties {
      */
     static List<Property> properties() {
         List<Property> properties = new ArrayList<>();
+        properties.add(new Property(QUEUES, "java.util.Map<java.lang.String,java.lang.Object>", "The queues this"
+                + " engine runs, by name, each with the options listed under " + QUEUES + "." + EXAMPLE_QUEUE + ".*;"
+                + " with none configured and none named by a definition, one queue: " + EXAMPLE_QUEUE + ".", null,
+                List.of(), EngineOptions.class.getName()));
         describe(PREFIX, EngineOptions.class, EngineOptions.options(), SET_BY_THE_STARTER, properties);
         describe(QUEUES + "." + EXAMPLE_QUEUE, QueueOptions.class, QueueOptions.options(), NONE, properties);
         return properties;
