@@ -6,20 +6,19 @@ import dev.durable.poke.PokeTransportFactory;
 import dev.durable.poke.PokeTransports;
 import dev.durable.observation.RunObservationConvention;
 import dev.durable.observation.TracePropagation;
+import dev.durable.options.Checks;
+import dev.durable.options.Option;
+import dev.durable.options.OptionList;
+import dev.durable.options.OptionValues;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import io.r2dbc.spi.ConnectionFactory;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
-import java.util.List;
+import java.util.Locale;
 import java.util.Map;
-import java.util.StringJoiner;
-import java.util.function.BiFunction;
-import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -29,9 +28,10 @@ import reactor.core.scheduler.Schedulers;
  * setter checks its own argument, {@link Builder#build()} the rules across them, and a broken
  * value throws {@link IllegalArgumentException} naming the option and the rule.
  *
- * <p>Each option is declared once, as an {@link Option} with its name, default and check; the
- * getters, the builder, {@link #mutate()} and {@link #toString()} all go through those
- * declarations, so none of them can miss an option.
+ * <p>Each option is declared once, as an {@link Option} with its name, type, default, check and
+ * description ({@link #options()} lists them); the getters, the builder, {@link #mutate()},
+ * {@link #toString()}, {@link #equals} and the Spring Boot starter's {@code durable.*} properties
+ * all go through those declarations, so none of them can miss an option.
  */
 public final class EngineOptions {
 
@@ -70,144 +70,178 @@ public final class EngineOptions {
     public static final int DEFAULT_INSERT_BUFFER_CAPACITY = 4096;
     public static final int DEFAULT_PERMIT_TRY_CONCURRENCY = 2;
 
-    /** One option: its name (in messages and toString), its default, its check and how it prints. */
-    private static final class Option<T> {
-
-        private final String name;
-        private final @Nullable T defaultValue;
-        private final BiFunction<String, T, T> check;
-        private final Function<T, String> render;
-
-        private Option(String name, @Nullable T defaultValue, BiFunction<String, T, T> check,
-                Function<T, String> render) {
-            this.name = name;
-            this.defaultValue = defaultValue;
-            this.check = check;
-            this.render = render;
-            ALL.add(this);
-        }
-
-        T checked(T value) {
-            return check.apply(name, value);
-        }
-    }
-
     /** Every option, in the order toString prints them. */
-    private static final List<Option<?>> ALL = new ArrayList<>();
+    private static final OptionList<EngineOptions> OPTIONS = new OptionList<>("EngineOptions");
 
-    private static <T> Option<T> option(String name, @Nullable T defaultValue, BiFunction<String, T, T> check) {
-        return new Option<>(name, defaultValue, check, String::valueOf);
+    private static final Option<ConnectionFactory> CONNECTION_FACTORY = OPTIONS.add("connectionFactory",
+            ConnectionFactory.class, null, Checks.notNull(),
+            "The caller's connection factory (pooled or not), which the engine uses and does not close; instead of url.");
+    private static final Option<String> URL = OPTIONS.add(Option.of("url", String.class, null, EngineOptions::checkUrl,
+            "The R2DBC URL (r2dbc:postgresql://user:password@host:5432/db) the engine pools its own connections to;"
+                    + " instead of connectionFactory.").printedAs(EngineOptions::maskPassword));
+    private static final Option<Integer> POOL_MAX_SIZE = OPTIONS.add("poolMaxSize", Integer.class,
+            DEFAULT_POOL_MAX_SIZE, Checks.atLeast(2),
+            "The most connections of the engine's own pool (with url): at least the number of queues plus"
+                    + " commitParallelism plus one.");
+    private static final Option<Duration> ACQUIRE_TIMEOUT = OPTIONS.add("acquireTimeout", Duration.class,
+            DEFAULT_ACQUIRE_TIMEOUT, Checks.positive(),
+            "How long the engine's own pool waits for a free (or new) connection before the call fails.");
+    private static final Option<Duration> STATEMENT_TIMEOUT = OPTIONS.add("statementTimeout", Duration.class,
+            DEFAULT_STATEMENT_TIMEOUT, Checks.positive(),
+            "The server's statement_timeout on the engine's own connections (with url).");
+    private static final Option<Duration> CALL_TIMEOUT = OPTIONS.add("callTimeout", Duration.class,
+            DEFAULT_CALL_TIMEOUT, Checks.positive(),
+            "The longest any one database call of the engine may take, connection included; past it the call fails"
+                    + " and its connection is discarded.");
+    private static final Option<String> SCHEMA = OPTIONS.add("schema", String.class, DEFAULT_SCHEMA,
+            Checks.identifier(), "The PostgreSQL schema of Durable's tables, created if missing.");
+    private static final Option<String> NAME = OPTIONS.add("name", String.class, DEFAULT_NAME,
+            EngineOptions::checkName,
+            "This engine's name, part of its workers' identity; two engines running at once in one process need"
+                    + " different names.");
+    private static final Option<Map<String, QueueOptions>> QUEUES = OPTIONS.add(Option.of("queues", Map.class,
+            Map.<String, QueueOptions>of(), Checks.notNull(), "The queues this engine runs, by name.")
+            .printedAs(queues -> queues.values().toString()));
+    private static final Option<Duration> LEASE_TTL = OPTIONS.add("leaseTtl", Duration.class, DEFAULT_LEASE_TTL,
+            Checks.positive(), "How long a claim stays valid without a heartbeat; more than twice heartbeatInterval.");
+    private static final Option<Duration> HEARTBEAT_INTERVAL = OPTIONS.add("heartbeatInterval", Duration.class,
+            DEFAULT_HEARTBEAT_INTERVAL, Checks.positive(), "How often the leases of held rows are renewed.");
+    private static final Option<Maintenance.TaskOptions> REAPER = task("reaper",
+            Maintenance.TaskOptions.every(DEFAULT_REAPER_INTERVAL),
+            "The reaper: expired leases back to runnable after their backoff, or to failed past max attempts.");
+    private static final Option<Maintenance.TaskOptions> AWAIT_EXPIRY = task("awaitExpiry",
+            Maintenance.TaskOptions.every(DEFAULT_REAPER_INTERVAL),
+            "The expiry of await deadlines: parked instances past their deadline resume.");
+    private static final Option<Maintenance.TaskOptions> GARBAGE_COLLECTOR = task("garbageCollector",
+            Maintenance.TaskOptions.every(DEFAULT_REAPER_INTERVAL),
+            "The garbage collector: settled instances past the retention are deleted.");
+    private static final Option<Boolean> RUN_MAINTENANCE = OPTIONS.add("runMaintenance", Boolean.class, true,
+            Checks.notNull(), "Whether this engine runs maintenance ticks at all; false switches every task off.");
+    private static final Option<Duration> POKE_WINDOW = OPTIONS.add("pokeWindow", Duration.class,
+            DEFAULT_POKE_WINDOW, Checks.positive(),
+            "The window in which an idle scheduler coalesces the pokes behind the first into one pick.");
+    private static final Option<PokeTransportFactory> POKE_TRANSPORT = OPTIONS.add(Option.of("pokeTransport",
+            PokeTransportFactory.class, PokeTransports.local(), Checks.notNull(),
+            "How inserts and signals wake the schedulers: local (in-process only), postgres-notify (LISTEN/NOTIFY"
+                    + " on one dedicated connection, across nodes) or none (polling only).")
+            .readFrom(EngineOptions::pokeTransportNamed, "local", "postgres-notify", "none"));
+    private static final Option<Integer> COMMIT_BATCH_SIZE = OPTIONS.add("commitBatchSize", Integer.class,
+            DEFAULT_COMMIT_BATCH_SIZE, Checks.atLeast(1), "The most outcomes committed in one transaction.");
+    private static final Option<Integer> COMMIT_PARALLELISM = OPTIONS.add("commitParallelism", Integer.class,
+            DEFAULT_COMMIT_PARALLELISM, Checks.atLeast(1), "The most outcome transactions in flight at once.");
+    private static final Option<Integer> PICK_RETRIES = OPTIONS.add("pickRetries", Integer.class,
+            DEFAULT_PICK_RETRIES, Checks.atLeast(0), "How often a pick is retried when a concurrency key was taken under it.");
+    private static final Option<Integer> MAX_PAYLOAD_BYTES = OPTIONS.add("maxPayloadBytes", Integer.class,
+            DEFAULT_MAX_PAYLOAD_BYTES, Checks.atLeast(16),
+            "The largest JSON of arguments, state or a payload that an insert accepts.");
+    private static final Option<Integer> MAX_INBOX_SIGNALS = OPTIONS.add("maxInboxSignals", Integer.class,
+            DEFAULT_MAX_INBOX_SIGNALS, Checks.atLeast(1),
+            "The most unconsumed signals an instance's inbox holds; a signal past it is refused.");
+    private static final Option<Integer> MAX_BATCH_BYTES = OPTIONS.add("maxBatchBytes", Integer.class,
+            DEFAULT_MAX_BATCH_BYTES, Checks.atLeast(16),
+            "The most bytes one insert call may carry in aggregate (insertAll, a transactional insert, the children"
+                    + " of one step); at least maxPayloadBytes.");
+    private static final Option<Boolean> REJECT_UNKNOWN_TYPES = OPTIONS.add("rejectUnknownTypes", Boolean.class, true,
+            Checks.notNull(), "Whether inserting a type with no definition on this engine is an error.");
+    private static final Option<Boolean> APPLY_MIGRATIONS = OPTIONS.add("applyMigrations", Boolean.class, true,
+            Checks.notNull(), "Whether the engine applies its schema migrations on start (off when Flyway runs them).");
+    private static final Option<JsonCodec> CODEC = OPTIONS.add("codec", JsonCodec.class, new JacksonJsonCodec(),
+            Checks.notNull(), "How arguments, state and payloads become JSON.");
+    private static final Option<Scheduler> HANDLER_SCHEDULER = OPTIONS.add("handlerScheduler", Scheduler.class,
+            Schedulers.boundedElastic(), Checks.notNull(), "Where handlers are invoked (bounded elastic by default).");
+    private static final Option<Duration> RECURRING_INTERVAL = OPTIONS.add("recurringInterval", Duration.class,
+            DEFAULT_RECURRING_INTERVAL, Checks.positive(),
+            "How often the engine checks that the next run of each recurring job is inserted.");
+    private static final Option<MeterRegistry> METER_REGISTRY = OPTIONS.add("meterRegistry", MeterRegistry.class,
+            new CompositeMeterRegistry(), Checks.notNull(), "Where the engine's meters go; none are kept without one.");
+    private static final Option<ObservationRegistry> OBSERVATION_REGISTRY = OPTIONS.add("observationRegistry",
+            ObservationRegistry.class, ObservationRegistry.NOOP, Checks.notNull(),
+            "Where an observation around each run goes (a tracing bridge makes a span of each).");
+    private static final Option<RunObservationConvention> RUN_OBSERVATION_CONVENTION = OPTIONS.add(
+            "runObservationConvention", RunObservationConvention.class, null, Checks.notNull(),
+            "Replaces the default naming and tags of run observations.");
+    private static final Option<TracePropagation> TRACE_PROPAGATION = OPTIONS.add("tracePropagation",
+            TracePropagation.class, TracePropagation.NONE, Checks.notNull(),
+            "How the trace context of inserts and signals is stored with their rows and followed by the runs.");
+    private static final Option<Integer> EVENT_BUFFER_SIZE = OPTIONS.add("eventBufferSize", Integer.class,
+            DEFAULT_EVENT_BUFFER_SIZE, Checks.atLeast(1),
+            "Events each subscriber of events() may fall behind by before its oldest drop.");
+    private static final Option<Map<String, Limits.Gate>> GATES = OPTIONS.add(Option.of("gates", Map.class,
+            Map.<String, Limits.Gate>of(), Checks.notNull(), "The gates: executing instances per key, by name.")
+            .printedAs(gates -> gates.values().toString()));
+    private static final Option<Map<String, Limits.RateLimit>> RATE_LIMITS = OPTIONS.add(Option.of("rateLimits",
+            Map.class, Map.<String, Limits.RateLimit>of(), Checks.notNull(), "The token buckets, by name.")
+            .printedAs(limits -> limits.values().toString()));
+    private static final Option<Map<String, Limits.Window>> WINDOWS = OPTIONS.add(Option.of("windows", Map.class,
+            Map.<String, Limits.Window>of(), Checks.notNull(), "The sliding windows, by name.")
+            .printedAs(windows -> windows.values().toString()));
+    private static final Option<Duration> RETENTION = OPTIONS.add("retention", Duration.class, DEFAULT_RETENTION,
+            Checks.positive(), "How long settled instances are kept (children of live parents longer).");
+    private static final Option<Maintenance.TaskOptions> LIMITER_RECONCILE = task("limiterReconcile",
+            Maintenance.TaskOptions.every(DEFAULT_RECONCILE_INTERVAL),
+            "The limiter's healing of its counters (PostgreSQL: gate counters recounted; no batches).");
+    private static final Option<Maintenance.TaskOptions> BUCKET_SWEEPER = task("bucketSweeper",
+            Maintenance.TaskOptions.every(DEFAULT_BUCKET_SWEEP_INTERVAL),
+            "The sweep of rate-limit buckets that have been full again for a while.");
+    private static final Option<Maintenance.TaskOptions> FAIR_KEY_HEALER = task("fairKeyHealer",
+            Maintenance.TaskOptions.every(DEFAULT_FAIR_KEY_HEAL_INTERVAL),
+            "The healing of fair keys; runs only with a fair queue.");
+    private static final Option<Maintenance.TaskOptions> KEY_HEALER = task("keyHealer",
+            Maintenance.TaskOptions.every(DEFAULT_KEY_HEAL_INTERVAL),
+            "The healing of concurrency keys left without a head (batch size: keys walked).");
+    private static final Option<Maintenance.TaskOptions> SKIPPED_KEY_ELECTIONS = task("skippedKeyElections",
+            Maintenance.TaskOptions.every(DEFAULT_SKIPPED_KEY_ELECTION_INTERVAL),
+            "The retry of key elections that gave up waiting for a key's lock another transaction held.");
+    private static final Option<Maintenance.TaskOptions> ANALYZER = task("analyzer",
+            Maintenance.TaskOptions.every(DEFAULT_ANALYZER_INTERVAL).disabled(),
+            "The analyzer of hot tables whose planner statistics are behind their contents (one catalog query a"
+                    + " pass; no batches); off by default.");
+    private static final Option<LimiterFactory> LIMITER = OPTIONS.add("limiter", LimiterFactory.class,
+            PostgresLimiter.factory(), Checks.notNull(),
+            "Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default).");
+    private static final Option<Duration> SETTLE_POLL_INTERVAL = OPTIONS.add("settlePollInterval", Duration.class,
+            DEFAULT_SETTLE_POLL_INTERVAL, Checks.positive(),
+            "How often the shared read of awaitSettled looks for changes made by other engines.");
+    private static final Option<Integer> INSERT_BATCH_SIZE = OPTIONS.add("insertBatchSize", Integer.class,
+            DEFAULT_INSERT_BATCH_SIZE, Checks.atLeast(1), "The most requests of insertAsync sent in one flush.");
+    private static final Option<Duration> INSERT_BATCH_DELAY = OPTIONS.add("insertBatchDelay", Duration.class,
+            DEFAULT_INSERT_BATCH_DELAY, Checks.positive(),
+            "The longest a request of insertAsync waits for its batch to fill before it is flushed.");
+    private static final Option<Integer> INSERT_BUFFER_CAPACITY = OPTIONS.add("insertBufferCapacity", Integer.class,
+            DEFAULT_INSERT_BUFFER_CAPACITY, Checks.atLeast(1),
+            "The most requests of insertAsync buffered or in flight; more are inserted directly.");
+    private static final Option<Integer> PERMIT_TRY_CONCURRENCY = OPTIONS.add("permitTryConcurrency", Integer.class,
+            DEFAULT_PERMIT_TRY_CONCURRENCY, Checks.atLeast(1),
+            "The most tries of limits().acquire/tryAcquire asking the limiter at once; more wait their turn.");
+
+    /** A maintenance task's options: set whole, or part by part (switch, tick, batch size, budget, timeout). */
+    private static Option<Maintenance.TaskOptions> task(String name, Maintenance.TaskOptions defaultValue,
+            String description) {
+        return OPTIONS.add(Option.of(name, Maintenance.TaskOptions.class, defaultValue, Checks.notNull(), description),
+                Maintenance.TaskOptions.OPTIONS);
     }
 
-    private static <T> T any(String name, T value) {
-        return Options.requireNonNull(name, value);
+    /** The values set; an option not in it has its default. */
+    private final OptionValues values;
+
+    private EngineOptions(OptionValues values) {
+        this.values = values;
     }
 
-    private static final Option<ConnectionFactory> CONNECTION_FACTORY = option("connectionFactory", null,
-            EngineOptions::any);
-    private static final Option<String> URL = new Option<>("url", null, EngineOptions::checkUrl,
-            EngineOptions::maskPassword);
-    private static final Option<Integer> POOL_MAX_SIZE = option("poolMaxSize", DEFAULT_POOL_MAX_SIZE,
-            (name, value) -> Options.requireAtLeast(name, value, 2));
-    private static final Option<Duration> ACQUIRE_TIMEOUT = option("acquireTimeout", DEFAULT_ACQUIRE_TIMEOUT,
-            Options::requirePositive);
-    private static final Option<Duration> STATEMENT_TIMEOUT = option("statementTimeout", DEFAULT_STATEMENT_TIMEOUT,
-            Options::requirePositive);
-    private static final Option<Duration> CALL_TIMEOUT = option("callTimeout", DEFAULT_CALL_TIMEOUT,
-            Options::requirePositive);
-    private static final Option<String> SCHEMA = option("schema", DEFAULT_SCHEMA, Options::requireIdentifier);
-    private static final Option<String> NAME = option("name", DEFAULT_NAME, EngineOptions::checkName);
-    private static final Option<Map<String, QueueOptions>> QUEUES = new Option<>("queues", Map.of(),
-            EngineOptions::any, queues -> queues.values().toString());
-    private static final Option<Duration> LEASE_TTL = option("leaseTtl", DEFAULT_LEASE_TTL, Options::requirePositive);
-    private static final Option<Duration> HEARTBEAT_INTERVAL = option("heartbeatInterval",
-            DEFAULT_HEARTBEAT_INTERVAL, Options::requirePositive);
-    private static final Option<Maintenance.TaskOptions> REAPER = option("reaper",
-            Maintenance.TaskOptions.every(DEFAULT_REAPER_INTERVAL), EngineOptions::any);
-    private static final Option<Maintenance.TaskOptions> AWAIT_EXPIRY = option("awaitExpiry",
-            Maintenance.TaskOptions.every(DEFAULT_REAPER_INTERVAL), EngineOptions::any);
-    private static final Option<Maintenance.TaskOptions> GARBAGE_COLLECTOR = option("garbageCollector",
-            Maintenance.TaskOptions.every(DEFAULT_REAPER_INTERVAL), EngineOptions::any);
-    private static final Option<Boolean> RUN_MAINTENANCE = option("runMaintenance", true, EngineOptions::any);
-    private static final Option<Duration> POKE_WINDOW = option("pokeWindow", DEFAULT_POKE_WINDOW,
-            Options::requirePositive);
-    private static final Option<PokeTransportFactory> POKE_TRANSPORT = option("pokeTransport",
-            PokeTransports.local(), EngineOptions::any);
-    private static final Option<Integer> COMMIT_BATCH_SIZE = option("commitBatchSize", DEFAULT_COMMIT_BATCH_SIZE,
-            (name, value) -> Options.requireAtLeast(name, value, 1));
-    private static final Option<Integer> COMMIT_PARALLELISM = option("commitParallelism",
-            DEFAULT_COMMIT_PARALLELISM, (name, value) -> Options.requireAtLeast(name, value, 1));
-    private static final Option<Integer> PICK_RETRIES = option("pickRetries", DEFAULT_PICK_RETRIES,
-            (name, value) -> Options.requireAtLeast(name, value, 0));
-    private static final Option<Integer> MAX_PAYLOAD_BYTES = option("maxPayloadBytes", DEFAULT_MAX_PAYLOAD_BYTES,
-            (name, value) -> Options.requireAtLeast(name, value, 16));
-    private static final Option<Integer> MAX_INBOX_SIGNALS = option("maxInboxSignals", DEFAULT_MAX_INBOX_SIGNALS,
-            (name, value) -> Options.requireAtLeast(name, value, 1));
-    private static final Option<Integer> MAX_BATCH_BYTES = option("maxBatchBytes", DEFAULT_MAX_BATCH_BYTES,
-            (name, value) -> Options.requireAtLeast(name, value, 16));
-    private static final Option<Boolean> REJECT_UNKNOWN_TYPES = option("rejectUnknownTypes", true, EngineOptions::any);
-    private static final Option<Boolean> APPLY_MIGRATIONS = option("applyMigrations", true, EngineOptions::any);
-    private static final Option<JsonCodec> CODEC = option("codec", new JacksonJsonCodec(), EngineOptions::any);
-    private static final Option<Scheduler> HANDLER_SCHEDULER = option("handlerScheduler", Schedulers.boundedElastic(),
-            EngineOptions::any);
-    private static final Option<Duration> RECURRING_INTERVAL = option("recurringInterval",
-            DEFAULT_RECURRING_INTERVAL, Options::requirePositive);
-    private static final Option<MeterRegistry> METER_REGISTRY = option("meterRegistry", new CompositeMeterRegistry(),
-            EngineOptions::any);
-    private static final Option<ObservationRegistry> OBSERVATION_REGISTRY = option("observationRegistry",
-            ObservationRegistry.NOOP, EngineOptions::any);
-    private static final Option<RunObservationConvention> RUN_OBSERVATION_CONVENTION = option(
-            "runObservationConvention", null, EngineOptions::any);
-    private static final Option<TracePropagation> TRACE_PROPAGATION = option("tracePropagation",
-            TracePropagation.NONE, EngineOptions::any);
-    private static final Option<Integer> EVENT_BUFFER_SIZE = option("eventBufferSize", DEFAULT_EVENT_BUFFER_SIZE,
-            (name, value) -> Options.requireAtLeast(name, value, 1));
-    private static final Option<Map<String, Limits.Gate>> GATES = new Option<>("gates", Map.of(), EngineOptions::any,
-            gates -> gates.values().toString());
-    private static final Option<Map<String, Limits.RateLimit>> RATE_LIMITS = new Option<>("rateLimits", Map.of(),
-            EngineOptions::any, limits -> limits.values().toString());
-    private static final Option<Map<String, Limits.Window>> WINDOWS = new Option<>("windows", Map.of(),
-            EngineOptions::any, windows -> windows.values().toString());
-    private static final Option<Duration> RETENTION = option("retention", DEFAULT_RETENTION, Options::requirePositive);
-    private static final Option<Maintenance.TaskOptions> LIMITER_RECONCILE = option("limiterReconcile",
-            Maintenance.TaskOptions.every(DEFAULT_RECONCILE_INTERVAL), EngineOptions::any);
-    private static final Option<Maintenance.TaskOptions> BUCKET_SWEEPER = option("bucketSweeper",
-            Maintenance.TaskOptions.every(DEFAULT_BUCKET_SWEEP_INTERVAL), EngineOptions::any);
-    private static final Option<Maintenance.TaskOptions> FAIR_KEY_HEALER = option("fairKeyHealer",
-            Maintenance.TaskOptions.every(DEFAULT_FAIR_KEY_HEAL_INTERVAL), EngineOptions::any);
-    private static final Option<Maintenance.TaskOptions> KEY_HEALER = option("keyHealer",
-            Maintenance.TaskOptions.every(DEFAULT_KEY_HEAL_INTERVAL), EngineOptions::any);
-    private static final Option<Maintenance.TaskOptions> SKIPPED_KEY_ELECTIONS = option("skippedKeyElections",
-            Maintenance.TaskOptions.every(DEFAULT_SKIPPED_KEY_ELECTION_INTERVAL), EngineOptions::any);
-    private static final Option<Maintenance.TaskOptions> ANALYZER = option("analyzer",
-            Maintenance.TaskOptions.every(DEFAULT_ANALYZER_INTERVAL).disabled(), EngineOptions::any);
-    private static final Option<LimiterFactory> LIMITER = option("limiter", PostgresLimiter.factory(),
-            EngineOptions::any);
-    private static final Option<Duration> SETTLE_POLL_INTERVAL = option("settlePollInterval",
-            DEFAULT_SETTLE_POLL_INTERVAL, Options::requirePositive);
-    private static final Option<Integer> INSERT_BATCH_SIZE = option("insertBatchSize", DEFAULT_INSERT_BATCH_SIZE,
-            (name, value) -> Options.requireAtLeast(name, value, 1));
-    private static final Option<Duration> INSERT_BATCH_DELAY = option("insertBatchDelay", DEFAULT_INSERT_BATCH_DELAY,
-            Options::requirePositive);
-    private static final Option<Integer> INSERT_BUFFER_CAPACITY = option("insertBufferCapacity",
-            DEFAULT_INSERT_BUFFER_CAPACITY, (name, value) -> Options.requireAtLeast(name, value, 1));
-    private static final Option<Integer> PERMIT_TRY_CONCURRENCY = option("permitTryConcurrency",
-            DEFAULT_PERMIT_TRY_CONCURRENCY, (name, value) -> Options.requireAtLeast(name, value, 1));
-
-    /** The values set, by option; an option not in it has its default. */
-    private final Map<Option<?>, Object> values;
-
-    private EngineOptions(Map<Option<?>, Object> values) {
-        this.values = Collections.unmodifiableMap(new IdentityHashMap<>(values));
-    }
-
-    @SuppressWarnings("unchecked")
     private <T> T get(Option<T> option) {
-        return values.containsKey(option) ? (T) values.get(option) : option.defaultValue;
+        return values.get(option);
+    }
+
+    /**
+     * Every option, in declaration order, with its name, type, default, rule and description: what
+     * the Spring Boot starter reads its {@code durable.*} properties and their metadata from.
+     */
+    public static OptionList<EngineOptions> options() {
+        return OPTIONS;
     }
 
     public static Builder builder() {
-        return new Builder(Map.of());
+        return new Builder(OptionValues.none());
     }
 
     /** A builder holding these options, to change some of them. */
@@ -461,18 +495,18 @@ public final class EngineOptions {
     /** Every option with its value, passwords masked; options with no value (no factory, say) left out. */
     @Override
     public String toString() {
-        StringJoiner out = new StringJoiner(", ", "EngineOptions{", "}");
-        for (Option<?> option : ALL) {
-            append(out, option);
-        }
-        return out.toString();
+        return OPTIONS.print(values);
     }
 
-    private <T> void append(StringJoiner out, Option<T> option) {
-        T value = get(option);
-        if (value != null) {
-            out.add(option.name + "=" + option.render.apply(value));
-        }
+    /** Equal when every option has the same value. */
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof EngineOptions that && values.equals(that.values);
+    }
+
+    @Override
+    public int hashCode() {
+        return values.hashCode();
     }
 
     /** The URL with any password replaced, for logs and toString. */
@@ -499,6 +533,17 @@ public final class EngineOptions {
         return url;
     }
 
+    /** The transport a text names: local, postgres-notify or none (case, dashes and underscores aside). */
+    private static PokeTransportFactory pokeTransportNamed(String text) {
+        return switch (text.toLowerCase(Locale.ROOT).replace("-", "").replace("_", "")) {
+            case "local" -> PokeTransports.local();
+            case "postgresnotify" -> PokeTransports.postgresNotify();
+            case "none" -> PokeTransports.none();
+            default -> throw new IllegalArgumentException("pokeTransport must be local, postgres-notify or none,"
+                    + " was '" + text + "'");
+        };
+    }
+
     private static String checkName(String name, String value) {
         Options.requireName(name, value);
         if (value.chars().anyMatch(Character::isWhitespace)) {
@@ -509,32 +554,36 @@ public final class EngineOptions {
 
     public static final class Builder {
 
-        private final Map<Option<?>, Object> values;
+        private OptionValues values;
 
-        private Builder(Map<Option<?>, Object> values) {
-            this.values = new IdentityHashMap<>(values);
+        private Builder(OptionValues values) {
+            this.values = values;
         }
 
-        private <T> Builder set(Option<T> option, T value) {
-            values.put(option, option.checked(value));
+        /**
+         * Sets any option of {@link #options()}, but the collections (queues, gates, rate limits and
+         * windows, added one by one with their own methods): the same as the option's own setter.
+         */
+        public <T> Builder set(Option<T> option, T value) {
+            if (option.type() == Map.class) {
+                throw new IllegalArgumentException(option.name() + " are added one at a time, with their own method");
+            }
+            OptionValues changed = OPTIONS.set(values, option, value);
+            // One source of connections: a URL replaces a factory set before, and the other way round.
+            values = option == URL ? changed.without(CONNECTION_FACTORY)
+                    : option == CONNECTION_FACTORY ? changed.without(URL) : changed;
             return this;
         }
 
-        @SuppressWarnings("unchecked")
-        private <T> T current(Option<T> option) {
-            return values.containsKey(option) ? (T) values.get(option) : option.defaultValue;
-        }
-
         /** Adds {@code value} under {@code key} to a map option; a key is configured once. */
-        @SuppressWarnings("unchecked")
         private <V> Builder add(Option<Map<String, V>> option, String what, String key, V value) {
-            Map<String, V> current = (Map<String, V>) values.getOrDefault(option, option.defaultValue);
+            Map<String, V> current = values.get(option);
             if (current.containsKey(key)) {
                 throw new IllegalArgumentException(what + " '" + key + "' is configured twice");
             }
             Map<String, V> added = new LinkedHashMap<>(current);
             added.put(key, value);
-            values.put(option, Collections.unmodifiableMap(added));
+            values = values.with(option, Collections.unmodifiableMap(added));
             return this;
         }
 
@@ -543,7 +592,6 @@ public final class EngineOptions {
          * Replaces a {@link #url} set before.
          */
         public Builder connectionFactory(ConnectionFactory connectionFactory) {
-            values.remove(URL);
             return set(CONNECTION_FACTORY, connectionFactory);
         }
 
@@ -552,9 +600,7 @@ public final class EngineOptions {
          * Replaces a {@link #connectionFactory} set before.
          */
         public Builder url(String url) {
-            set(URL, url);
-            values.remove(CONNECTION_FACTORY);
-            return this;
+            return set(URL, url);
         }
 
         /** The most connections of the engine's own pool (with {@link #url}). */
@@ -617,7 +663,7 @@ public final class EngineOptions {
         /** How often the reaper runs: short for {@code reaper(reaper.withInterval(reaperInterval))}. */
         public Builder reaperInterval(Duration reaperInterval) {
             Options.requirePositive("reaperInterval", reaperInterval);
-            return set(REAPER, current(REAPER).withInterval(reaperInterval));
+            return set(REAPER, values.get(REAPER).withInterval(reaperInterval));
         }
 
         /** The reaper's switch, tick, batch size, budget and timeout. */
@@ -769,7 +815,7 @@ public final class EngineOptions {
         /** How often limiter counters are healed: short for {@code limiterReconcile(...withInterval(reconcileInterval))}. */
         public Builder reconcileInterval(Duration reconcileInterval) {
             Options.requirePositive("reconcileInterval", reconcileInterval);
-            return set(LIMITER_RECONCILE, current(LIMITER_RECONCILE).withInterval(reconcileInterval));
+            return set(LIMITER_RECONCILE, values.get(LIMITER_RECONCILE).withInterval(reconcileInterval));
         }
 
         /** The limiter reconcile's switch, tick and timeout (it has no batches). */

@@ -1,5 +1,9 @@
 package dev.durable;
 
+import dev.durable.options.Checks;
+import dev.durable.options.Option;
+import dev.durable.options.OptionList;
+import dev.durable.options.OptionValues;
 import java.time.Duration;
 import reactor.core.publisher.Mono;
 
@@ -88,32 +92,73 @@ public interface Maintenance {
     /**
      * How one maintenance task runs on an engine. Immutable; each {@code with...} returns a copy.
      *
-     * @param enabled whether the engine runs the task on its tick (one pass can always be run by hand)
-     * @param interval the time between two passes
-     * @param batchSize the most rows one batch takes (one statement, one short transaction)
-     * @param budget how long one pass keeps taking batches while they come back full
-     * @param timeout the bound of one batch, on the client and as the batch's statement timeout
+     * <ul>
+     *   <li>{@code enabled}: whether the engine runs the task on its tick (one pass can always be run by hand);
+     *   <li>{@code interval}: the time between two passes;
+     *   <li>{@code batchSize}: the most rows one batch takes (one statement, one short transaction);
+     *   <li>{@code budget}: how long one pass keeps taking batches while they come back full;
+     *   <li>{@code timeout}: the bound of one batch, on the client and as the batch's statement timeout.
+     * </ul>
      */
-    record TaskOptions(boolean enabled, Duration interval, int batchSize, Duration budget, Duration timeout) {
+    final class TaskOptions {
 
         public static final int DEFAULT_BATCH_SIZE = 1000;
         public static final Duration DEFAULT_BUDGET = Duration.ofSeconds(4);
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
 
-        public TaskOptions {
-            Options.requirePositive("interval", interval);
-            Options.requireAtLeast("batchSize", batchSize, 1);
-            Options.requirePositive("budget", budget);
-            Options.requirePositive("timeout", timeout);
+        /** The parts of a task's options; an engine option of this type is set part by part from text. */
+        static final OptionList<TaskOptions> OPTIONS = new OptionList<>("TaskOptions", TaskOptions::new,
+                task -> task.values);
+
+        private static final Option<Boolean> ENABLED = OPTIONS.add("enabled", Boolean.class, true, Checks.notNull(),
+                "Whether the engine runs the task on its tick (one pass can always be run by hand).");
+        private static final Option<Duration> INTERVAL = OPTIONS.add("interval", Duration.class, null,
+                Checks.positive(), "The time between two passes.");
+        private static final Option<Integer> BATCH_SIZE = OPTIONS.add("batchSize", Integer.class, DEFAULT_BATCH_SIZE,
+                Checks.atLeast(1), "The most rows one batch takes (one statement, one short transaction).");
+        private static final Option<Duration> BUDGET = OPTIONS.add("budget", Duration.class, DEFAULT_BUDGET,
+                Checks.positive(), "How long one pass keeps taking batches while they come back full.");
+        private static final Option<Duration> TIMEOUT = OPTIONS.add("timeout", Duration.class, DEFAULT_TIMEOUT,
+                Checks.positive(), "The bound of one batch, on the client and as the batch's statement timeout.");
+
+        private final OptionValues values;
+
+        private TaskOptions(OptionValues values) {
+            this.values = values;
         }
 
         /** A task switched on, a pass every {@code interval}, with the default batch size, budget and timeout. */
         public static TaskOptions every(Duration interval) {
-            return new TaskOptions(true, interval, DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_TIMEOUT);
+            return new TaskOptions(OptionValues.none().with(INTERVAL, interval));
+        }
+
+        /** The parts of a task's options, with their defaults, rules and descriptions. */
+        public static OptionList<TaskOptions> options() {
+            return OPTIONS;
+        }
+
+        public boolean enabled() {
+            return values.get(ENABLED);
+        }
+
+        public Duration interval() {
+            return values.get(INTERVAL);
+        }
+
+        public int batchSize() {
+            return values.get(BATCH_SIZE);
+        }
+
+        public Duration budget() {
+            return values.get(BUDGET);
+        }
+
+        public Duration timeout() {
+            return values.get(TIMEOUT);
         }
 
         public TaskOptions withEnabled(boolean enabled) {
-            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+            return OPTIONS.with(this, ENABLED, enabled);
         }
 
         /** The same task, not run on a tick by this engine. */
@@ -122,25 +167,35 @@ public interface Maintenance {
         }
 
         public TaskOptions withInterval(Duration interval) {
-            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+            return OPTIONS.with(this, INTERVAL, interval);
         }
 
         public TaskOptions withBatchSize(int batchSize) {
-            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+            return OPTIONS.with(this, BATCH_SIZE, batchSize);
         }
 
         public TaskOptions withBudget(Duration budget) {
-            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+            return OPTIONS.with(this, BUDGET, budget);
         }
 
         public TaskOptions withTimeout(Duration timeout) {
-            return new TaskOptions(enabled, interval, batchSize, budget, timeout);
+            return OPTIONS.with(this, TIMEOUT, timeout);
+        }
+
+        @Override
+        public boolean equals(Object other) {
+            return other instanceof TaskOptions that && values.equals(that.values);
+        }
+
+        @Override
+        public int hashCode() {
+            return values.hashCode();
         }
 
         @Override
         public String toString() {
-            return (enabled ? "every " + interval : "off") + " (batch " + batchSize + ", budget " + budget
-                    + ", timeout " + timeout + ")";
+            return (enabled() ? "every " + interval() : "off") + " (batch " + batchSize() + ", budget " + budget()
+                    + ", timeout " + timeout() + ")";
         }
     }
 }

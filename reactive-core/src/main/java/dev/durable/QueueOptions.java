@@ -1,9 +1,14 @@
 package dev.durable;
 
+import dev.durable.options.Checks;
+import dev.durable.options.Option;
+import dev.durable.options.OptionList;
+import dev.durable.options.OptionValues;
 import java.time.Duration;
 
 /**
- * The knobs of one queue's scheduler on one engine. Immutable; build with {@link #builder}.
+ * The knobs of one queue's scheduler on one engine. Immutable; build with {@link #builder}. Each
+ * option is declared once below ({@link #options()} lists them, with their defaults and rules):
  *
  * <ul>
  *   <li>{@code concurrency}: runs at once (the executor's width);
@@ -25,28 +30,38 @@ public final class QueueOptions {
     public static final Duration DEFAULT_MAX_POLL_INTERVAL = Duration.ofSeconds(10);
     public static final Duration DEFAULT_DRAIN_TIMEOUT = Duration.ofSeconds(15);
 
-    private final String name;
-    private final int concurrency;
-    private final int prefetch;
-    private final int minDemand;
-    private final Duration pollInterval;
-    private final Duration maxPollInterval;
-    private final Duration drainTimeout;
-    private final Fairness fairness;
+    private static final OptionList<QueueOptions> OPTIONS = new OptionList<>("QueueOptions");
 
-    private QueueOptions(Builder builder) {
-        this.name = builder.name;
-        this.concurrency = builder.concurrency;
-        this.prefetch = builder.prefetch;
-        this.minDemand = Math.min(builder.minDemand, builder.concurrency + builder.prefetch);
-        this.pollInterval = builder.pollInterval;
-        this.maxPollInterval = builder.maxPollInterval;
-        this.drainTimeout = builder.drainTimeout;
-        this.fairness = builder.fairness;
+    private static final Option<Integer> CONCURRENCY = OPTIONS.add("concurrency", Integer.class, DEFAULT_CONCURRENCY,
+            Checks.atLeast(1), "Runs at once (the executor's width).");
+    private static final Option<Integer> PREFETCH = OPTIONS.add("prefetch", Integer.class, DEFAULT_PREFETCH,
+            Checks.atLeast(0), "Rows claimed and buffered beyond the running ones, so a finished run refills at once.");
+    private static final Option<Integer> MIN_DEMAND = OPTIONS.add("minDemand", Integer.class, DEFAULT_MIN_DEMAND,
+            Checks.atLeast(1), "Pick only when at least this many claims are free, unless the queue is fully idle;"
+                    + " clamped to concurrency plus prefetch.");
+    private static final Option<Duration> POLL_INTERVAL = OPTIONS.add("pollInterval", Duration.class,
+            DEFAULT_POLL_INTERVAL, Checks.positive(), "The idle poll, doubled by each empty pick of an idle queue up"
+                    + " to maxPollInterval.");
+    private static final Option<Duration> MAX_POLL_INTERVAL = OPTIONS.add("maxPollInterval", Duration.class,
+            DEFAULT_MAX_POLL_INTERVAL, Checks.positive(), "The ceiling the idle poll backs off to; at least"
+                    + " pollInterval (unset, a longer pollInterval raises it).");
+    private static final Option<Duration> DRAIN_TIMEOUT = OPTIONS.add("drainTimeout", Duration.class,
+            DEFAULT_DRAIN_TIMEOUT, Checks.nonNegative(), "How long close() waits for running steps.");
+    private static final Option<Fairness> FAIRNESS = OPTIONS.add(Option.of("fairness", Fairness.class,
+            Fairness.none(), Checks.notNull(), "How claims are shared across the keys of this queue (weights, per-key"
+                    + " cap, aging); none by default.")
+            .printedAs(fairness -> fairness.equals(Fairness.none()) ? null : fairness.toString()));
+
+    private final String name;
+    private final OptionValues values;
+
+    private QueueOptions(String name, OptionValues values) {
+        this.name = name;
+        this.values = values;
     }
 
     public static Builder builder(String name) {
-        return new Builder(name);
+        return new Builder(name, OptionValues.none());
     }
 
     /** A queue with every knob at its default. */
@@ -54,10 +69,14 @@ public final class QueueOptions {
         return builder(name).build();
     }
 
+    /** Every option of a queue, in declaration order, with its name, type, default, rule and description. */
+    public static OptionList<QueueOptions> options() {
+        return OPTIONS;
+    }
+
     /** A builder holding these options, to change some of them. */
     public Builder mutate() {
-        return new Builder(name).concurrency(concurrency).prefetch(prefetch).minDemand(minDemand)
-                .pollInterval(pollInterval).maxPollInterval(maxPollInterval).drainTimeout(drainTimeout).fairness(fairness);
+        return new Builder(name, values);
     }
 
     public String name() {
@@ -65,105 +84,115 @@ public final class QueueOptions {
     }
 
     public int concurrency() {
-        return concurrency;
+        return values.get(CONCURRENCY);
     }
 
     public int prefetch() {
-        return prefetch;
+        return values.get(PREFETCH);
     }
 
     /** The clamped min demand. */
     public int minDemand() {
-        return minDemand;
+        return values.get(MIN_DEMAND);
     }
 
     /** Concurrency plus prefetch: the most rows this queue's scheduler holds claimed. */
     public int claimCeiling() {
-        return concurrency + prefetch;
+        return concurrency() + prefetch();
     }
 
     public Duration pollInterval() {
-        return pollInterval;
+        return values.get(POLL_INTERVAL);
     }
 
     public Duration maxPollInterval() {
-        return maxPollInterval;
+        return values.get(MAX_POLL_INTERVAL);
     }
 
     public Duration drainTimeout() {
-        return drainTimeout;
+        return values.get(DRAIN_TIMEOUT);
     }
 
     /** How claims are shared across the keys of this queue; {@link Fairness#none()} by default. */
     public Fairness fairness() {
-        return fairness;
+        return values.get(FAIRNESS);
+    }
+
+    /** Equal when the names and every option are. */
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof QueueOptions that && name.equals(that.name) && values.equals(that.values);
+    }
+
+    @Override
+    public int hashCode() {
+        return 31 * name.hashCode() + values.hashCode();
     }
 
     @Override
     public String toString() {
-        return "QueueOptions{name=" + name + ", concurrency=" + concurrency + ", prefetch=" + prefetch
-                + ", minDemand=" + minDemand + ", pollInterval=" + pollInterval
-                + ", maxPollInterval=" + maxPollInterval + ", drainTimeout=" + drainTimeout
-                + (fairness.equals(Fairness.none()) ? "" : ", fairness=" + fairness) + "}";
+        return "QueueOptions{name=" + name + ", " + OPTIONS.fields(values) + "}";
     }
 
     public static final class Builder {
 
         private final String name;
-        private int concurrency = DEFAULT_CONCURRENCY;
-        private int prefetch = DEFAULT_PREFETCH;
-        private int minDemand = DEFAULT_MIN_DEMAND;
-        private Duration pollInterval = DEFAULT_POLL_INTERVAL;
-        private Duration maxPollInterval = DEFAULT_MAX_POLL_INTERVAL;
-        private Duration drainTimeout = DEFAULT_DRAIN_TIMEOUT;
-        private Fairness fairness = Fairness.none();
+        private OptionValues values;
 
-        private Builder(String name) {
+        private Builder(String name, OptionValues values) {
             this.name = QueueNames.require("queue name", name);
+            this.values = values;
+        }
+
+        /** Sets any option of {@link #options()}: the same as the option's own setter. */
+        public <T> Builder set(Option<T> option, T value) {
+            values = OPTIONS.set(values, option, value);
+            return this;
         }
 
         public Builder concurrency(int concurrency) {
-            this.concurrency = Options.requireAtLeast("concurrency", concurrency, 1);
-            return this;
+            return set(CONCURRENCY, concurrency);
         }
 
         public Builder prefetch(int prefetch) {
-            this.prefetch = Options.requireAtLeast("prefetch", prefetch, 0);
-            return this;
+            return set(PREFETCH, prefetch);
         }
 
         public Builder minDemand(int minDemand) {
-            this.minDemand = Options.requireAtLeast("minDemand", minDemand, 1);
-            return this;
+            return set(MIN_DEMAND, minDemand);
         }
 
         public Builder pollInterval(Duration pollInterval) {
-            this.pollInterval = Options.requirePositive("pollInterval", pollInterval);
-            return this;
+            return set(POLL_INTERVAL, pollInterval);
         }
 
         public Builder maxPollInterval(Duration maxPollInterval) {
-            this.maxPollInterval = Options.requirePositive("maxPollInterval", maxPollInterval);
-            return this;
+            return set(MAX_POLL_INTERVAL, maxPollInterval);
         }
 
         public Builder drainTimeout(Duration drainTimeout) {
-            this.drainTimeout = Options.requireNonNegative("drainTimeout", drainTimeout);
-            return this;
+            return set(DRAIN_TIMEOUT, drainTimeout);
         }
 
         /** Fair share across the keys of this queue (weights, per-key cap, aging); see {@link Fairness}. */
         public Builder fairness(Fairness fairness) {
-            this.fairness = Options.requireNonNull("fairness", fairness);
-            return this;
+            return set(FAIRNESS, fairness);
         }
 
         public QueueOptions build() {
+            OptionValues built = values;
+            Duration pollInterval = built.get(POLL_INTERVAL);
+            if (!built.isSet(MAX_POLL_INTERVAL) && pollInterval.compareTo(DEFAULT_MAX_POLL_INTERVAL) > 0) {
+                // A poll interval above the default ceiling raises the ceiling (left at its default) rather than failing.
+                built = built.with(MAX_POLL_INTERVAL, pollInterval);
+            }
+            Duration maxPollInterval = built.get(MAX_POLL_INTERVAL);
             if (maxPollInterval.compareTo(pollInterval) < 0) {
                 throw new IllegalArgumentException("maxPollInterval must be at least pollInterval, was "
                         + maxPollInterval + " < " + pollInterval + " (queue " + name + ")");
             }
-            return new QueueOptions(this);
+            int ceiling = built.get(CONCURRENCY) + built.get(PREFETCH);
+            return new QueueOptions(name, built.with(MIN_DEMAND, Math.min(built.get(MIN_DEMAND), ceiling)));
         }
     }
 }

@@ -1,10 +1,13 @@
 package dev.durable.dashboard;
 
+import dev.durable.options.Checks;
+import dev.durable.options.Option;
+import dev.durable.options.OptionList;
+import dev.durable.options.OptionValues;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Map;
-import java.util.Objects;
 import java.util.function.Function;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import reactor.core.publisher.Mono;
@@ -32,22 +35,36 @@ public final class DashboardOptions {
     public static final String DEFAULT_TITLE = "Durable";
     public static final Duration DEFAULT_COUNTS_INTERVAL = Duration.ofSeconds(2);
 
-    private final String basePath;
-    private final boolean readOnly;
-    private final DashboardAuthorizer authorizer;
-    private final String title;
-    private final byte[] csrfSecret;
-    private final Duration countsInterval;
-    private final Function<ServerRequest, Mono<Map<String, String>>> formFields;
+    private static final OptionList<DashboardOptions> OPTIONS = new OptionList<>("DashboardOptions");
 
-    private DashboardOptions(Builder b) {
-        this.formFields = b.formFields;
-        this.basePath = b.basePath;
-        this.readOnly = b.readOnly;
-        this.authorizer = b.authorizer;
-        this.title = b.title;
-        this.csrfSecret = b.csrfSecret != null ? b.csrfSecret.clone() : randomSecret();
-        this.countsInterval = b.countsInterval;
+    private static final Option<String> BASE_PATH = OPTIONS.add("basePath", String.class, DEFAULT_BASE_PATH,
+            DashboardOptions::checkBasePath, "Where the routes live: \"/\" or a path such as \"/ops/jobs\" (no"
+                    + " trailing slash, no query).");
+    private static final Option<Boolean> READ_ONLY = OPTIONS.add("readOnly", Boolean.class, false, Checks.notNull(),
+            "Hides every action and refuses any POST with 403, whatever the authorizer says.");
+    private static final Option<DashboardAuthorizer> AUTHORIZER = OPTIONS.add(Option.of("authorizer",
+            DashboardAuthorizer.class, DashboardAuthorizer.PERMIT_ALL, Checks.notNull(),
+            "The application's hook, asked before each page and action (default: permit all).")
+            .printedAs(authorizer -> null));
+    private static final Option<String> TITLE = OPTIONS.add("title", String.class, DEFAULT_TITLE,
+            DashboardOptions::checkTitle, "The name in the header and the page titles.");
+    private static final Option<byte[]> CSRF_SECRET = OPTIONS.add(Option.of("csrfSecret", byte[].class, null,
+            DashboardOptions::checkCsrfSecret, "The key CSRF tokens are signed with: at least 16 bytes, the same on"
+                    + " every node (random per process by default).")
+            .printedAs(secret -> null));
+    private static final Option<Duration> COUNTS_INTERVAL = OPTIONS.add("countsInterval", Duration.class,
+            DEFAULT_COUNTS_INTERVAL, DashboardOptions::checkCountsInterval, "How often the shared count refresh of"
+                    + " the live feed reads the counts while a viewer is connected; at least 100 ms.");
+    private static final Option<Function<ServerRequest, Mono<Map<String, String>>>> FORM_FIELDS = OPTIONS.add(
+            Option.<Function<ServerRequest, Mono<Map<String, String>>>>of("formFields", Function.class,
+                    request -> Mono.just(Map.of()), Checks.notNull(),
+                    "Hidden fields (name to value) every form carries, per request: another filter's CSRF token, say.")
+                    .printedAs(fields -> null));
+
+    private final OptionValues values;
+
+    private DashboardOptions(OptionValues values) {
+        this.values = values.isSet(CSRF_SECRET) ? values : values.with(CSRF_SECRET, randomSecret());
     }
 
     public static Builder builder() {
@@ -59,38 +76,53 @@ public final class DashboardOptions {
         return builder().build();
     }
 
+    /** Every option, with its name, type, default, rule and description. */
+    public static OptionList<DashboardOptions> options() {
+        return OPTIONS;
+    }
+
     public String basePath() {
-        return basePath;
+        return values.get(BASE_PATH);
     }
 
     public boolean readOnly() {
-        return readOnly;
+        return values.get(READ_ONLY);
     }
 
     public DashboardAuthorizer authorizer() {
-        return authorizer;
+        return values.get(AUTHORIZER);
     }
 
     public String title() {
-        return title;
+        return values.get(TITLE);
     }
 
     public byte[] csrfSecret() {
-        return csrfSecret.clone();
+        return values.get(CSRF_SECRET).clone();
     }
 
     public Duration countsInterval() {
-        return countsInterval;
+        return values.get(COUNTS_INTERVAL);
     }
 
     public Function<ServerRequest, Mono<Map<String, String>>> formFields() {
-        return formFields;
+        return values.get(FORM_FIELDS);
     }
 
     @Override
+    public boolean equals(Object other) {
+        return other instanceof DashboardOptions that && values.equals(that.values);
+    }
+
+    @Override
+    public int hashCode() {
+        return values.hashCode();
+    }
+
+    /** The options, the secret and the hooks left out. */
+    @Override
     public String toString() {
-        return "DashboardOptions{basePath=" + basePath + ", readOnly=" + readOnly + ", title=" + title
-                + ", countsInterval=" + countsInterval + "}";
+        return OPTIONS.print(values);
     }
 
     private static byte[] randomSecret() {
@@ -99,78 +131,86 @@ public final class DashboardOptions {
         return secret;
     }
 
+    /** "/" is the root: the routes then live at "" plus their own paths. */
+    private static String checkBasePath(String option, String basePath) {
+        Checks.requireNonNull(option, basePath);
+        String path = basePath.equals("/") ? "" : basePath;
+        if (!path.isEmpty() && (!path.startsWith("/") || path.endsWith("/") || !path.matches("[A-Za-z0-9/._~-]+"))) {
+            throw new IllegalArgumentException(option + " must start with '/', not end with one and hold only"
+                    + " letters, digits and / . _ ~ -, was '" + path + "'");
+        }
+        return path;
+    }
+
+    private static String checkTitle(String option, String title) {
+        if (title == null || title.isBlank()) {
+            throw new IllegalArgumentException(option + " must not be blank");
+        }
+        return title;
+    }
+
+    /** A copy, so the caller's array cannot change the secret. */
+    private static byte[] checkCsrfSecret(String option, byte[] secret) {
+        if (secret == null || secret.length < 16) {
+            throw new IllegalArgumentException(option + " must hold at least 16 bytes");
+        }
+        return Arrays.copyOf(secret, secret.length);
+    }
+
+    private static Duration checkCountsInterval(String option, Duration interval) {
+        if (interval == null || interval.compareTo(Duration.ofMillis(100)) < 0) {
+            throw new IllegalArgumentException(option + " must be at least 100 ms, was " + interval);
+        }
+        return interval;
+    }
+
     /** Builds options; each setter checks its argument. */
     public static final class Builder {
 
-        private String basePath = DEFAULT_BASE_PATH;
-        private boolean readOnly;
-        private DashboardAuthorizer authorizer = DashboardAuthorizer.PERMIT_ALL;
-        private String title = DEFAULT_TITLE;
-        private byte @org.jspecify.annotations.Nullable [] csrfSecret;
-        private Duration countsInterval = DEFAULT_COUNTS_INTERVAL;
-        private Function<ServerRequest, Mono<Map<String, String>>> formFields = request -> Mono.just(Map.of());
+        private OptionValues values = OptionValues.none();
 
         private Builder() {
         }
 
+        /** Sets any option of {@link #options()}: the same as the option's own setter. */
+        public <T> Builder set(Option<T> option, T value) {
+            values = OPTIONS.set(values, option, value);
+            return this;
+        }
+
         /** Hidden fields (name to value) every form carries, per request: another filter's CSRF token, say. */
         public Builder formFields(Function<ServerRequest, Mono<Map<String, String>>> formFields) {
-            this.formFields = Objects.requireNonNull(formFields, "formFields");
-            return this;
+            return set(FORM_FIELDS, formFields);
         }
 
         /** Where the routes live: "/" or a path such as "/ops/jobs" (no trailing slash, no query). */
         public Builder basePath(String basePath) {
-            Objects.requireNonNull(basePath, "basePath");
-            if (basePath.equals("/")) {
-                basePath = "";
-            }
-            if (!basePath.isEmpty() && (!basePath.startsWith("/") || basePath.endsWith("/")
-                    || !basePath.matches("[A-Za-z0-9/._~-]+"))) {
-                throw new IllegalArgumentException("basePath must start with '/', not end with one and hold only"
-                        + " letters, digits and / . _ ~ -, was '" + basePath + "'");
-            }
-            this.basePath = basePath;
-            return this;
+            return set(BASE_PATH, basePath);
         }
 
         public Builder readOnly(boolean readOnly) {
-            this.readOnly = readOnly;
-            return this;
+            return set(READ_ONLY, readOnly);
         }
 
         public Builder authorizer(DashboardAuthorizer authorizer) {
-            this.authorizer = Objects.requireNonNull(authorizer, "authorizer");
-            return this;
+            return set(AUTHORIZER, authorizer);
         }
 
         public Builder title(String title) {
-            if (title == null || title.isBlank()) {
-                throw new IllegalArgumentException("title must not be blank");
-            }
-            this.title = title;
-            return this;
+            return set(TITLE, title);
         }
 
         /** At least 16 bytes; the same on every node that serves the dashboard. */
         public Builder csrfSecret(byte[] secret) {
-            if (secret == null || secret.length < 16) {
-                throw new IllegalArgumentException("csrfSecret must hold at least 16 bytes");
-            }
-            this.csrfSecret = Arrays.copyOf(secret, secret.length);
-            return this;
+            return set(CSRF_SECRET, secret);
         }
 
         public Builder countsInterval(Duration interval) {
-            if (interval == null || interval.compareTo(Duration.ofMillis(100)) < 0) {
-                throw new IllegalArgumentException("countsInterval must be at least 100 ms, was " + interval);
-            }
-            this.countsInterval = interval;
-            return this;
+            return set(COUNTS_INTERVAL, interval);
         }
 
         public DashboardOptions build() {
-            return new DashboardOptions(this);
+            return new DashboardOptions(values);
         }
     }
 }

@@ -1,7 +1,10 @@
 package dev.durable.testing;
 
+import dev.durable.options.Checks;
+import dev.durable.options.Option;
+import dev.durable.options.OptionList;
+import dev.durable.options.OptionValues;
 import java.time.Duration;
-import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -21,28 +24,44 @@ import org.jspecify.annotations.Nullable;
  */
 public final class DrainOptions {
 
-    private final boolean scheduled;
-    private final @Nullable Duration scheduledUpTo;
-    private final boolean recursion;
-    private final Duration horizon;
-    private final Duration timeout;
+    private static final OptionList<DrainOptions> OPTIONS = new OptionList<>("DrainOptions");
 
-    private DrainOptions(boolean scheduled, @Nullable Duration scheduledUpTo, boolean recursion, Duration horizon,
-            Duration timeout) {
-        this.scheduled = scheduled;
-        this.scheduledUpTo = scheduledUpTo;
-        this.recursion = recursion;
-        this.horizon = horizon;
-        this.timeout = timeout;
+    private static final Option<Boolean> SCHEDULED = OPTIONS.add("scheduled", Boolean.class, false, Checks.notNull(),
+            "Whether the drain also runs what is scheduled later, moving the test clock forward.");
+    private static final Option<Duration> SCHEDULED_UP_TO = OPTIONS.add("scheduledUpTo", Duration.class, null,
+            DrainOptions::checkUpTo, "How far withScheduled may move the clock; unset, as far as there is work.");
+    private static final Option<Boolean> RECURSION = OPTIONS.add("recursion", Boolean.class, false, Checks.notNull(),
+            "Whether the drain follows what the runs create: everything on the engine's queues.");
+    private static final Option<Duration> HORIZON = OPTIONS.add("horizon", Duration.class, DurableTesting.DRAIN_HORIZON,
+            Checks.nonNegative(), "Rows due within this much count as due (a short backoff without a test clock).");
+    private static final Option<Duration> TIMEOUT = OPTIONS.add("timeout", Duration.class,
+            DurableTesting.DEFAULT_DRAIN_TIMEOUT, Checks.positive(), "How long the drain may take before it fails the test.");
+
+    private static final DrainOptions DEFAULTS = new DrainOptions(OptionValues.none());
+
+    private final OptionValues values;
+
+    private DrainOptions(OptionValues values) {
+        this.values = values;
     }
 
     /** What is due now, within {@link DurableTesting#DRAIN_HORIZON}, up to 30 s. */
     public static DrainOptions defaults() {
-        return new DrainOptions(false, null, false, DurableTesting.DRAIN_HORIZON, DurableTesting.DEFAULT_DRAIN_TIMEOUT);
+        return DEFAULTS;
+    }
+
+    /** Every option, with its name, type, default, rule and description. */
+    public static OptionList<DrainOptions> options() {
+        return OPTIONS;
+    }
+
+    /** These options with {@code option} set to {@code value}: the same as the option's own method. */
+    public <T> DrainOptions with(Option<T> option, T value) {
+        return new DrainOptions(OPTIONS.set(values, option, value));
     }
 
     public DrainOptions withScheduled() {
-        return new DrainOptions(true, null, recursion, horizon, timeout);
+        return new DrainOptions(OPTIONS.set(values, SCHEDULED, true).without(SCHEDULED_UP_TO));
     }
 
     /**
@@ -52,57 +71,61 @@ public final class DrainOptions {
      * otherwise keep the drain going until its timeout.
      */
     public DrainOptions withScheduled(Duration upTo) {
-        if (upTo.isNegative()) {
-            throw new IllegalArgumentException("upTo must not be negative, was " + upTo);
-        }
-        return new DrainOptions(true, upTo, recursion, horizon, timeout);
+        return with(SCHEDULED_UP_TO, upTo).with(SCHEDULED, true);
     }
 
     public DrainOptions withRecursion() {
-        return new DrainOptions(scheduled, scheduledUpTo, true, horizon, timeout);
+        return with(RECURSION, true);
     }
 
     /** Rows due within this much count as due (a short backoff without a test clock). */
     public DrainOptions horizon(Duration horizon) {
-        if (horizon.isNegative()) {
-            throw new IllegalArgumentException("horizon must not be negative, was " + horizon);
-        }
-        return new DrainOptions(scheduled, scheduledUpTo, recursion, horizon, timeout);
+        return with(HORIZON, horizon);
     }
 
     /** How long the drain may take before it fails the test. */
     public DrainOptions timeout(Duration timeout) {
-        if (timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException("timeout must be positive, was " + timeout);
-        }
-        return new DrainOptions(scheduled, scheduledUpTo, recursion, horizon, Objects.requireNonNull(timeout));
+        return with(TIMEOUT, timeout);
     }
 
     public boolean scheduled() {
-        return scheduled;
+        return values.get(SCHEDULED);
     }
 
     /** How far withScheduled may move the clock; null for as far as there is work. */
     public @Nullable Duration scheduledUpTo() {
-        return scheduledUpTo;
+        return values.get(SCHEDULED_UP_TO);
     }
 
     public boolean recursion() {
-        return recursion;
+        return values.get(RECURSION);
     }
 
     public Duration horizon() {
-        return horizon;
+        return values.get(HORIZON);
     }
 
     public Duration timeout() {
-        return timeout;
+        return values.get(TIMEOUT);
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof DrainOptions that && values.equals(that.values);
+    }
+
+    @Override
+    public int hashCode() {
+        return values.hashCode();
     }
 
     @Override
     public String toString() {
-        return "DrainOptions{scheduled=" + scheduled + (scheduledUpTo != null ? " up to " + scheduledUpTo : "")
-                + ", recursion=" + recursion + ", horizon=" + horizon
-                + ", timeout=" + timeout + "}";
+        return OPTIONS.print(values);
+    }
+
+    /** Named as {@link #withScheduled(Duration)}'s argument is. */
+    private static Duration checkUpTo(String option, Duration upTo) {
+        return Checks.requireNonNegative("upTo", upTo);
     }
 }

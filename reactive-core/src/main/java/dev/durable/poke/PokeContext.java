@@ -1,6 +1,5 @@
 package dev.durable.poke;
 
-import dev.durable.EngineOptions;
 import io.r2dbc.spi.ConnectionFactory;
 import java.time.Duration;
 
@@ -9,9 +8,4 @@ import java.time.Duration;
  * engine ignores its own echo), its database, its schema and the bound on each database call.
  */
 public record PokeContext(String origin, ConnectionFactory connectionFactory, String schema, Duration callTimeout) {
-
-    /** With the engine's default call timeout. */
-    public PokeContext(String origin, ConnectionFactory connectionFactory, String schema) {
-        this(origin, connectionFactory, schema, EngineOptions.DEFAULT_CALL_TIMEOUT);
-    }
 }

@@ -1,6 +1,10 @@
 package dev.durable.redis;
 
-import dev.durable.redis.internal.RedisConnector;
+import dev.durable.options.Check;
+import dev.durable.options.Checks;
+import dev.durable.options.Option;
+import dev.durable.options.OptionList;
+import dev.durable.options.OptionValues;
 import java.time.Duration;
 
 /**
@@ -15,125 +19,155 @@ public final class RedisMembershipOptions {
     public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(3);
     public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
 
-    private final String group;
-    private final String nodeId;
-    private final Duration ttl;
-    private final Duration heartbeatInterval;
-    private final Duration pollInterval;
+    private static final OptionList<RedisMembershipOptions> OPTIONS = new OptionList<>("RedisMembershipOptions");
 
-    private RedisMembershipOptions(Builder builder) {
-        this.group = builder.group;
-        this.nodeId = builder.nodeId;
-        this.ttl = builder.ttl;
-        this.heartbeatInterval = builder.heartbeatInterval;
-        this.pollInterval = builder.pollInterval;
+    private static final Option<String> GROUP = OPTIONS.add("group", String.class, null,
+            RedisMembershipOptions::checkGroup, "The group the node registers in: 1 to 128 characters without white"
+                    + " space or braces (braces would break the key's hash tag).");
+    private static final Option<String> NODE_ID = OPTIONS.add("nodeId", String.class, null,
+            RedisMembershipOptions::checkNodeId, "This node's id in the group: 1 to 256 characters, not blank.");
+    private static final Option<Duration> TTL = OPTIONS.add("ttl", Duration.class, DEFAULT_TTL, atLeastMillis(100),
+            "How soon a node that stopped re-registering drops out of the set; more than twice heartbeatInterval"
+                    + " (at least 100 ms: Redis keeps scores in milliseconds).");
+    private static final Option<Duration> HEARTBEAT_INTERVAL = OPTIONS.add("heartbeatInterval", Duration.class,
+            DEFAULT_HEARTBEAT_INTERVAL, atLeastMillis(10), "How often the node re-registers.");
+    private static final Option<Duration> POLL_INTERVAL = OPTIONS.add("pollInterval", Duration.class,
+            DEFAULT_POLL_INTERVAL, atLeastMillis(10), "How often the set is read for members().");
+
+    private final OptionValues values;
+
+    private RedisMembershipOptions(OptionValues values) {
+        this.values = values;
     }
 
     public static Builder builder(String group, String nodeId) {
-        return new Builder().group(group).nodeId(nodeId);
+        return new Builder(OptionValues.none()).group(group).nodeId(nodeId);
+    }
+
+    /** Every option, with its name, type, default, rule and description. */
+    public static OptionList<RedisMembershipOptions> options() {
+        return OPTIONS;
     }
 
     public Builder mutate() {
-        return new Builder().group(group).nodeId(nodeId).ttl(ttl).heartbeatInterval(heartbeatInterval)
-                .pollInterval(pollInterval);
+        return new Builder(values);
     }
 
     public String group() {
-        return group;
+        return values.get(GROUP);
     }
 
     public String nodeId() {
-        return nodeId;
+        return values.get(NODE_ID);
     }
 
     public Duration ttl() {
-        return ttl;
+        return values.get(TTL);
     }
 
     public Duration heartbeatInterval() {
-        return heartbeatInterval;
+        return values.get(HEARTBEAT_INTERVAL);
     }
 
     public Duration pollInterval() {
-        return pollInterval;
+        return values.get(POLL_INTERVAL);
     }
 
     /** The registry's key: the whole name is the hash tag, so it lives in one slot of a Redis Cluster. */
     public String key() {
-        return "{durable:members:" + group + "}";
+        return "{durable:members:" + group() + "}";
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof RedisMembershipOptions that && values.equals(that.values);
+    }
+
+    @Override
+    public int hashCode() {
+        return values.hashCode();
     }
 
     @Override
     public String toString() {
-        return "RedisMembershipOptions{group=" + group + ", nodeId=" + nodeId + ", ttl=" + ttl
-                + ", heartbeatInterval=" + heartbeatInterval + ", pollInterval=" + pollInterval + "}";
+        return OPTIONS.print(values);
+    }
+
+    private static String checkGroup(String option, String group) {
+        Checks.requireNonNull(option, group);
+        if (group.isEmpty() || group.length() > 128 || group.chars().anyMatch(c -> Character.isWhitespace(c)
+                || c == '{' || c == '}')) {
+            throw new IllegalArgumentException(option + " must be 1 to 128 characters without white space or braces,"
+                    + " was '" + group + "'");
+        }
+        return group;
+    }
+
+    private static String checkNodeId(String option, String nodeId) {
+        Checks.requireNonNull(option, nodeId);
+        if (nodeId.isBlank() || nodeId.length() > 256) {
+            throw new IllegalArgumentException(option + " must be 1 to 256 characters and not blank, was '"
+                    + nodeId + "'");
+        }
+        return nodeId;
+    }
+
+    private static Check<Duration> atLeastMillis(long millis) {
+        return (option, value) -> {
+            Checks.requireNonNull(option, value);
+            if (value.compareTo(Duration.ofMillis(millis)) < 0) {
+                throw new IllegalArgumentException(option + " must be at least " + millis + " ms, was " + value);
+            }
+            return value;
+        };
     }
 
     /** Checks each value as it is set and the rules across them in {@link #build()}. */
     public static final class Builder {
 
-        private String group = "";
-        private String nodeId = "";
-        private Duration ttl = DEFAULT_TTL;
-        private Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
-        private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+        private OptionValues values;
 
-        private Builder() {
+        private Builder(OptionValues values) {
+            this.values = values;
+        }
+
+        /** Sets any option of {@link #options()}: the same as the option's own setter. */
+        public <T> Builder set(Option<T> option, T value) {
+            values = OPTIONS.set(values, option, value);
+            return this;
         }
 
         /** 1 to 128 characters without white space or braces (braces would break the key's hash tag). */
         public Builder group(String group) {
-            RedisConnector.requireNonNull("group", group);
-            if (group.isEmpty() || group.length() > 128 || group.chars().anyMatch(c -> Character.isWhitespace(c)
-                    || c == '{' || c == '}')) {
-                throw new IllegalArgumentException("group must be 1 to 128 characters without white space or braces,"
-                        + " was '" + group + "'");
-            }
-            this.group = group;
-            return this;
+            return set(GROUP, group);
         }
 
         /** 1 to 256 characters, not blank. */
         public Builder nodeId(String nodeId) {
-            RedisConnector.requireNonNull("nodeId", nodeId);
-            if (nodeId.isBlank() || nodeId.length() > 256) {
-                throw new IllegalArgumentException("nodeId must be 1 to 256 characters and not blank, was '"
-                        + nodeId + "'");
-            }
-            this.nodeId = nodeId;
-            return this;
+            return set(NODE_ID, nodeId);
         }
 
         /** At least 100 ms (Redis keeps scores in milliseconds). */
         public Builder ttl(Duration ttl) {
-            this.ttl = requireAtLeastMillis("ttl", ttl, 100);
-            return this;
+            return set(TTL, ttl);
         }
 
         public Builder heartbeatInterval(Duration heartbeatInterval) {
-            this.heartbeatInterval = requireAtLeastMillis("heartbeatInterval", heartbeatInterval, 10);
-            return this;
+            return set(HEARTBEAT_INTERVAL, heartbeatInterval);
         }
 
         public Builder pollInterval(Duration pollInterval) {
-            this.pollInterval = requireAtLeastMillis("pollInterval", pollInterval, 10);
-            return this;
+            return set(POLL_INTERVAL, pollInterval);
         }
 
         public RedisMembershipOptions build() {
+            Duration ttl = values.get(TTL);
+            Duration heartbeatInterval = values.get(HEARTBEAT_INTERVAL);
             if (ttl.compareTo(heartbeatInterval.multipliedBy(2)) <= 0) {
                 throw new IllegalArgumentException("ttl must be more than twice heartbeatInterval (so a live node"
                         + " survives a missed beat), was " + ttl + " with heartbeat " + heartbeatInterval);
             }
-            return new RedisMembershipOptions(this);
-        }
-
-        private static Duration requireAtLeastMillis(String option, Duration value, long millis) {
-            RedisConnector.requireNonNull(option, value);
-            if (value.compareTo(Duration.ofMillis(millis)) < 0) {
-                throw new IllegalArgumentException(option + " must be at least " + millis + " ms, was " + value);
-            }
-            return value;
+            return new RedisMembershipOptions(values);
         }
     }
 }

@@ -1,5 +1,9 @@
 package dev.durable.redis;
 
+import dev.durable.options.Checks;
+import dev.durable.options.Option;
+import dev.durable.options.OptionList;
+import dev.durable.options.OptionValues;
 import java.time.Duration;
 
 /**
@@ -17,14 +21,21 @@ public final class RedisPokeOptions {
     /** Longer windows delay every remote poke by as much, for little gain. */
     public static final Duration MAX_COALESCE_WINDOW = Duration.ofSeconds(1);
 
+    private static final OptionList<RedisPokeOptions> OPTIONS = new OptionList<>("RedisPokeOptions");
+
+    private static final Option<String> CHANNEL_PREFIX = OPTIONS.add("channelPrefix", String.class,
+            DEFAULT_CHANNEL_PREFIX, RedisPokeOptions::checkChannelPrefix,
+            "What an engine's channel starts with (its schema follows): 1 to 128 characters, no white space.");
+    private static final Option<Duration> COALESCE_WINDOW = OPTIONS.add("coalesceWindow", Duration.class,
+            DEFAULT_COALESCE_WINDOW, RedisPokeOptions::checkCoalesceWindow,
+            "How long the sender gathers pokes of one queue into one message: from zero (each at once) to 1 s.");
+
     private static final RedisPokeOptions DEFAULTS = builder().build();
 
-    private final String channelPrefix;
-    private final Duration coalesceWindow;
+    private final OptionValues values;
 
-    private RedisPokeOptions(Builder builder) {
-        this.channelPrefix = builder.channelPrefix;
-        this.coalesceWindow = builder.coalesceWindow;
+    private RedisPokeOptions(OptionValues values) {
+        this.values = values;
     }
 
     public static RedisPokeOptions defaults() {
@@ -32,65 +43,89 @@ public final class RedisPokeOptions {
     }
 
     public static Builder builder() {
-        return new Builder();
+        return new Builder(OptionValues.none());
+    }
+
+    /** Every option, with its name, type, default, rule and description. */
+    public static OptionList<RedisPokeOptions> options() {
+        return OPTIONS;
     }
 
     /** A builder holding these options, to change some of them. */
     public Builder mutate() {
-        return new Builder().channelPrefix(channelPrefix).coalesceWindow(coalesceWindow);
+        return new Builder(values);
     }
 
     public String channelPrefix() {
-        return channelPrefix;
+        return values.get(CHANNEL_PREFIX);
     }
 
     /** How long the sender gathers pokes of one queue into one message. */
     public Duration coalesceWindow() {
-        return coalesceWindow;
+        return values.get(COALESCE_WINDOW);
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof RedisPokeOptions that && values.equals(that.values);
+    }
+
+    @Override
+    public int hashCode() {
+        return values.hashCode();
     }
 
     @Override
     public String toString() {
-        return "RedisPokeOptions{channelPrefix=" + channelPrefix + ", coalesceWindow=" + coalesceWindow + "}";
+        return OPTIONS.print(values);
+    }
+
+    private static String checkChannelPrefix(String option, String channelPrefix) {
+        Checks.requireNonNull(option, channelPrefix);
+        if (channelPrefix.isEmpty() || channelPrefix.length() > 128
+                || channelPrefix.chars().anyMatch(Character::isWhitespace)) {
+            throw new IllegalArgumentException(option + " must be 1 to 128 characters without white space, was '"
+                    + channelPrefix + "'");
+        }
+        return channelPrefix;
+    }
+
+    private static Duration checkCoalesceWindow(String option, Duration coalesceWindow) {
+        Checks.requireNonNull(option, coalesceWindow);
+        if (coalesceWindow.isNegative() || coalesceWindow.compareTo(MAX_COALESCE_WINDOW) > 0) {
+            throw new IllegalArgumentException(option + " must be between 0 and " + MAX_COALESCE_WINDOW
+                    + ", was " + coalesceWindow);
+        }
+        return coalesceWindow;
     }
 
     /** Checks each value as it is set; a bad one throws {@link IllegalArgumentException} naming it. */
     public static final class Builder {
 
-        private String channelPrefix = DEFAULT_CHANNEL_PREFIX;
-        private Duration coalesceWindow = DEFAULT_COALESCE_WINDOW;
+        private OptionValues values;
 
-        private Builder() {
+        private Builder(OptionValues values) {
+            this.values = values;
+        }
+
+        /** Sets any option of {@link #options()}: the same as the option's own setter. */
+        public <T> Builder set(Option<T> option, T value) {
+            values = OPTIONS.set(values, option, value);
+            return this;
         }
 
         /** 1 to 128 characters, no white space. */
         public Builder channelPrefix(String channelPrefix) {
-            if (channelPrefix == null) {
-                throw new IllegalArgumentException("channelPrefix must not be null");
-            }
-            if (channelPrefix.isEmpty() || channelPrefix.length() > 128 || channelPrefix.chars().anyMatch(Character::isWhitespace)) {
-                throw new IllegalArgumentException("channelPrefix must be 1 to 128 characters without white space, was '"
-                        + channelPrefix + "'");
-            }
-            this.channelPrefix = channelPrefix;
-            return this;
+            return set(CHANNEL_PREFIX, channelPrefix);
         }
 
         /** From zero (send each poke at once) to {@link #MAX_COALESCE_WINDOW}. */
         public Builder coalesceWindow(Duration coalesceWindow) {
-            if (coalesceWindow == null) {
-                throw new IllegalArgumentException("coalesceWindow must not be null");
-            }
-            if (coalesceWindow.isNegative() || coalesceWindow.compareTo(MAX_COALESCE_WINDOW) > 0) {
-                throw new IllegalArgumentException("coalesceWindow must be between 0 and " + MAX_COALESCE_WINDOW
-                        + ", was " + coalesceWindow);
-            }
-            this.coalesceWindow = coalesceWindow;
-            return this;
+            return set(COALESCE_WINDOW, coalesceWindow);
         }
 
         public RedisPokeOptions build() {
-            return new RedisPokeOptions(this);
+            return new RedisPokeOptions(values);
         }
     }
 }

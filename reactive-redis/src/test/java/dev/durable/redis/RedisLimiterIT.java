@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.Limits;
@@ -209,7 +210,8 @@ class RedisLimiterIT {
         Duration ttl = Duration.ofSeconds(3);
         // A holder that takes the only slot and then dies: it never renews nor credits.
         Limiter ghost = limiter().create(new LimiterContext("ghost", db.connectionFactory(), db.schema(),
-                Map.of("rsolo", new Limits.Gate("rsolo", 1, 1)), Map.of(), ttl)).block(WAIT);
+                Map.of("rsolo", new Limits.Gate("rsolo", 1, 1)), Map.of(), ttl, EngineOptions.DEFAULT_CALL_TIMEOUT))
+                .block(WAIT);
         try {
             Set<Long> taken = ghost.admit(List.of(new LimitClaim(-1, "ghost", "rsolo", "k", 0, null, "", 0)))
                     .block(WAIT);

@@ -2,6 +2,7 @@ package dev.durable.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.durable.EngineOptions;
 import dev.durable.poke.PokeContext;
 import dev.durable.poke.PokeTransportFactory;
 import dev.durable.support.Eventually;
@@ -52,7 +53,8 @@ class RedisPokeTransportIT {
     }
 
     private RedisPokeTransport start(PokeTransportFactory factory, String origin, String schema) {
-        RedisPokeTransport transport = (RedisPokeTransport) factory.create(new PokeContext(origin, NO_DATABASE, schema))
+        RedisPokeTransport transport = (RedisPokeTransport) factory.create(new PokeContext(origin, NO_DATABASE, schema,
+                EngineOptions.DEFAULT_CALL_TIMEOUT))
                 .block(WAIT);
         transports.add(transport);
         return transport;

@@ -6,7 +6,6 @@ import dev.durable.EngineOptions;
 import dev.durable.QueueOptions;
 import dev.durable.RecurringJob;
 import dev.durable.observation.TracePropagation;
-import dev.durable.poke.PokeTransports;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import io.r2dbc.spi.ConnectionFactory;
@@ -24,13 +23,15 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 
 /**
- * Creates a {@link DurableEngine} from the {@code durable.*} properties ({@link DurableProperties}),
+ * Creates a {@link DurableEngine} from the {@code durable.*} properties ({@link DurableProperties} and
+ * every engine and queue option, {@link OptionProperties}),
  * registers every {@link Definition} ({@code JobDefinition}, {@code WorkflowDefinition}) and
  * {@link RecurringJob} bean, hands it the application's {@link MeterRegistry} and
  * {@link ObservationRegistry} when there are, starts it with the context and drains it on shutdown
@@ -111,82 +112,27 @@ public class DurableAutoConfiguration {
     }
 
     /**
-     * Options from the properties. {@code own} is the pool made from {@code durable.url} for the
-     * whole application, when Boot's R2DBC auto-configuration would otherwise have failed without
-     * a {@code spring.r2dbc.url}.
+     * Options from the properties ({@link OptionProperties}). {@code own} is the pool made from
+     * {@code durable.url} for the whole application, when Boot's R2DBC auto-configuration would
+     * otherwise have failed without a {@code spring.r2dbc.url}.
      */
     static EngineOptions.Builder engineOptions(DurableProperties properties, Environment environment,
             ObjectProvider<ConnectionFactory> connectionFactory, @Nullable ConnectionFactory own,
             Set<String> implicitQueues) {
-        EngineOptions.Builder options = EngineOptions.builder();
+        Binder binder = Binder.get(environment);
+        EngineOptions.Builder options = OptionProperties.engineOptions(binder);
         connect(options, properties, environment, connectionFactory, own);
-        if (properties.schema() != null) {
-            options.schema(properties.schema());
-        }
-        if (properties.name() != null) {
-            options.name(properties.name());
-        }
-        if (properties.leaseTtl() != null) {
-            options.leaseTtl(properties.leaseTtl());
-        }
-        if (properties.heartbeatInterval() != null) {
-            options.heartbeatInterval(properties.heartbeatInterval());
-        }
-        if (properties.reaperInterval() != null) {
-            options.reaperInterval(properties.reaperInterval());
-        }
-        if (properties.runMaintenance() != null) {
-            options.runMaintenance(properties.runMaintenance());
-        }
-        if (properties.poolMaxSize() != null) {
-            options.poolMaxSize(properties.poolMaxSize());
-        }
-        if (properties.applyMigrations() != null) {
-            options.applyMigrations(properties.applyMigrations());
-        }
-        options.pokeTransport(switch (properties.pokeTransport()) {
-            case LOCAL -> PokeTransports.local();
-            case POSTGRES_NOTIFY -> PokeTransports.postgresNotify();
-        });
-        for (Map.Entry<String, DurableProperties.Queue> queue : properties.queues().entrySet()) {
-            options.queue(queueOptions(queue.getKey(), queue.getValue()));
-        }
+        Map<String, QueueOptions> queues = OptionProperties.queues(binder);
+        queues.values().forEach(options::queue);
         for (String queue : implicitQueues) {
-            if (!properties.queues().containsKey(queue)) {
+            if (!queues.containsKey(queue)) {
                 options.queue(queue);
             }
         }
-        if (properties.queues().isEmpty() && implicitQueues.isEmpty()) {
+        if (queues.isEmpty() && implicitQueues.isEmpty()) {
             options.queue(DurableProperties.DEFAULT_QUEUE);
         }
         return options;
-    }
-
-    static QueueOptions queueOptions(String name, DurableProperties.Queue queue) {
-        QueueOptions.Builder builder = QueueOptions.builder(name);
-        if (queue.concurrency() != null) {
-            builder.concurrency(queue.concurrency());
-        }
-        if (queue.prefetch() != null) {
-            builder.prefetch(queue.prefetch());
-        }
-        if (queue.minDemand() != null) {
-            builder.minDemand(queue.minDemand());
-        }
-        if (queue.pollInterval() != null) {
-            builder.pollInterval(queue.pollInterval());
-        }
-        if (queue.maxPollInterval() != null) {
-            builder.maxPollInterval(queue.maxPollInterval());
-        } else if (queue.pollInterval() != null
-                && queue.pollInterval().compareTo(QueueOptions.DEFAULT_MAX_POLL_INTERVAL) > 0) {
-            // A poll interval above the default ceiling raises the ceiling rather than failing.
-            builder.maxPollInterval(queue.pollInterval());
-        }
-        if (queue.drainTimeout() != null) {
-            builder.drainTimeout(queue.drainTimeout());
-        }
-        return builder.build();
     }
 
     private static void connect(EngineOptions.Builder options, DurableProperties properties,

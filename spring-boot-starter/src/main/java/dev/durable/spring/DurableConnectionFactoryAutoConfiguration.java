@@ -13,9 +13,11 @@ import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.ConditionContext;
 import org.springframework.context.annotation.Conditional;
+import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotatedTypeMetadata;
 import org.springframework.util.ClassUtils;
 
@@ -40,28 +42,38 @@ public class DurableConnectionFactoryAutoConfiguration {
 
     @Bean(name = BEAN, destroyMethod = "dispose")
     @ConditionalOnMissingBean(ConnectionFactory.class)
-    public ConnectionPool durableConnectionFactory(DurableProperties properties) {
+    public ConnectionPool durableConnectionFactory(DurableProperties properties, Environment environment) {
         String url = properties.url();
+        ConnectionFactoryOptions parsed;
+        try {
+            parsed = ConnectionFactoryOptions.parse(url);
+        } catch (RuntimeException unusable) {
+            throw unusable(url, unusable);
+        }
+        // Sized and bounded as the engine's own pool would be, by the same durable.* properties.
+        EngineOptions engine = OptionProperties.engineOptions(Binder.get(environment)).url(url).build();
         ConnectionFactory target;
         try {
             // As the engine's own pool would be: the server cuts a statement that runs past the bound.
-            target = ConnectionFactories.get(ConnectionFactoryOptions.parse(url).mutate()
-                    .option(ConnectionFactoryOptions.STATEMENT_TIMEOUT, EngineOptions.DEFAULT_STATEMENT_TIMEOUT)
-                    .build());
+            target = ConnectionFactories.get(parsed.mutate()
+                    .option(ConnectionFactoryOptions.STATEMENT_TIMEOUT, engine.statementTimeout()).build());
         } catch (RuntimeException unusable) {
-            throw new IllegalArgumentException("url is not a usable R2DBC URL: "
-                    + Urls.maskedIn(unusable.getMessage(), url));
+            throw unusable(url, unusable);
         }
-        Duration acquire = EngineOptions.DEFAULT_ACQUIRE_TIMEOUT;
+        Duration acquire = engine.acquireTimeout();
         return new ConnectionPool(ConnectionPoolConfiguration.builder(target)
                 .name("durable")
                 .initialSize(1)
-                .maxSize(properties.poolMaxSize() != null ? properties.poolMaxSize() : EngineOptions.DEFAULT_POOL_MAX_SIZE)
+                .maxSize(engine.poolMaxSize())
                 .maxIdleTime(Duration.ofMinutes(5))
                 .maxAcquireTime(acquire)
                 .maxCreateConnectionTime(acquire)
                 .maxValidationTime(acquire)
                 .build());
+    }
+
+    private static IllegalArgumentException unusable(String url, RuntimeException unusable) {
+        return new IllegalArgumentException("url is not a usable R2DBC URL: " + Urls.maskedIn(unusable.getMessage(), url));
     }
 
     /** durable.url set, spring.r2dbc.url not, and Boot's R2DBC auto-configuration (3 or 4) present. */

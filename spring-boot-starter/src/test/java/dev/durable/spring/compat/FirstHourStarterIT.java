@@ -208,7 +208,8 @@ class FirstHourStarterIT {
     void anOptionOutOfRangeFailsWithAShortReport() {
         String output = failedStart("--durable.url=" + db.url(), "--durable.queues.mail.concurrency=0");
         assertThat(output).contains("APPLICATION FAILED TO START")
-                .contains("Durable's configuration is invalid: concurrency must be at least 1, was 0");
+                .contains("Durable's configuration is invalid: durable.queues.mail.concurrency: concurrency must be at least 1,"
+                        + " was 0");
     }
 
     @Test
