@@ -456,7 +456,7 @@ public final class EngineOptions {
 
     /**
      * The analyzer of hot tables whose statistics are behind their contents (see {@link
-     * Maintenance#analyze()}); off by default (README, "Maintenance", says when to switch it on).
+     * Maintenance#analyze()}); off by default (docs/operations.md, "The analyzer", says when to switch it on).
      */
     public Maintenance.TaskOptions analyzer() {
         return get(ANALYZER);
@@ -723,11 +723,12 @@ public final class EngineOptions {
             return set(MAX_INBOX_SIGNALS, maxInboxSignals);
         }
 
-        /** Whether inserting a type with no definition on this engine is an error (default true). */
+        /** The most bytes one insert call may carry in aggregate; at least maxPayloadBytes. */
         public Builder maxBatchBytes(int maxBatchBytes) {
             return set(MAX_BATCH_BYTES, maxBatchBytes);
         }
 
+        /** Whether inserting a type with no definition on this engine is an error (default true). */
         public Builder rejectUnknownTypes(boolean rejectUnknownTypes) {
             return set(REJECT_UNKNOWN_TYPES, rejectUnknownTypes);
         }

@@ -213,8 +213,9 @@ public interface DurableAdmin {
      * long transaction, no lock held across chunks) and resumes after a crash from its last committed
      * chunk (the chunk in progress is done again; every action is harmless on a row it already acted on).
      * Follow it with {@link #bulkProgress}; cancel it with {@link #cancel}; it never acts on itself. The
-     * bulk jobs are {@code list(InstanceFilter.builder().queue(BULK_QUEUE).build(), page)} (the queue's
-     * index serves that on any history, where a type filter would need {@link SearchIndex#TYPE}).
+     * bulk jobs are {@code list(InstanceFilter.builder().queue(BULK_QUEUE).build(), page)}: the live ones
+     * through the hot table's queue index; the settled ones filter the history newest first unless
+     * {@link SearchIndex#QUEUE} is created (as a type filter would need {@link SearchIndex#TYPE}).
      * {@link dev.durable.InvalidRequestException} when the filter's statuses leave none the action applies
      * to, or for a priority out of range.
      */
