@@ -451,9 +451,9 @@ public final class DurableEngine implements AutoCloseable {
         ClaimOnInsert.Plan plan = claimPlan(rows);
         Mono<List<Long>> insert = ordered(statements.instances().insert(plan.insertions(), options.leaseTtl().toMillis())
                 .collectList()
-                // Keyed rows elect their key's head under a lock per key (migration 13): a batch over
-                // keys A and B can deadlock with a commit settling B's and A's heads. The loser was
-                // rolled back whole, so it goes again.
+                // Keyed rows elect their key's head under a lock per key (the schema's "Key election"):
+                // a batch over keys A and B can deadlock with a commit settling B's and A's heads. The
+                // loser was rolled back whole, so it goes again.
                 .retryWhen(afterDeadlock())
                 .doOnError(error -> plan.cancel())
                 .map(inserted -> {

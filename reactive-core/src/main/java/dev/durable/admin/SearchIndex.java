@@ -26,7 +26,7 @@ public enum SearchIndex {
 
     /**
      * Listing by queue: a btree on (queue, id) in the history. About 80 bytes of WAL per settled
-     * instance, the sixth index entry of a plain job (schema version 14 made it opt-in). Without it a
+     * instance, which would be the sixth index entry of a plain job (hence opt-in). Without it a
      * listing by queue filters the history newest first: as fast as with it for a queue that holds
      * much of the history, a walk of the rows in between for a rare one. Failed and cancelled rows by
      * queue have an index of their own either way.

@@ -115,7 +115,7 @@ public final class InstanceSql {
      * time is its absolute run-at when given, else now() plus its delay. A row with a claimer is
      * inserted already claimed by that idle local worker with a lease of the last parameter's ms (claim-on-insert,
      * which saves an idle queue the pick's round trip).
-     * Index: writes the primary key, then the pick index (runnable) or the lease index (claimed),
+     * Index: writes the primary key, then the pick index (runnable) or the executing index (claimed),
      * and the correlation index for a keyed row. Locks: none but the new rows; a live correlation
      * key that another transaction is inserting waits for it, then is refused as a duplicate.
      * It answers each row's claim columns (what a claimed row's run needs); the other forms below
@@ -183,7 +183,7 @@ public final class InstanceSql {
      *     serialise on its row: a holder that has not started (runnable, never claimed, at the
      *     request's step, of its type) takes the state, priority and run time (for a debounce: the
      *     earlier of the window's end and the holder's bound); one that has started keeps a
-     *     follow-up, the request as the row the settle trigger of migration 6 inserts (its id
+     *     follow-up, the request as the row the settle trigger (durable_follow_up) inserts (its id
      *     kept from the first follow-up); a settled holder (its key occupied in a terminal
      *     status) is left alone. A replace clears the debounce bound, a debounce keeps the first;
      * <li>the answer, in request order, joins each request to the row it inserted (by id) or its
@@ -231,8 +231,8 @@ public final class InstanceSql {
 
     /**
      * Instances of the given queues that are due now or running: what awaitIdle waits to see reach
-     * zero. Index: the pick index for runnable rows, the lease index for executing ones. A row waiting
-     * behind its concurrency key's head (migration 13) is counted through that head. Locks: none.
+     * zero. Index: the pick index for runnable rows, the executing index for executing ones. A row waiting
+     * behind its concurrency key's head (key_waiting) is counted through that head. Locks: none.
      */
     private final String countBusy;
 
