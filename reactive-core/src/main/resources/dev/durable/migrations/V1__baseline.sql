@@ -3,8 +3,8 @@
 -- The whole schema, to be read top to bottom: 1. the tables, each column commented; 2. their
 -- indexes, each with the statements that need it and why it is partial or unique; 3. the planner
 -- statistics; 4. the functions; 5. the triggers that call them on every path that changes a row;
--- 6. the view over live and settled instances. Nothing is granted: the role that runs this owns
--- every object, and the engines connect as that role (or one it grants to).
+-- 6. the view over live and settled instances. Nothing is granted here: the role that runs it owns
+-- every object, and engines that connect as another role need that role's grants.
 --
 -- Plain SQL with unqualified names: Durable runs it with search_path set to the configured schema
 -- (EngineOptions.schema), and Flyway users can run it as is in their own schema. Every function
@@ -125,7 +125,7 @@ CREATE TABLE durable_instances (
     window_partition     text,
     -- A runnable row of an ungated key that is not the key's head: 'runnable' for every reader, but
     -- out of the pick indexes, waiting in durable_instances_key_waiting_idx for the key's election
-    -- (durable_key_elect) to promote it. Only the triggers write it.
+    -- (durable_key_elect) to promote it. Only the key triggers and the election write it.
     key_waiting          boolean     NOT NULL DEFAULT false,
     -- The columns a retry and a claim write, last (see the table's comment).
     -- When the row may run: the pick reads only rows due by now().
@@ -434,8 +434,8 @@ CREATE TABLE durable_queue_pauses (
 
 -- The pick: a queue's runnable candidates in urgency order (priority, eligible_at, id). The pick
 -- filters queue by equality and reads each distinct priority's range up to now() (a recursive
--- descent), so rows scheduled ahead cost it nothing however many there are. Also the due-queue
--- probes of the registry, priority aging and the admin's counts of runnable rows. Partial: only
+-- descent), so rows scheduled ahead cost it nothing however many there are. Also the registry's
+-- probes of the queues with due rows, priority aging, and awaitIdle's count. Partial: only
 -- candidates; executing, parked and settled rows, and rows waiting behind their key's head, write
 -- no entry (the statements spell out NOT key_waiting beside status = 'runnable').
 CREATE INDEX durable_instances_pick_idx
@@ -452,7 +452,7 @@ CREATE INDEX durable_instances_fair_pick_idx
 
 -- Executing rows: the reaper and the startup reclaim read every executing row's lease (there are at
 -- most the fleet's claim ceilings), as do the limiter's recount of a gate, awaitIdle and the admin's
--- counts. By id, not by lease or worker: a heartbeat then changes no indexed column and no
+-- gate claims. By id, not by lease or worker: a heartbeat then changes no indexed column and no
 -- predicate, so it is a HOT update; and a worker key is long and the same for all its claims (each
 -- claim added to a posting list of about 100 bytes of WAL) while ids are short, unique and claimed
 -- in order (one small appended entry, 64 bytes).
@@ -468,7 +468,7 @@ CREATE UNIQUE INDEX durable_instances_executing_key_uq
 
 -- A correlation key identifies at most one instance while that instance is occupied: the ON
 -- CONFLICT target of keyed inserts (the first request of a repeated key wins; conflict policies
--- find the holder) and of the follow-up trigger, and the lookup of a signal or a get by key.
+-- find the holder) and of the follow-up trigger, and a signal's lookup of its target by key.
 -- Unique and partial: only occupied keys (correlation_slot is null otherwise).
 CREATE UNIQUE INDEX durable_instances_correlation_uq
     ON durable_instances (correlation_slot) WHERE correlation_slot IS NOT NULL;
@@ -478,7 +478,8 @@ CREATE INDEX durable_instances_await_deadline_idx
     ON durable_instances (await_deadline) WHERE status = 'awaiting_signal' AND await_deadline IS NOT NULL;
 
 -- Children by parent: a join's live children, a cascading cancel, replay's check for unsettled
--- children, and GC sparing children of live parents. Partial: only children.
+-- children, the admin's list of children, and GC sparing children of live parents. Partial: only
+-- children.
 CREATE INDEX durable_instances_parent_idx
     ON durable_instances (parent_id) WHERE parent_id IS NOT NULL;
 
@@ -487,9 +488,9 @@ CREATE INDEX durable_instances_parent_idx
 CREATE INDEX durable_instances_gc_idx
     ON durable_instances (updated_at) WHERE status IN ('done', 'failed', 'cancelled');
 
--- The admin's and dashboard's listings of parked and settled rows by queue and status. Runnable and
--- executing rows are left out: the hot transitions (insert, claim) then write no entry here, and
--- those rows are listed through the pick and executing indexes instead.
+-- Dashboards and tests list parked and settled rows by queue and status. Runnable and executing
+-- rows are left out: the hot transitions (insert, claim) then write no entry here, and those rows
+-- are listed through the pick and executing indexes instead.
 CREATE INDEX durable_instances_queue_status_idx
     ON durable_instances (queue, status, id) WHERE status NOT IN ('runnable', 'executing');
 
@@ -544,7 +545,7 @@ CREATE INDEX durable_history_inserted_brin ON durable_history USING brin (insert
 -- An instance's recorded attempts (the admin's view of it; GC and delete with the instance).
 CREATE INDEX durable_attempts_instance_idx ON durable_attempts (instance_id);
 
--- The forks of an instance (the admin's view of the original).
+-- The forks of an original, by its id (the fork links replay and the admin read).
 CREATE INDEX durable_forks_from_idx ON durable_forks (forked_from);
 
 -- The permits of one gate counter: an acquire sweeps its expired ones, the reconcile counts the
@@ -577,14 +578,16 @@ CREATE STATISTICS durable_history_queue_status (mcv) ON queue, status FROM durab
 -- 4. Functions
 -- =================================================================================================
 --
--- Trigger functions, so that every path to a change (the engines' statements, the reaper, the
--- admin, a user's own SQL) keeps the tables consistent the same way, and the hot statements and
--- their plans stay as they are. Each returns NULL (AFTER triggers) unless it sets the new row.
+-- What the triggers of section 5 run, so that every path to a change (the engines' statements, the
+-- reaper, the admin, a user's own SQL) keeps the tables consistent the same way and the hot
+-- statements and their plans stay as they are; and the key election, which those triggers and the
+-- engines' maintenance call. A trigger function returns NULL (AFTER triggers) unless it sets the
+-- new row (BEFORE).
 
 -- ---- Children ------------------------------------------------------------------------------------
 
--- A child settled by an update (commit, reaper, cancel): its parent counts it off and, at the last
--- one, wakes for its join step.
+-- A child settled in place (an update to a terminal status: its correlation key stays occupied):
+-- its parent counts it off and, at the last one, wakes for its join step.
 CREATE FUNCTION durable_child_settled() RETURNS trigger
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
@@ -600,8 +603,8 @@ BEGIN
 END
 $$;
 
--- A live child moved out settled (a delete here, the insert into durable_history beside it): its
--- parent counts it off as above.
+-- A live child settled by moving to the history (a delete here, by commit, reaper or cancel alike):
+-- its parent counts it off as above.
 CREATE FUNCTION durable_child_moved() RETURNS trigger
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
