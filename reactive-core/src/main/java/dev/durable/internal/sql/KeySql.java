@@ -12,10 +12,10 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The repair of ungated concurrency keys left without a head (the schema's "Key election"), for maintenance
+ * The repair of ungated concurrency keys left without a head (key_waiting), for maintenance
  * ({@code SkippedKeyElections}, {@code KeyHealer}). Every path that changes a keyed row elects its
  * key's head in its own transaction, but an election may give up waiting for the key's lock
- * (and writes the key down in durable_key_skips), and one that runs on an older snapshot (a transaction in
+ * (durable_key_skips keeps the key), and one that runs on an older snapshot (a transaction in
  * REPEATABLE READ or SERIALIZABLE) may not see a row that committed waiting after the snapshot was
  * taken; either leaves the key's rows waiting behind no head until the key's next event, which a
  * quiet key never has.

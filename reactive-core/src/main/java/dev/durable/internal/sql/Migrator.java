@@ -175,10 +175,7 @@ public final class Migrator {
 
     /** The version recorded in the schema, 0 when none is. */
     public Mono<Integer> version() {
-        return db.inTransaction(connection -> lockAndPrepare(connection).then(Flux.from(connection
-                                .createStatement(currentVersion).execute())
-                        .flatMap(result -> result.map((row, meta) -> row.get(0, Integer.class)))
-                        .single()))
+        return db.inTransaction(connection -> lockAndPrepare(connection).then(currentVersion(connection)))
                 .single();
     }
 
@@ -187,6 +184,12 @@ public final class Migrator {
                 .then(Db.execute(connection, LOCK, LOCK_CLASS, schema))
                 .then(Db.execute(connection, createSchema))
                 .then(Db.execute(connection, createVersionTable));
+    }
+
+    private Mono<Integer> currentVersion(Connection connection) {
+        return Flux.from(connection.createStatement(currentVersion).execute())
+                .flatMap(result -> result.map((row, meta) -> row.get(0, Integer.class)))
+                .single();
     }
 
     /** The recorded version, once the recorded history is found to be this library's (else the refusal). */

@@ -7,6 +7,7 @@ import dev.durable.DurableEngine;
 import dev.durable.Instance;
 import dev.durable.InstanceStatus;
 import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
 import dev.durable.Outcome;
 import dev.durable.QueueOptions;
 import dev.durable.SchemaVersionException;
@@ -225,7 +226,7 @@ class MigratorIT {
                     .build();
             try {
                 engine.start().block(WAIT);
-                long id = engine.insert(dev.durable.JobRequest.of("echo", "adopted")).block(WAIT);
+                long id = engine.insert(JobRequest.of("echo", "adopted")).block(WAIT);
                 assertThat(engine.awaitSettled(id, Duration.ofSeconds(30)).block(WAIT).resultJson())
                         .isEqualTo("\"adopted\"");
             } finally {
