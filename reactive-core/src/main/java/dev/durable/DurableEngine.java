@@ -248,12 +248,19 @@ public final class DurableEngine implements AutoCloseable {
         return core.awaits().awaitStatus(id, timeout, status -> status.isTerminal() || status.isParked());
     }
 
-    /** Applies pending migrations without starting anything (for tools and tests). */
+    /**
+     * Applies pending migrations without starting anything (for tools and tests); emits the schema's
+     * version after. A schema migrated by a newer Durable, or by another history of its migrations,
+     * is refused with {@link SchemaVersionException}, as {@link #start()} refuses it.
+     */
     public Mono<Integer> migrate() {
         return core.migrator().migrate();
     }
 
-    /** Removes every table of Durable's schema (tests, uninstall). */
+    /**
+     * Undoes the migrations above version {@code target}, newest first; {@code 0} removes every table
+     * of Durable's schema, with its rows (tests, uninstall). Refused as {@link #migrate()} is.
+     */
     public Mono<Integer> migrateDown(int target) {
         return core.migrator().migrateDown(target);
     }

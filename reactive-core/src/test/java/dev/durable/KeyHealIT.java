@@ -27,7 +27,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import reactor.core.publisher.Mono;
 
 /**
- * Keys whose rows wait behind no head (migration 13) are healed by maintenance: an election on an
+ * Keys whose rows wait behind no head (key_waiting) are healed by maintenance: an election on an
  * older snapshot strands them for real, and one pass of the key healer elects their head.
  */
 @ExtendWith(PostgresExtension.class)
@@ -55,7 +55,7 @@ class KeyHealIT {
 
     /**
      * A caller's open transaction holds the key's election lock (it inserted a row behind the key's
-     * head): a cancel of the head does not wait for it past the election's bound (migration 16), it
+     * head): a cancel of the head does not wait for it past the election's bound (durable_key_elect), it
      * leaves the key without an election. The row commits waiting behind no head, with no later
      * event of the key; the engine's connections here default to REPEATABLE READ besides (a server or
      * role setting some shops use), where an election that did get the lock could still miss the row

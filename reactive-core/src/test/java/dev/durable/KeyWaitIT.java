@@ -28,7 +28,7 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * Rows of an ungated concurrency key wait outside the pick indexes behind one head per key
- * (migration 13): the head is elected on insert, promoted when it leaves, re-elected on retry, in
+ * (key_waiting): the head is elected on insert, promoted when it leaves, re-elected on retry, in
  * the order the pick would have taken them (due rows by priority, eligible time, id; else the
  * earliest eligible).
  */
@@ -39,7 +39,8 @@ class KeyWaitIT {
 
     /**
      * Keys whose runnable or executing rows have other than one head: none, ever, in any committed
-     * state, but a key whose election gave up on a held lock (written down for its retry, migration 16).
+     * state, but a key whose election gave up on a held lock (written down for its
+     * retry in durable_key_skips).
      */
     private static final String BROKEN_KEYS = """
             SELECT concurrency_key FROM {schema}.durable_instances
@@ -129,7 +130,7 @@ class KeyWaitIT {
     /**
      * A caller's open transaction that inserted under a key holds the key's election lock until it
      * ends: a settle of the key's head waits a bounded time for it, then leaves the key to the healer
-     * (migration 16), instead of waiting as long as the caller (and holding back every outcome
+     * (durable_key_skips), instead of waiting as long as the caller (and holding back every outcome
      * committed beside it). No key ever gets a second head from it.
      */
     @Test
@@ -296,7 +297,7 @@ class KeyWaitIT {
 
     /**
      * In a fair queue a key whose rows all wait is parked by the pick; promoting its next head wakes
-     * it (trigger of migration 13 on the fair keys of migration 10), so the key's rows all run.
+     * it (trigger durable_fair_promoted), so the key's rows all run.
      */
     @Test
     void aFairQueueRunsEveryRowOfAKey() {

@@ -289,7 +289,7 @@ class RuntimeIT {
                             + " claimed_by = 'other-pick', lease_expires_at = now() + interval '1 minute', attempt = 1"
                             + " WHERE id = $1").bind(0, keyed.get(0)).execute())
                     .flatMap(result -> result.getRowsUpdated()).blockLast(WAIT);
-            // The key's second row waits behind its head (migration 13); coming due, it is elected
+            // The key's second row waits behind its head (key_waiting); coming due, it is elected
             // over the future head, and that election waits for the claiming transaction's row lock
             // (a real pick's is held for one statement): it runs aside and completes after the rollback.
             due = Mono.fromCallable(() -> Sql.update(db,

@@ -164,8 +164,9 @@ public interface DurableAdmin {
      * statement excludes a paused queue), and claim-on-insert stops within a heartbeat interval (each
      * engine reads the paused queues on its registry tick). Running work finishes, including inline
      * steps of a claim already held; inserts, signals and maintenance go on, and the rows wait. Persisted
-     * (migration V5): a restarted engine finds the queue paused. Emits true when it was running, false
-     * when it was paused already. {@link dev.durable.InvalidRequestException} for an invalid queue name.
+     * (table durable_queue_pauses): a restarted engine finds the queue paused. Emits true when it was
+     * running, false when it was paused already. {@link dev.durable.InvalidRequestException} for an
+     * invalid queue name.
      */
     Mono<Boolean> pauseQueue(String queue);
 

@@ -29,7 +29,7 @@ import reactor.core.publisher.Mono;
  * Issue 19's listing benchmark: a page of 50 of {@code engine.admin().list(...)} over a history of
  * {@code --rows} settled instances (90 % done, 8 % failed, 2 % cancelled, over 10 queues and 20
  * types, a third with a correlation key, inserted over 30 days in id order) and 10,000 live rows in
- * the hot table, with the indexes the schema ships (V3, V4) after one VACUUM ANALYZE. The table is
+ * the hot table, with the history's indexes the schema ships after one VACUUM ANALYZE. The table is
  * filled once (one INSERT ... SELECT generate_series); then each filter, a combination an operator
  * would type, is listed {@code --runs} times after two warm-up calls, and one PAGE line gives its
  * median, 95th percentile and maximum, and the rows the page held. One COUNTS line times

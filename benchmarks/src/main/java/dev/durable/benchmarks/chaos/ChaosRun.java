@@ -261,11 +261,11 @@ final class ChaosRun implements AutoCloseable {
         invariants.put("unexpected_failed", count(ChaosSchema.unexpectedFailed(schema)));
         invariants.put("unknown_commits", count(ChaosSchema.unknownTokens(schema)));
         invariants.put("vanished", count(ChaosSchema.vanished(schema)));
-        // Migration 13: an ungated key with runnable or executing rows has exactly one head.
+        // Key election: an ungated key with runnable or executing rows has exactly one head.
         invariants.put("key_heads", count("SELECT count(*) FROM (SELECT concurrency_key FROM S.durable_instances"
                 + " WHERE concurrency_key IS NOT NULL AND gate_name IS NULL AND status IN ('runnable', 'executing')"
                 + " GROUP BY concurrency_key HAVING count(*) FILTER (WHERE NOT key_waiting) <> 1) k"));
-        // Migration 16: an election that gave up on a held key lock is done again once the lock is free
+        // Key election: one that gave up on a held key lock is done again once the lock is free
         // (SkippedKeyElections, every second): none is left after the recovery.
         invariants.put("key_skips", count("SELECT count(*) FROM S.durable_key_skips"));
         // Live rows never leave the hot table (a settle moves them out): lost and stuck read it alone.

@@ -216,9 +216,9 @@ public final class Inserts {
     private Mono<List<InsertResult>> own(List<NewInstance> rows, Form form, boolean claim, int attempt) {
         ClaimOnInsert.Plan plan = claim ? local.claims(rows) : ClaimOnInsert.none(rows);
         Mono<List<InsertResult>> insert = telemetry.ordered(statements.send(form, null, plan.insertions(), leaseMillis)
-                // Keyed rows elect their key's head under a lock per key: a batch over keys A and B
-                // can deadlock with a commit settling B's and A's heads. The loser was rolled back
-                // whole, so it goes again.
+                // Keyed rows elect their key's head under a lock per key (the schema's "Key election"):
+                // a batch over keys A and B can deadlock with a commit settling B's and A's heads. The
+                // loser was rolled back whole, so it goes again.
                 .retryWhen(afterDeadlock())
                 .doOnError(error -> plan.cancel())
                 .flatMap(answers -> epilogue(rows, answers, plan, OWN)));

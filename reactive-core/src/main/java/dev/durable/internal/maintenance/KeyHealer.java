@@ -9,7 +9,7 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * The repair of ungated concurrency keys whose rows wait behind no head (migration 13): an election
+ * The repair of ungated concurrency keys whose rows wait behind no head (key_waiting): an election
  * that ran on an older snapshot (REPEATABLE READ or SERIALIZABLE) can miss a row that committed
  * waiting meanwhile, and nothing else would promote it before the key's next event. Each pass walks
  * the keys that have waiting rows, a batch at a time in key order from where the last batch stopped,

@@ -35,11 +35,11 @@ import reactor.core.publisher.Mono;
  * statement text, so the planner sees the conditions it must serve and their literal statuses).
  *
  * <p>What each filter rides (the hot table holds only live rows and is walked by its primary key in id
- * order, filtering as it goes; the indexes named are the history's, from migrations V3 and V4):
+ * order, filtering as it goes; the indexes named are the history's, in the schema's "Indexes"):
  * <ul>
  * <li>no filter, or status done only: the primary key, backwards for newest first, stopping at the page;
  * <li>queue: {@code durable_history_queue_idx (queue, id)} when it was created ({@code SearchIndex.QUEUE},
- *     opt-in since schema version 14), else a filter on the id walk; with status failed or cancelled,
+ *     opt-in), else a filter on the id walk; with status failed or cancelled,
  *     {@code durable_history_unsuccessful_idx (queue, status, id)};
  * <li>type: {@code durable_history_type_idx (type, id)} when it was created ({@code SearchIndex.TYPE},
  *     opt-in), else a filter on the walk the other conditions chose;
@@ -106,7 +106,7 @@ public final class AdminSql {
 
     /**
      * The most common (queue, status) combinations of the history with their frequencies, as ANALYZE
-     * last sampled them (extended statistics durable_history_queue_status, V4). Reads a catalog row.
+     * last sampled them (extended statistics durable_history_queue_status). Reads a catalog row.
      */
     private final String settledEstimate;
 
@@ -153,7 +153,7 @@ public final class AdminSql {
     /**
      * Retry in place of the given failed or cancelled instances. From the history: each row goes back
      * into the hot table with its id, args/state, step, error and the gate and rate limit it ran under
-     * (kept in the history since V4), runnable at $2 (now when null), attempt 0 and a correlation key
+     * (kept in the history), runnable at $2 (now when null), attempt 0 and a correlation key
      * occupied while live; a row whose key a live instance holds now is skipped
      * (ON CONFLICT DO NOTHING) and stays in the history. Rows still in the hot table (their key was kept
      * occupied after they settled) are updated in place. A child whose parent is live is left alone: its
@@ -565,7 +565,7 @@ public final class AdminSql {
                 row.get("error", String.class));
     }
 
-    /** durable_attempts.outcome: 'retried', 'lease_lost', or (V8) a replay's 'done'/'failed'/'cancelled', 'replayed', 'forked'. */
+    /** durable_attempts.outcome: 'retried', 'lease_lost', a replay's 'done'/'failed'/'cancelled', 'replayed', 'forked'. */
     private static Attempt.Outcome recordedOutcome(@Nullable String outcome) {
         return switch (String.valueOf(outcome)) {
             case "lease_lost" -> Attempt.Outcome.LEASE_LOST;

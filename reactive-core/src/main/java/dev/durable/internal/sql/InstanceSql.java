@@ -67,8 +67,8 @@ public final class InstanceSql {
 
     /**
      * Instances of the given queues that are due now or running: what awaitIdle waits to see reach
-     * zero. Index: the pick index for runnable rows, the lease index for executing ones. A row waiting
-     * behind its concurrency key's head (migration 13) is counted through that head. Locks: none.
+     * zero. Index: the pick index for runnable rows, the executing index for executing ones. A row
+     * waiting behind its concurrency key's head (key_waiting) is counted through that head. Locks: none.
      */
     private final String countBusy;
 

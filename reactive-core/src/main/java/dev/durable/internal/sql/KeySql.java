@@ -12,17 +12,17 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The repair of ungated concurrency keys left without a head (migration 13), for maintenance
+ * The repair of ungated concurrency keys left without a head (key_waiting), for maintenance
  * ({@code SkippedKeyElections}, {@code KeyHealer}). Every path that changes a keyed row elects its
  * key's head in its own transaction, but an election may give up waiting for the key's lock
- * (migration 16 writes the key down), and one that runs on an older snapshot (a transaction in
+ * (durable_key_skips keeps the key), and one that runs on an older snapshot (a transaction in
  * REPEATABLE READ or SERIALIZABLE) may not see a row that committed waiting after the snapshot was
  * taken; either leaves the key's rows waiting behind no head until the key's next event, which a
  * quiet key never has.
  */
 public final class KeySql {
 
-    /** The advisory lock class of a key's election (migration 13's 'KEYW'; the object is the key's hashtext). */
+    /** The advisory lock class of a key's election ('KEYW', durable_key_elect; the object: the key's hashtext). */
     private static final int KEY_LOCK_CLASS = 1262836055;
 
     /**
@@ -61,10 +61,10 @@ public final class KeySql {
     private final String healAfter;
 
     /**
-     * Elects the keys whose election gave up waiting for the key's lock (migration 16 writes them
-     * down): the first $1 entries, in order, of keys whose lock is free now (a held key is stepped
-     * over, so it never holds back the keys listed after it), then strikes those entries off; a held
-     * key stays for the next pass. Index: durable_key_skips' primary key;
+     * Elects the keys whose election gave up waiting for the key's lock (durable_key_elect writes them
+     * down in durable_key_skips): the first $1 entries, in order, of keys whose lock is free now (a
+     * held key is stepped over, so it never holds back the keys listed after it), then strikes those
+     * entries off; a held key stays for the next pass. Index: durable_key_skips' primary key;
      * the elections'. Locks: the entries (SKIP LOCKED: engines share the list), the keys' election
      * locks (try), the rows the elections flip.
      */

@@ -44,8 +44,8 @@ public final class LeaseSql {
      * The first statement of a recovery: locks up to $4 expired claims and returns what their
      * backoff depends on (type, attempt). The reaper passes no prefix and a zero margin; the startup
      * reclaim passes its dead predecessors' identity prefix and a margin, so it takes their rows
-     * before the lease runs out but never a live owner's freshly beaten one. Index: the lease index,
-     * oldest lease first. Locks: the rows returned, to the end of the recovery's transaction,
+     * before the lease runs out but never a live owner's freshly beaten one. Index: the executing
+     * index, oldest lease first. Locks: the rows returned, to the end of the recovery's transaction,
      * skipping rows another transaction holds (another node's reaper, a commit: left for later).
      * A heartbeat of a locked row waits for the recovery, then finds the row no longer its own.
      */

@@ -24,7 +24,7 @@ public final class LimiterSql {
     /**
      * Recounts every gate counter from the executing rows and the live permits, drops expired
      * permits and empty counters; emits how many were wrong. The trigger keeps counters exact, this heals manual edits and restores.
-     * Index: the counters' primary key; executing rows through the lease index. Locks: the counters,
+     * Index: the counters' primary key; executing rows through the executing index. Locks: the counters,
      * which {@link #lockGates} already holds, so the count cannot race a pick.
      */
     private final String reconcileGates;

@@ -41,11 +41,11 @@ import reactor.core.publisher.Mono;
  * not full and no more than $2 rows are ever locked. Urgency order is unchanged: (priority,
  * eligible_at, id). The cost is one descent per distinct priority of runnable rows, which is small.
  *
- * <p>Of an ungated key's runnable rows only its head is a candidate (migration 13): the others carry
- * {@code key_waiting}, which the pick indexes leave out, so every scan here reads {@code NOT
- * key_waiting} beside {@code status = 'runnable'} (or the partial index cannot serve it) and a busy
- * key's backlog costs the pick nothing (benchmarks/README.md, "Pick cost by backlog shape"). The
- * executing-key probe and the try-lock stay as the guard that needs no invariant: a key's head is
+ * <p>Of an ungated key's runnable rows only its head is a candidate (the schema's "Key election"):
+ * the others carry {@code key_waiting}, which the pick indexes leave out, so every scan here reads
+ * {@code NOT key_waiting} beside {@code status = 'runnable'} (or the partial index cannot serve it)
+ * and a busy key's backlog costs the pick nothing (benchmarks/README.md, "Pick cost by backlog
+ * shape"). The executing-key probe and the try-lock stay as the guard that needs no invariant: a key's head is
  * runnable only while none of its rows executes, so the probe reads one index entry per keyed head.
  *
  * <p>A fair queue ({@code QueueOptions.fairness}) has its own candidate source ({@link #FAIR_WALK}:
@@ -299,7 +299,7 @@ public final class PickSql {
      * it cannot hold the head of the walk; with only scheduled rows it parks until the earliest comes
      * due; with none it parks, to be walked once more a second later (a row a concurrent transaction
      * inserted while the key looked active is found then), then for good until a row of it becomes
-     * runnable (trigger of migration 10). A woken key without a quota becomes active. Index: the fair
+     * runnable (trigger durable_fair_activate). A woken key without a quota becomes active. Index: the fair
      * keys' primary key; the fair pick index for the look. Locks: the walked keys' rows, in key order,
      * skip locked: the pick never waits on a key row, e.g. one a caller's open transaction holds
      * while its insert activates the key (a pick would stall the queue behind it, or deadlock with a
@@ -384,8 +384,8 @@ public final class PickSql {
 
     /**
      * True when the sliding window of the row aliased {@code %1$s} (named in its window slot,
-     * {@code %2$s} = "window", or in its rate slot as before migration 12, "rate") cannot take the row's
-     * weight on top of what its live slots counted; needs the {@code wins} CTE. Index: the windows'
+     * {@code %2$s} = "window", or in its rate slot, "rate", when that names a window) cannot take the
+     * row's weight on top of what its live slots counted; needs the {@code wins} CTE. Index: the windows'
      * primary key. Locks: none.
      */
     private static final String WINDOW_FULL = """
@@ -483,7 +483,7 @@ public final class PickSql {
      */
     private static final String LIMITED_ADMISSION = """
             , stacked AS (
-                -- A window in the rate slot (rows from before migration 12) is admitted as the row's window.
+                -- A window named in the rate slot is admitted as the row's window.
                 SELECT o.id, o.type, o.priority, o.eligible_at, o.gate_name, o.concurrency_key, o.gate_shard,
                        CASE WHEN o.rate_limit = ANY ($13) THEN NULL ELSE o.rate_limit END AS rate_limit,
                        o.rate_partition, o.rate_weight,
@@ -683,7 +683,7 @@ public final class PickSql {
      * types and their versions, $13-$15 the sliding windows (name, slot length in ms, limit).
      *
      * <p>A row stacks up to three limits: its gate, its bucket (rate slot) and its window (window slot;
-     * a window named in the rate slot, as rows before migration 12 may, counts as its window,
+     * a window named in the rate slot, by rateLimit(name), counts as its window,
      * {@code stacked}). They are checked in that order, each on the rows the previous ones let
      * through, and nothing is spent until all have answered: the gate counters are locked (skip
      * locked) and read; then the windows of the seated rows are locked (skip locked) and read, rows

@@ -61,7 +61,7 @@ public final class PolicyInsertSql {
      *     serialise on its row: a holder that has not started (runnable, never claimed, at the
      *     request's step, of its type) takes the state, priority and run time (for a debounce: the
      *     earlier of the window's end and the holder's bound); one that has started keeps a
-     *     follow-up, the request as the row the settle trigger of migration 6 inserts (its id
+     *     follow-up, the request as the row the settle trigger (durable_follow_up) inserts (its id
      *     kept from the first follow-up); a settled holder (its key occupied in a terminal
      *     status) is left alone. A replace clears the debounce bound, a debounce keeps the first;
      * <li>the answer, in request order, joins each request to the row it inserted (by id) or its

@@ -54,7 +54,7 @@ public final class RegistrySql {
 
     private final Db db;
 
-    /** The paused queues (migration V5). Index: none, a scan of a table of a few rows. Locks: none. */
+    /** The paused queues (durable_queue_pauses). Index: none, a scan of a table of a few rows. Locks: none. */
     private final String pausedQueues;
 
     public RegistrySql(Db db, Tables tables) {

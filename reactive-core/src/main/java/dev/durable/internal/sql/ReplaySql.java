@@ -12,7 +12,8 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The statements of replay from a step and fork (migration V8), and the reads of what they start from:
+ * The statements of replay from a step and fork, and the reads of what they start from (tables
+ * durable_step_inputs and durable_forks):
  * the recorded step inputs and the fork links. None is on a hot path.
  *
  * <p>The state a step starts with, when none is given: the instance's own row for the step it is at

@@ -49,7 +49,7 @@ class PickShapeIT {
     }
 
     /**
-     * Rows of a concurrency key that is executing wait outside the pick indexes (migration 13): a
+     * Rows of a concurrency key that is executing wait outside the pick indexes (key_waiting): a
      * pick beside 200,000 of them, due and more urgent than the due rows, touches about the pages of
      * one without (before, each cost a heap fetch and an executing-key probe: about 8,600 pages).
      */

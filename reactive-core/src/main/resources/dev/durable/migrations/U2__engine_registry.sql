@@ -1,2 +1,0 @@
--- Undo of version 2.
-DROP TABLE IF EXISTS durable_engines;

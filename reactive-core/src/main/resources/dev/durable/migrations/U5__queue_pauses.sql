@@ -1,2 +1,0 @@
--- Undo of version 5.
-DROP TABLE IF EXISTS durable_queue_pauses;

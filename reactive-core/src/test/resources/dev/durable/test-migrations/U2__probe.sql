@@ -1,0 +1,2 @@
+-- Undo of the test-only V2.
+ALTER TABLE durable_engines DROP COLUMN probe;
