@@ -211,7 +211,7 @@ class RedisLimiterIT {
         Limiter ghost = limiter().create(new LimiterContext("ghost", db.connectionFactory(), db.schema(),
                 Map.of("rsolo", new Limits.Gate("rsolo", 1, 1)), Map.of(), ttl)).block(WAIT);
         try {
-            Set<Long> taken = ghost.admit(List.of(new LimitClaim(-1, "ghost", "rsolo", "k", 0, null, "", 0)))
+            Set<Long> taken = ghost.admit(List.of(new LimitClaim(-1, "ghost", new dev.durable.limit.GateSlot("rsolo", "k", 0), null, null)))
                     .block(WAIT);
             assertThat(taken).containsExactly(-1L);
             long slotTaken = System.nanoTime();

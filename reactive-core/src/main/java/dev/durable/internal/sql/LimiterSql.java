@@ -7,7 +7,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The limiters' own statements. The PostgreSQL limiter admits inside the pick ({@link PickSql}) and
+ * The limiters' own statements. The PostgreSQL limiter admits inside the pick ({@link AdmissionSql}) and
  * credits in the {@code durable_gate_release} trigger; this draws the tokens of inline steps (which
  * no pick admits), heals its counters, and counts the live claims of a gate for a limiter that keeps
  * its ledger elsewhere and lost it.
@@ -32,7 +32,7 @@ public final class LimiterSql {
     /**
      * Draws $3 tokens from the bucket of rate limit $1, partition $2 (burst $4, $5 tokens a second)
      * for an inline step, which runs on its claim with no pick to admit it: takes them and returns a
-     * row when the bucket, refilled as the pick refills it ({@link PickSql#REFILLED}), affords them;
+     * row when the bucket, refilled as the pick refills it ({@link AdmissionSql#REFILLED}), affords them;
      * else returns nothing and leaves the bucket as it was. A bucket not there yet is full.
      * Index: the buckets' primary key. Locks: the bucket row, to the end of the statement.
      */
@@ -167,7 +167,7 @@ public final class LimiterSql {
                              WHERE u.s > {slot} - {ring}) + $8 <= $10
                     RETURNING w.name
                 )
-                SELECT name FROM counted""").replace("{refilled}", PickSql.REFILLED.formatted("$4::float8", "$5::float8"))
+                SELECT name FROM counted""").replace("{refilled}", AdmissionSql.REFILLED.formatted("$4::float8", "$5::float8"))
                 .replace("{position}", wposition).replace("{slot}", wslot).replace("{ring}", Integer.toString(ring));
         this.ensureCounter = tables.render("""
                 INSERT INTO {gate_slots} (gate, key, shard, capacity, held, admitted) VALUES ($1, $2, $3, $4, 0, 0)
@@ -249,7 +249,7 @@ public final class LimiterSql {
                 ON CONFLICT (name, partition_key) DO UPDATE
                    SET tokens = {refilled} - $3, taken = $3, refilled_at = greatest(b.refilled_at, now())
                  WHERE {refilled} >= $3
-                RETURNING b.name""").replace("{refilled}", PickSql.REFILLED.formatted("$4::float8", "$5::float8"));
+                RETURNING b.name""").replace("{refilled}", AdmissionSql.REFILLED.formatted("$4::float8", "$5::float8"));
         this.lockGates = tables.render("LOCK TABLE {gate_slots} IN EXCLUSIVE MODE");
         this.liveGateClaims = tables.render("""
                 SELECT count(i.id)
