@@ -1,6 +1,5 @@
 package dev.durable.limit;
 
-import dev.durable.EngineOptions;
 import dev.durable.Limits;
 import io.r2dbc.spi.ConnectionFactory;
 import java.time.Duration;
@@ -24,18 +23,5 @@ public record LimiterContext(String origin, ConnectionFactory connectionFactory,
         gates = Map.copyOf(gates);
         rateLimits = Map.copyOf(rateLimits);
         windows = Map.copyOf(windows);
-    }
-
-    /** Without sliding windows. */
-    public LimiterContext(String origin, ConnectionFactory connectionFactory, String schema,
-            Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits, Duration slotTtl,
-            Duration callTimeout) {
-        this(origin, connectionFactory, schema, gates, rateLimits, Map.of(), slotTtl, callTimeout);
-    }
-
-    /** With the engine's default call timeout. */
-    public LimiterContext(String origin, ConnectionFactory connectionFactory, String schema,
-            Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits, Duration slotTtl) {
-        this(origin, connectionFactory, schema, gates, rateLimits, slotTtl, EngineOptions.DEFAULT_CALL_TIMEOUT);
     }
 }

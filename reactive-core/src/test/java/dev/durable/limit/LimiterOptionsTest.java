@@ -54,7 +54,8 @@ class LimiterOptionsTest {
     void thePostgresLimiterAdmitsInThePickAndLeavesCreditToTheTrigger() {
         Limiter limiter = PostgresLimiter.factory().create(new LimiterContext("o",
                 io.r2dbc.spi.ConnectionFactories.get("r2dbc:postgresql://user@localhost/db"), "durable",
-                java.util.Map.of(), java.util.Map.of(), java.time.Duration.ofSeconds(30))).block();
+                java.util.Map.of(), java.util.Map.of(), java.util.Map.of(), java.time.Duration.ofSeconds(30),
+                EngineOptions.DEFAULT_CALL_TIMEOUT)).block();
         assertThat(limiter.admitsInPick()).isTrue();
         LimitClaim claim = new LimitClaim(7, "h", new GateSlot("g", "k", 0), null, null);
         assertThat(limiter.admit(List.of(claim)).block()).isEqualTo(Set.of(7L));

@@ -3,6 +3,7 @@ package dev.durable.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.QueueOptions;
@@ -92,7 +93,8 @@ class RedisClusterLimiterIT extends RedisLimiterIT {
     void everyScriptTouchesOneSlotAndTheLimitsSpreadOverTheMasters() {
         RedisLimiter limiter = new RedisLimiter(LimiterEndpoint.cluster(cluster.client()),
                 new LimiterContext("slots", database.connectionFactory(), database.schema(), Map.of(), Map.of(),
-                        Duration.ofSeconds(30)), RedisLimiterOptions.defaults());
+                        Map.of(), Duration.ofSeconds(30), EngineOptions.DEFAULT_CALL_TIMEOUT),
+                RedisLimiterOptions.defaults());
         for (String key : List.of("k", "a}b", "{x}", "}", "{", "tenant:{42}")) {
             String counter = limiter.gateKey("g", key, 3);
             assertThat(SlotHash.getSlot(RedisLimiter.ledgerKey(counter))).as(key).isEqualTo(SlotHash.getSlot(counter));

@@ -209,7 +209,8 @@ class RedisLimiterIT {
         Duration ttl = Duration.ofSeconds(3);
         // A holder that takes the only slot and then dies: it never renews nor credits.
         Limiter ghost = limiter().create(new LimiterContext("ghost", db.connectionFactory(), db.schema(),
-                Map.of("rsolo", new Limits.Gate("rsolo", 1, 1)), Map.of(), ttl)).block(WAIT);
+                Map.of("rsolo", new Limits.Gate("rsolo", 1, 1)), Map.of(), Map.of(), ttl,
+                dev.durable.EngineOptions.DEFAULT_CALL_TIMEOUT)).block(WAIT);
         try {
             Set<Long> taken = ghost.admit(List.of(new LimitClaim(-1, "ghost", new dev.durable.limit.GateSlot("rsolo", "k", 0), null, null)))
                     .block(WAIT);

@@ -1,9 +1,6 @@
 package dev.durable.internal.engine;
 
-import dev.durable.QueueOptions;
-import dev.durable.internal.Db;
 import dev.durable.internal.sql.FairPickSql.FairShare;
-import dev.durable.internal.sql.PickSql;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.limit.LimitClaim;
 import dev.durable.limit.Limiter;
@@ -21,11 +18,11 @@ import reactor.util.Loggers;
  * and when their run ends ({@link #runEnded}); and an inline step, which no pick admits, draws its
  * rate and window slots before it runs ({@link #draw}).
  *
- * <p>Two ways, chosen once per queue when the runtime starts ({@link #of}) by whether the limiter
- * admits inside the pick: {@link InDatabaseAdmission} (the PostgreSQL limiter: the pick statement
- * admits, a trigger credits, nothing expires) and {@link OutsideLimiterAdmission} (a limiter outside
- * the database, Redis: asked around the pick, with a ledger of the gate slots the admitted rows
- * hold). What the limits held back at a pick is counted and told (THROTTLED) either way.
+ * <p>Two ways, chosen once per queue when the runtime starts, by whether the limiter admits inside
+ * the pick ({@link Limiter#admitsInPick}): {@link InDatabaseAdmission} (the PostgreSQL limiter: the
+ * pick statement admits, a trigger credits, nothing expires) and {@link OutsideLimiterAdmission} (a
+ * limiter outside the database, Redis: asked around the pick, with a ledger of the gate slots the
+ * admitted rows hold). What the limits held back at a pick is counted and told (THROTTLED) either way.
  */
 interface Admission {
 
@@ -38,24 +35,6 @@ interface Admission {
     }
 
     /**
-     * The admission of one queue: in the database when the limiter admits in the pick, else around
-     * it. A queue whose per-key caps come from a function needs the former (its caps are stored with
-     * the keys, in the database).
-     */
-    static Admission of(QueueOptions options, QueueContext queue, Db db, PickSql picks, Limiter limiter,
-            Telemetry telemetry) {
-        if (limiter.admitsInPick()) {
-            return new InDatabaseAdmission(queue, picks, limiter, telemetry);
-        }
-        if (options.fairness().keyCaps() != null) {
-            throw new IllegalArgumentException("queue " + options.name() + ": per-key caps by a function need the"
-                    + " PostgreSQL limiter; a limiter outside the database (Redis) admits the cap gate at one capacity"
-                    + " for every key (give a static maxExecutingPerKey instead)");
-        }
-        return new OutsideLimiterAdmission(queue, db, picks.locked(), limiter, telemetry);
-    }
-
-    /**
      * Claims up to {@code limit} rows of the queue in one pick, admitting the limited ones, shared
      * across fairness keys when {@code fair} is given.
      */
@@ -64,7 +43,10 @@ interface Admission {
     /** Renews every gate slot the queue's rows hold, in one call; a failure leaves them to expire. */
     Mono<Void> renew();
 
-    /** The slots of rows about to be released: no longer renewed from here, to be {@linkplain #credit credited} once back. */
+    /**
+     * The slots of rows about to be released: no longer renewed from here, to be
+     * {@linkplain #credit credited} once the rows are back.
+     */
     List<LimitClaim> stopRenewing(Collection<Long> ids);
 
     /** Gives back gate slots, fire and forget: a slot not credited expires by itself. */
@@ -76,8 +58,13 @@ interface Admission {
      */
     void inlineStep(ClaimedRow continued);
 
-    /** The run of row {@code id} ended as {@code result}: the slot it held is given back when that is safe. */
-    void runEnded(long id, Executor.RunResult result);
+    /**
+     * The run of row {@code id} ended: its outcome committed or was dropped as stale
+     * ({@code leftExecuting}: the claim no longer holds the row executing, so its slot goes back), or
+     * its commit failed (the row stays executing until its lease lapses, and its slot, no longer
+     * renewed, with it, so the gate never over-admits).
+     */
+    void runEnded(long id, boolean leftExecuting);
 
     /**
      * Draws the rate and window slots of an inline step ({@code next}) before it runs, all or none;

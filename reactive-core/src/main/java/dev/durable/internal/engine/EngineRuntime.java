@@ -91,7 +91,9 @@ public final class EngineRuntime {
             String worker = wiring.identity().worker(name);
             SchedulerCounters counters = new SchedulerCounters();
             QueueContext context = new QueueContext(name, worker, leaseMillis, counters);
-            Admission admission = Admission.of(queue, context, sql.db(), sql.picks(), limiter, telemetry);
+            Admission admission = limiter.admitsInPick()
+                    ? new InDatabaseAdmission(context, sql.picks(), limiter, telemetry)
+                    : OutsideLimiterAdmission.of(queue, context, sql.db(), sql.picks().locked(), limiter, telemetry);
             Pick pick = new Pick(context, options.pickRetries(), sql.picks(), admission, queue.fairness());
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),

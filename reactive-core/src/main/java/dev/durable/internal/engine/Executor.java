@@ -118,7 +118,7 @@ final class Executor {
                             + " the reaper returns it", row.id(), error.toString());
                     return Mono.just(RunResult.NOT_COMMITTED);
                 })
-                .doOnNext(result -> admission.runEnded(row.id(), result));
+                .doOnNext(result -> admission.runEnded(row.id(), result != RunResult.NOT_COMMITTED));
     }
 
     private Mono<RunResult> runStep(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Admission admission) {

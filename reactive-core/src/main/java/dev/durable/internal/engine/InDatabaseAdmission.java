@@ -73,7 +73,7 @@ final class InDatabaseAdmission implements Admission {
 
     /** Nothing: the trigger credited the slot when the outcome took the row out of executing. */
     @Override
-    public void runEnded(long id, Executor.RunResult result) {
+    public void runEnded(long id, boolean leftExecuting) {
     }
 
     @Override

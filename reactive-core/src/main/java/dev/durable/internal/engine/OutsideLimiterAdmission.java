@@ -1,5 +1,6 @@
 package dev.durable.internal.engine;
 
+import dev.durable.QueueOptions;
 import dev.durable.internal.Db;
 import dev.durable.internal.sql.FairPickSql.FairShare;
 import dev.durable.internal.sql.LockedPickSql;
@@ -62,7 +63,23 @@ final class OutsideLimiterAdmission implements Admission {
     private final AtomicLong claimSequence = new AtomicLong();
     private final Telemetry telemetry;
 
-    OutsideLimiterAdmission(QueueContext queue, Db db, LockedPickSql picks, Limiter limiter, Telemetry telemetry) {
+    /**
+     * The admission of queue {@code options} by a limiter outside the database. A queue whose per-key
+     * caps come from a function cannot have one: those caps are stored with the keys, in the database,
+     * where only the in-database admission reads them.
+     */
+    static OutsideLimiterAdmission of(QueueOptions options, QueueContext queue, Db db, LockedPickSql picks,
+            Limiter limiter, Telemetry telemetry) {
+        if (options.fairness().keyCaps() != null) {
+            throw new IllegalArgumentException("queue " + options.name() + ": per-key caps by a function need the"
+                    + " PostgreSQL limiter; a limiter outside the database (Redis) admits the cap gate at one capacity"
+                    + " for every key (give a static maxExecutingPerKey instead)");
+        }
+        return new OutsideLimiterAdmission(queue, db, picks, limiter, telemetry);
+    }
+
+    private OutsideLimiterAdmission(QueueContext queue, Db db, LockedPickSql picks, Limiter limiter,
+            Telemetry telemetry) {
         this.telemetry = telemetry;
         this.queue = queue;
         this.db = db;
@@ -240,9 +257,9 @@ final class OutsideLimiterAdmission implements Admission {
      * renewed, expires with it, so the gate never over-admits.
      */
     @Override
-    public void runEnded(long id, Executor.RunResult result) {
+    public void runEnded(long id, boolean leftExecuting) {
         LimitClaim held = slots.remove(id);
-        if (held != null && result != Executor.RunResult.NOT_COMMITTED) {
+        if (held != null && leftExecuting) {
             credit(List.of(held));
         }
     }
