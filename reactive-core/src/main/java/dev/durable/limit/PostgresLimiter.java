@@ -92,8 +92,7 @@ public final class PostgresLimiter implements Limiter {
         if (limit == null) {
             return Mono.just(false);
         }
-        return sql.drawStacked(limit.name(), rate.partitionKey(), rate.weight(), limit.burst(), limit.ratePerSecond(),
-                window.name(), slot.partitionKey(), slot.weight(), window.slotMillis(), window.limit());
+        return sql.drawStacked(limit, rate, window, slot);
     }
 
     /** A rate slot alone: its bucket's tokens, or the count of the window it names (as rows before stacked limits). */

@@ -1,6 +1,9 @@
 package dev.durable.internal.sql;
 
+import dev.durable.Limits;
 import dev.durable.internal.Db;
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import java.time.Duration;
 import java.util.List;
 import reactor.core.publisher.Flux;
@@ -349,13 +352,16 @@ public final class LimiterSql {
                 .then();
     }
 
-    /** Draws an inline step's tokens and window count together (see {@link #drawStacked}); emits whether both took. */
-    public Mono<Boolean> drawStacked(String rateLimit, String partition, int weight, int burst, double ratePerSecond,
-            String window, String windowPartition, int windowWeight, long slotMillis, int limit) {
+    /**
+     * Draws an inline step's tokens of {@code bucket} ({@code rate}) and count of {@code window}
+     * ({@code slot}) together (see {@link #drawStacked}); emits whether both took.
+     */
+    public Mono<Boolean> drawStacked(Limits.RateLimit bucket, RateSlot rate, Limits.Window window, WindowSlot slot) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(drawStacked)
-                                .bind(0, rateLimit).bind(1, partition).bind(2, weight).bind(3, burst)
-                                .bind(4, ratePerSecond).bind(5, window).bind(6, windowPartition).bind(7, windowWeight)
-                                .bind(8, slotMillis).bind(9, limit).execute())
+                                .bind(0, bucket.name()).bind(1, rate.partitionKey()).bind(2, rate.weight())
+                                .bind(3, bucket.burst()).bind(4, bucket.ratePerSecond()).bind(5, window.name())
+                                .bind(6, slot.partitionKey()).bind(7, slot.weight()).bind(8, window.slotMillis())
+                                .bind(9, window.limit()).execute())
                         .concatMap(result -> result.map(row -> true)))
                 .hasElements();
     }
