@@ -169,7 +169,7 @@ public final class PickSql {
 
     /**
      * The text of the pick of an engine with limits ($1-$4 as in a pick, $5-$12 the limits and known
-     * types as the class describes), for EXPLAIN.
+     * types as {@link #pickWithLimits} says), for EXPLAIN.
      */
     public String pickWithLimitsText() {
         return pickWithLimits;
