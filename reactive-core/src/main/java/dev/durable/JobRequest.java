@@ -1,5 +1,7 @@
 package dev.durable;
 
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.EnumSet;
@@ -52,12 +54,8 @@ public final class JobRequest {
     private @Nullable String correlationKey;
     private Set<InstanceStatus> occupiedStatuses = DEFAULT_OCCUPIED;
     private @Nullable String gate;
-    private @Nullable String rateLimit;
-    private int rateWeight = 1;
-    private @Nullable String ratePartition;
-    private @Nullable String window;
-    private int windowWeight = 1;
-    private @Nullable String windowPartition;
+    private @Nullable RateSlot rateLimit;
+    private @Nullable WindowSlot window;
     private @Nullable String fairnessKey;
     private ConflictPolicy onConflict = ConflictPolicy.reject();
 
@@ -79,11 +77,7 @@ public final class JobRequest {
         copy.occupiedStatuses = occupiedStatuses;
         copy.gate = gate;
         copy.rateLimit = rateLimit;
-        copy.rateWeight = rateWeight;
-        copy.ratePartition = ratePartition;
         copy.window = window;
-        copy.windowWeight = windowWeight;
-        copy.windowPartition = windowPartition;
         copy.fairnessKey = fairnessKey;
         copy.onConflict = onConflict;
         change.accept(copy);
@@ -180,11 +174,7 @@ public final class JobRequest {
      * gives each partition a bucket of its own (a bucket per tenant, say).
      */
     public JobRequest rateLimit(String rateLimit, int weight, @Nullable String partition) {
-        return with(r -> {
-            r.rateLimit = rateLimit;
-            r.rateWeight = weight;
-            r.ratePartition = partition;
-        });
+        return with(r -> r.rateLimit = rateLimit == null ? null : new RateSlot(rateLimit, partition, weight));
     }
 
     /** Admitted only while sliding window {@code window} can take one more in {@code partition}. */
@@ -199,11 +189,7 @@ public final class JobRequest {
      * spent on a row another refuses.
      */
     public JobRequest window(String window, int weight, @Nullable String partition) {
-        return with(r -> {
-            r.window = window;
-            r.windowWeight = weight;
-            r.windowPartition = partition;
-        });
+        return with(r -> r.window = window == null ? null : new WindowSlot(window, partition, weight));
     }
 
     /** A business key: a second insert while the first is live is a duplicate. */
@@ -281,28 +267,14 @@ public final class JobRequest {
         return gate;
     }
 
-    public @Nullable String rateLimit() {
+    /** The rate slot: the token bucket (name, partition) and the weight it admits this request by. */
+    public @Nullable RateSlot rateLimit() {
         return rateLimit;
     }
 
-    public int rateWeight() {
-        return rateWeight;
-    }
-
-    public @Nullable String ratePartition() {
-        return ratePartition;
-    }
-
-    public @Nullable String window() {
+    /** The window slot: the sliding window (name, partition) and the weight it counts this request by. */
+    public @Nullable WindowSlot window() {
         return window;
-    }
-
-    public int windowWeight() {
-        return windowWeight;
-    }
-
-    public @Nullable String windowPartition() {
-        return windowPartition;
     }
 
     public ConflictPolicy onConflict() {
@@ -317,7 +289,7 @@ public final class JobRequest {
                 + (fairnessKey != null ? ", fairnessKey=" + fairnessKey : "")
                 + (onConflict.kind() != ConflictPolicy.Kind.REJECT ? ", onConflict=" + onConflict : "")
                 + (concurrencyKey != null ? ", concurrencyKey=" + concurrencyKey : "")
-                + (gate != null ? ", gate=" + gate : "") + (rateLimit != null ? ", rateLimit=" + rateLimit : "")
-                + (window != null ? ", window=" + window : "") + "}";
+                + (gate != null ? ", gate=" + gate : "") + (rateLimit != null ? ", rateLimit=" + rateLimit.name() : "")
+                + (window != null ? ", window=" + window.name() : "") + "}";
     }
 }

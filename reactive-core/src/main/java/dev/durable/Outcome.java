@@ -1,6 +1,8 @@
 package dev.durable;
 
 import dev.durable.internal.RequestMapper;
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -59,13 +61,9 @@ public final class Outcome<S> {
     private final @Nullable String concurrencyKey;
     private final @Nullable String gate;
     private final RateChange rateChange;
-    private final @Nullable String rateLimit;
-    private final int rateWeight;
-    private final @Nullable String ratePartition;
+    private final @Nullable RateSlot rateLimit;
     private final WindowChange windowChange;
-    private final @Nullable String window;
-    private final int windowWeight;
-    private final @Nullable String windowPartition;
+    private final @Nullable WindowSlot window;
     private final FairnessChange fairnessChange;
     private final @Nullable String fairnessKey;
 
@@ -85,12 +83,8 @@ public final class Outcome<S> {
         this.gate = f.gate;
         this.rateChange = f.rateChange;
         this.rateLimit = f.rateLimit;
-        this.rateWeight = f.rateWeight;
-        this.ratePartition = f.ratePartition;
         this.windowChange = f.windowChange;
         this.window = f.window;
-        this.windowWeight = f.windowWeight;
-        this.windowPartition = f.windowPartition;
         this.fairnessChange = f.fairnessChange;
         this.fairnessKey = f.fairnessKey;
     }
@@ -111,13 +105,9 @@ public final class Outcome<S> {
         private @Nullable String concurrencyKey;
         private @Nullable String gate;
         private RateChange rateChange = RateChange.KEEP;
-        private @Nullable String rateLimit;
-        private int rateWeight = 1;
-        private @Nullable String ratePartition;
+        private @Nullable RateSlot rateLimit;
         private WindowChange windowChange = WindowChange.KEEP;
-        private @Nullable String window;
-        private int windowWeight = 1;
-        private @Nullable String windowPartition;
+        private @Nullable WindowSlot window;
         private FairnessChange fairnessChange = FairnessChange.KEEP;
         private @Nullable String fairnessKey;
 
@@ -141,12 +131,8 @@ public final class Outcome<S> {
             gate = o.gate;
             rateChange = o.rateChange;
             rateLimit = o.rateLimit;
-            rateWeight = o.rateWeight;
-            ratePartition = o.ratePartition;
             windowChange = o.windowChange;
             window = o.window;
-            windowWeight = o.windowWeight;
-            windowPartition = o.windowPartition;
             fairnessChange = o.fairnessChange;
             fairnessKey = o.fairnessKey;
         }
@@ -319,11 +305,10 @@ public final class Outcome<S> {
         if (partition != null && RequestMapper.keyProblem(partition) != null) {
             throw new IllegalArgumentException("partition " + RequestMapper.keyProblem(partition) + " (or null)");
         }
+        RateSlot slot = new RateSlot(rateLimit, partition, weight);
         return with(Kind.NEXT, "rateLimit", f -> {
             f.rateChange = RateChange.SET;
-            f.rateLimit = rateLimit;
-            f.rateWeight = weight;
-            f.ratePartition = partition;
+            f.rateLimit = slot;
         });
     }
 
@@ -332,8 +317,6 @@ public final class Outcome<S> {
         return with(Kind.NEXT, "noRateLimit", f -> {
             f.rateChange = RateChange.CLEAR;
             f.rateLimit = null;
-            f.rateWeight = 1;
-            f.ratePartition = null;
         });
     }
 
@@ -349,11 +332,10 @@ public final class Outcome<S> {
         if (partition != null && RequestMapper.keyProblem(partition) != null) {
             throw new IllegalArgumentException("partition " + RequestMapper.keyProblem(partition) + " (or null)");
         }
+        WindowSlot slot = new WindowSlot(window, partition, weight);
         return with(Kind.NEXT, "window", f -> {
             f.windowChange = WindowChange.SET;
-            f.window = window;
-            f.windowWeight = weight;
-            f.windowPartition = partition;
+            f.window = slot;
         });
     }
 
@@ -362,8 +344,6 @@ public final class Outcome<S> {
         return with(Kind.NEXT, "noWindow", f -> {
             f.windowChange = WindowChange.CLEAR;
             f.window = null;
-            f.windowWeight = 1;
-            f.windowPartition = null;
         });
     }
 
@@ -409,32 +389,18 @@ public final class Outcome<S> {
         return rateChange;
     }
 
-    public @Nullable String rateLimit() {
+    /** The rate slot the next step is admitted by, when {@link #rateChange()} sets one. */
+    public @Nullable RateSlot rateLimit() {
         return rateLimit;
-    }
-
-    public int rateWeight() {
-        return rateWeight;
-    }
-
-    public @Nullable String ratePartition() {
-        return ratePartition;
     }
 
     public WindowChange windowChange() {
         return windowChange;
     }
 
-    public @Nullable String window() {
+    /** The window slot the next step is admitted by, when {@link #windowChange()} sets one. */
+    public @Nullable WindowSlot window() {
         return window;
-    }
-
-    public int windowWeight() {
-        return windowWeight;
-    }
-
-    public @Nullable String windowPartition() {
-        return windowPartition;
     }
 
     public FairnessChange fairnessChange() {

@@ -2,6 +2,7 @@ package dev.durable;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.durable.internal.sql.FairPickSql;
 import dev.durable.internal.sql.PickSql;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.support.Sql;
@@ -37,7 +38,7 @@ class FairForeignKeysIT {
             insert(db, "foreign", "x", String.format("a%02d", key), 5);
         }
         insert(db, "foreign", "y", "zz", 200);
-        PickSql.FairShare equal = FairnessIT.share(Map.of(), 1);
+        FairPickSql.FairShare equal = FairnessIT.share(Map.of(), 1);
 
         Set<String> stepped = new LinkedHashSet<>();
         List<String> reported = new ArrayList<>();

@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.durable.internal.Db;
 import dev.durable.internal.sql.FairSql;
+import dev.durable.internal.sql.FairPickSql;
 import dev.durable.internal.sql.PickSql;
 import dev.durable.internal.sql.Tables;
 import dev.durable.internal.sql.Rows.ClaimedRow;
@@ -37,7 +38,7 @@ class FairRepairIT {
     @Test
     void aPickNeverWaitsOnAKeyRowAnOpenInsertHolds(TestDatabase db) {
         PickSql picks = picks(db);
-        PickSql.FairShare weights = share(Map.of(), 1);
+        FairPickSql.FairShare weights = share(Map.of(), 1);
         // Key p parks until its scheduled row comes due.
         db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, fairness_key, eligible_at)"
                 + " VALUES ('t', 'held', 'run', 5, 'p', now() + interval '1 second')");
@@ -66,7 +67,7 @@ class FairRepairIT {
     @Test
     void aKeyParkedWhileAnOpenTransactionHeldItsRowIsHealedAndTheRowRuns(TestDatabase db) {
         PickSql picks = picks(db);
-        PickSql.FairShare weights = share(Map.of(), 1);
+        FairPickSql.FairShare weights = share(Map.of(), 1);
         FairSql fair = new FairSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema()));
         insert(db, "strand", "k", 1);
         assertThat(picks.pick("strand", 5, "w", 60_000, weights).block(WAIT).rows()).hasSize(1);

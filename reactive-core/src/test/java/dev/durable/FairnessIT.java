@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.durable.internal.Db;
+import dev.durable.internal.sql.FairPickSql;
 import dev.durable.internal.sql.PickSql;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Tables;
@@ -34,7 +35,7 @@ class FairnessIT {
         insert(db, "weighted", "gold", 2_000);
         insert(db, "weighted", "silver", 2_000);
         insert(db, "weighted", "bronze", 2_000);
-        PickSql.FairShare weights = share(Map.of("gold", 3.0, "silver", 2.0), 1);
+        FairPickSql.FairShare weights = share(Map.of("gold", 3.0, "silver", 2.0), 1);
 
         int claimed = 0;
         for (int i = 0; i < 50; i++) {
@@ -56,7 +57,7 @@ class FairnessIT {
         // With statistics, the planner knows one key holds the queue: each key's rows must still be
         // read through the fair index, never by walking the pick index past the whale's.
         db.execute("ANALYZE " + instances(db));
-        PickSql.FairShare weights = share(Map.of(), 1);
+        FairPickSql.FairShare weights = share(Map.of(), 1);
         for (int i = 0; i < 3; i++) {
             assertThat(picks.pick("late", 10, "w", 60_000, weights).block(WAIT).rows()).hasSize(10);
         }
@@ -76,7 +77,7 @@ class FairnessIT {
         insert(db, "idle", "a", 500);
         insert(db, "idle", "b", 500);
         insert(db, "idle", "c", 4);
-        PickSql.FairShare weights = share(Map.of(), 1);
+        FairPickSql.FairShare weights = share(Map.of(), 1);
         int total = 0;
         for (int i = 0; i < 20; i++) {
             total += picks.pick("idle", 12, "w", 60_000, weights).block(WAIT).rows().size();
@@ -96,7 +97,7 @@ class FairnessIT {
         PickSql picks = picks(db);
         db.execute("INSERT INTO " + instances(db) + " (type, queue, step, max_attempts, fairness_key, eligible_at)"
                 + " VALUES ('t', 'scheduled', 'run', 5, 'later', now() + interval '1 second')");
-        PickSql.FairShare weights = share(Map.of(), 1);
+        FairPickSql.FairShare weights = share(Map.of(), 1);
         assertThat(picks.pick("scheduled", 5, "w", 60_000, weights).block(WAIT).rows()).isEmpty();
         assertThat(Sql.query(db, "SELECT active FROM {schema}.durable_fair_keys WHERE queue = 'scheduled' AND fairness_key = 'later'",
                 row -> row.get(0, Boolean.class))).containsExactly(false);
@@ -245,7 +246,7 @@ class FairnessIT {
         }
         // Any engine's pick reads the stored weights: 4:1.
         PickSql picks = picks(db, "other");
-        PickSql.FairShare none = share(Map.of(), 1);
+        FairPickSql.FairShare none = share(Map.of(), 1);
         for (int i = 0; i < 20; i++) {
             assertThat(picks.pick("weighed", 10, "w", 60_000, none).block(WAIT).rows()).hasSize(10);
         }
@@ -423,8 +424,8 @@ class FairnessIT {
                 Map.of(type, 1));
     }
 
-    static PickSql.FairShare share(Map<String, Double> weights, double defaultWeight) {
-        return new PickSql.FairShare(weights.keySet().toArray(String[]::new), weights.values().toArray(Double[]::new),
+    static FairPickSql.FairShare share(Map<String, Double> weights, double defaultWeight) {
+        return new FairPickSql.FairShare(weights.keySet().toArray(String[]::new), weights.values().toArray(Double[]::new),
                 defaultWeight);
     }
 

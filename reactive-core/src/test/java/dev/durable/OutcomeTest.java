@@ -3,6 +3,7 @@ package dev.durable;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.durable.limit.RateSlot;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.time.Duration;
@@ -34,12 +35,10 @@ class OutcomeTest {
         assertThat(keyed.concurrencyKey()).isEqualTo("k");
         assertThat(keyed.rateLimit()).isNull();
         assertThat(limited.concurrencyKey()).isEqualTo("k");
-        assertThat(limited.rateLimit()).isEqualTo("smtp");
-        assertThat(limited.rateWeight()).isEqualTo(2);
-        assertThat(limited.ratePartition()).isEqualTo("tenant-1");
+        assertThat(limited.rateLimit()).isEqualTo(new RateSlot("smtp", "tenant-1", 2));
         assertThat(limited.delay()).isNull();
         assertThat(later.delay()).isEqualTo(Duration.ofSeconds(5));
-        assertThat(later.rateLimit()).isEqualTo("smtp");
+        assertThat(later.rateLimit().name()).isEqualTo("smtp");
         assertThat(later.step()).isEqualTo("b");
         assertThat(later.state()).isEqualTo("state");
     }

@@ -17,6 +17,8 @@ import dev.durable.UnknownTypeException;
 import dev.durable.internal.sql.OutcomeRow.LimitChange;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -99,8 +101,8 @@ public final class RequestMapper {
     private static long rowBytes(NewInstance row) {
         return utf8Length(row.stateJson()) + utf8Length(row.type()) + utf8Length(row.queue())
                 + utf8Length(row.concurrencyKey()) + utf8Length(row.correlationKey()) + utf8Length(row.gate())
-                + utf8Length(row.rateLimit()) + utf8Length(row.ratePartition())
-                + utf8Length(row.window()) + utf8Length(row.windowPartition());
+                + (row.rate() == null ? 0 : utf8Length(row.rate().name()) + utf8Length(row.rate().partition()))
+                + (row.window() == null ? 0 : utf8Length(row.window().name()) + utf8Length(row.window().partition()));
     }
 
     private NewInstance toRow(JobRequest request, @Nullable Long parentId, @Nullable String traceContext) {
@@ -179,21 +181,23 @@ public final class RequestMapper {
             }
             checkText("the key of gate " + request.gate(), request.concurrencyKey());
         }
-        if (request.rateLimit() != null) {
-            checkRate(request.rateLimit(), request.rateWeight());
-            if (request.ratePartition() != null) {
-                checkKey("ratePartition", request.ratePartition());
+        RateSlot rate = request.rateLimit();
+        if (rate != null) {
+            checkRate(rate.name(), rate.weight());
+            if (rate.partition() != null) {
+                checkKey("ratePartition", rate.partition());
             }
         }
-        if (request.window() != null) {
-            checkWindow(request.window(), request.windowWeight());
-            if (request.rateLimit() != null && options.windows().containsKey(request.rateLimit())
-                    && !options.rateLimits().containsKey(request.rateLimit())) {
-                throw new InvalidRequestException("rateLimit " + request.rateLimit() + " names a window and the request"
-                        + " has window " + request.window() + " too: a row holds one window (take it with window())");
+        WindowSlot window = request.window();
+        if (window != null) {
+            checkWindow(window.name(), window.weight());
+            if (rate != null && options.windows().containsKey(rate.name())
+                    && !options.rateLimits().containsKey(rate.name())) {
+                throw new InvalidRequestException("rateLimit " + rate.name() + " names a window and the request"
+                        + " has window " + window.name() + " too: a row holds one window (take it with window())");
             }
-            if (request.windowPartition() != null) {
-                checkKey("windowPartition", request.windowPartition());
+            if (window.partition() != null) {
+                checkKey("windowPartition", window.partition());
             }
         }
         String state = request.args() == null ? null : encode("arguments", request.args());
@@ -213,10 +217,8 @@ public final class RequestMapper {
         }
         return new NewInstance(type, version, queue, request.priority(), step, state, maxAttempts,
                 request.runAt() == null ? null : request.runAt().toString(), delayMillis, parentId,
-                concurrencyKey, request.correlationKey(), occupied, gate, gateShards,
-                request.rateLimit(), request.rateWeight(), request.ratePartition(), request.window(),
-                request.windowWeight(), request.windowPartition(), fairnessKey, onConflict,
-                traceContext);
+                concurrencyKey, request.correlationKey(), occupied, gate, gateShards, rate, window, fairnessKey,
+                onConflict, traceContext);
     }
 
     /**
@@ -258,7 +260,7 @@ public final class RequestMapper {
         String capGate = dev.durable.Fairness.capGate(row.queue());
         boolean capOrNothing = switch (change.keyChange()) {
             // The row's own key or gate stays: only the cap gate, or no key at all, takes the new cap.
-            case KEEP -> capGate.equals(row.gateName()) || (row.gateName() == null && row.concurrencyKey() == null);
+            case KEEP -> row.gate() == null ? row.concurrencyKey() == null : capGate.equals(row.gate().name());
             case RELEASE -> true;
             case SET, GATE -> false;
         };

@@ -44,11 +44,12 @@ public interface Limiter {
     Mono<Set<Long>> admit(List<LimitClaim> claims);
 
     /**
-     * Draws the tokens of an inline step's rate limit before the step runs on its claim, which no
-     * pick admits: {@code claim} has a rate limit and no gate (an inline step keeps the slot it
-     * holds, or has left its gate). Emits true when the bucket afforded the weight and took it; on
-     * false the step goes back through the queue, where a pick admits it. Every limiter is asked
-     * this, the ones that admit in the pick included. By default one {@link #admit} of the claim.
+     * Draws an inline step's rate and window slots before the step runs on its claim, which no pick
+     * admits: {@code claim} has a rate slot, a window slot or both, and no gate (an inline step keeps
+     * the slot it holds, or has left its gate). Emits true when its limits afforded the weights and
+     * took them, all or nothing; on false the step goes back through the queue, where a pick admits
+     * it. Every limiter is asked this, the ones that admit in the pick included. By default one
+     * {@link #admit} of the claim.
      */
     default Mono<Boolean> draw(LimitClaim claim) {
         return admit(List.of(claim)).map(admitted -> admitted.contains(claim.id()));

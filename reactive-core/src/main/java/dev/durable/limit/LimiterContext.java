@@ -24,11 +24,4 @@ public record LimiterContext(String origin, ConnectionFactory connectionFactory,
         rateLimits = Map.copyOf(rateLimits);
         windows = Map.copyOf(windows);
     }
-
-    /** Without sliding windows. */
-    public LimiterContext(String origin, ConnectionFactory connectionFactory, String schema,
-            Map<String, Limits.Gate> gates, Map<String, Limits.RateLimit> rateLimits, Duration slotTtl,
-            Duration callTimeout) {
-        this(origin, connectionFactory, schema, gates, rateLimits, Map.of(), slotTtl, callTimeout);
-    }
 }

@@ -27,24 +27,12 @@ public final class LiveGateClaims {
     }
 
     /**
-     * How many live claims hold a slot of each counter, in one statement: one count per claim given,
-     * for the counter of its gate, key and shard (claims without a gate are not allowed).
+     * How many live claims hold a slot of each counter, in one statement: one count per slot given,
+     * for the counter of its gate, key and shard.
      */
-    public Mono<List<Long>> count(List<LimitClaim> counters) {
-        return Mono.defer(() -> {
-            String[] gates = new String[counters.size()];
-            String[] keys = new String[counters.size()];
-            Integer[] shards = new Integer[counters.size()];
-            for (int i = 0; i < counters.size(); i++) {
-                LimitClaim claim = counters.get(i);
-                if (claim.gate() == null) {
-                    return Mono.error(new IllegalArgumentException("claim " + claim.id() + " holds no gate slot"));
-                }
-                gates[i] = claim.gate();
-                keys[i] = claim.key();
-                shards[i] = claim.shard();
-            }
-            return sql.liveGateClaims(gates, keys, shards);
-        });
+    public Mono<List<Long>> count(List<GateSlot> counters) {
+        return Mono.defer(() -> sql.liveGateClaims(counters.stream().map(GateSlot::name).toArray(String[]::new),
+                counters.stream().map(GateSlot::key).toArray(String[]::new),
+                counters.stream().map(GateSlot::shard).toArray(Integer[]::new)));
     }
 }

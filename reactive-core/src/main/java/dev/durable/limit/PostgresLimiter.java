@@ -16,8 +16,8 @@ import reactor.core.publisher.Mono;
 /**
  * The default limiter: counters in PostgreSQL, next to the rows they count.
  *
- * <p>Admission is done by the pick statement itself ({@code PickSql.pickWithLimits}): a row is only
- * ever claimed once its bucket and its gate counter admitted it, in the same transaction, so
+ * <p>Admission is done by the pick statement itself (the engine's in-database admission): a row is
+ * only ever claimed once its bucket and its gate counter admitted it, in the same transaction, so
  * {@link #admit} has nothing left to refuse and admits every claim it is given; {@link #draw} takes an
  * inline step's tokens from its bucket. Credit is done by
  * the {@code durable_gate_release} trigger the moment a gated row leaves executing (outcome,
@@ -76,35 +76,39 @@ public final class PostgresLimiter implements Limiter {
      */
     @Override
     public Mono<Boolean> draw(LimitClaim claim) {
-        if (claim.window() == null) {
-            return drawRateSlot(claim);
+        WindowSlot slot = claim.window();
+        if (slot == null) {
+            return drawRateSlot(claim.rate());
         }
-        Limits.@Nullable Window window = windows.get(claim.window());
+        Limits.@Nullable Window window = windows.get(slot.name());
         if (window == null) {
             return Mono.just(false);
         }
-        Limits.@Nullable RateLimit limit = claim.rateLimit() == null ? null : rateLimits.get(claim.rateLimit());
-        if (claim.rateLimit() == null) {
-            return takeWindow(window, claim.windowPartition(), claim.windowWeight());
+        RateSlot rate = claim.rate();
+        if (rate == null) {
+            return takeWindow(window, slot.partitionKey(), slot.weight());
         }
+        Limits.@Nullable RateLimit limit = rateLimits.get(rate.name());
         if (limit == null) {
             return Mono.just(false);
         }
-        return sql.drawStacked(limit.name(), claim.ratePartition(), claim.rateWeight(), limit.burst(),
-                limit.ratePerSecond(), window.name(), claim.windowPartition(), claim.windowWeight(),
-                window.slotMillis(), window.limit());
+        return sql.drawStacked(limit, rate, window, slot);
     }
 
-    private Mono<Boolean> drawRateSlot(LimitClaim claim) {
-        Limits.@Nullable Window window = claim.rateLimit() == null ? null : windows.get(claim.rateLimit());
-        if (window != null && !rateLimits.containsKey(claim.rateLimit())) {
-            return takeWindow(window, claim.ratePartition(), claim.rateWeight());
+    /** A rate slot alone: its bucket's tokens, or the count of the window it names (as rows before stacked limits). */
+    private Mono<Boolean> drawRateSlot(@Nullable RateSlot rate) {
+        if (rate == null) {
+            return Mono.just(true);
         }
-        Limits.@Nullable RateLimit limit = claim.rateLimit() == null ? null : rateLimits.get(claim.rateLimit());
+        Limits.@Nullable Window window = windows.get(rate.name());
+        if (window != null && !rateLimits.containsKey(rate.name())) {
+            return takeWindow(window, rate.partitionKey(), rate.weight());
+        }
+        Limits.@Nullable RateLimit limit = rateLimits.get(rate.name());
         if (limit == null) {
-            return Mono.just(claim.rateLimit() == null);
+            return Mono.just(false);
         }
-        return sql.draw(limit.name(), claim.ratePartition(), claim.rateWeight(), limit.burst(), limit.ratePerSecond());
+        return sql.draw(limit.name(), rate.partitionKey(), rate.weight(), limit.burst(), limit.ratePerSecond());
     }
 
     /** A permit row beside the counter, counted on it (see {@code LimiterSql.acquireSlots}). */

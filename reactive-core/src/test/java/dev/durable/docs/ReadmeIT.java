@@ -172,8 +172,8 @@ class ReadmeIT {
                 .window("per-tenant-hour", tenant);                         // all three, or none of them
         // end::stacked-limits[]
         assertThat(options.windows()).containsKey("per-tenant-hour");
-        assertThat(request.window()).isEqualTo("per-tenant-hour");
-        assertThat(request.rateLimit()).isEqualTo("per-tenant");
+        assertThat(request.window().name()).isEqualTo("per-tenant-hour");
+        assertThat(request.rateLimit().name()).isEqualTo("per-tenant");
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.durable.internal;
 
+import dev.durable.limit.GateSlot;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -50,7 +51,8 @@ class FairnessChangeTest {
             assertThat(moved.gateShards()).isEqualTo(1);
         }
         // Released from its own key in the same transition, the row is one without a key: capped.
-        LimitChange released = new LimitChange(KeyChange.RELEASE, null, null, 0, Outcome.RateChange.KEEP, null, 1, null);
+        LimitChange released = new LimitChange(KeyChange.RELEASE, null, null, 0, Outcome.RateChange.KEEP, null,
+                Outcome.WindowChange.KEEP, null);
         assertThat(mapper.withFairness(row("capped", null, "own"), FairnessChange.SET, "tenant-b", released).gate())
                 .isEqualTo(cap);
     }
@@ -63,7 +65,8 @@ class FairnessChangeTest {
         assertThat(kept.fairnessKey()).isEqualTo("tenant-b");
         assertThat(mapper.withFairness(row("capped", "partner", "acme"), FairnessChange.SET, "tenant-b",
                 LimitChange.NONE).keyChange()).isEqualTo(KeyChange.KEEP);
-        LimitChange ownKey = new LimitChange(KeyChange.SET, "mine", null, 0, Outcome.RateChange.KEEP, null, 1, null);
+        LimitChange ownKey = new LimitChange(KeyChange.SET, "mine", null, 0, Outcome.RateChange.KEEP, null,
+                Outcome.WindowChange.KEEP, null);
         LimitChange set = mapper.withFairness(row("capped", null, null), FairnessChange.SET, "tenant-b", ownKey);
         assertThat(set.keyChange()).isEqualTo(KeyChange.SET);
         assertThat(set.concurrencyKey()).isEqualTo("mine");
@@ -92,6 +95,6 @@ class FairnessChangeTest {
 
     private static ClaimedRow row(String queue, @Nullable String gate, @Nullable String key) {
         return new ClaimedRow(1, "w", "flow", 1, queue, 0, 0, "a", null, 1, 5, key, null, List.of(), List.of(),
-                List.of(), gate, 0, null, 0, null);
+                List.of(), gate == null ? null : new GateSlot(gate, key, 0), null);
     }
 }

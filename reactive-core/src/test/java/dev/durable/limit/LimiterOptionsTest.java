@@ -33,26 +33,31 @@ class LimiterOptionsTest {
 
     @Test
     void claimsAreValidated() {
-        assertThatThrownBy(() -> new LimitClaim(1, "", "g", "k", 0, null, "", 0))
+        assertThatThrownBy(() -> new LimitClaim(1, "", new GateSlot("g", "k", 0), null, null))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("holder");
-        assertThatThrownBy(() -> new LimitClaim(1, "h", "g", null, 0, null, "", 0))
+        assertThatThrownBy(() -> new GateSlot("g", null, 0))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("key");
-        assertThatThrownBy(() -> new LimitClaim(1, "h", null, null, 0, "r", "", 0))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rateWeight");
-        LimitClaim gated = new LimitClaim(1, "h", "g", "k", 0, "r", "", 2);
+        assertThatThrownBy(() -> new LimitClaim(1, "h", null, new RateSlot("r", null, 0), null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("weight of rate slot r");
+        assertThatThrownBy(() -> new LimitClaim(1, "h", null, null, new WindowSlot("w", null, 0)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("weight of window slot w");
+        LimitClaim gated = new LimitClaim(1, "h", new GateSlot("g", "k", 0), new RateSlot("r", null, 2), null);
         assertThat(gated.holdsSlot()).isTrue();
         assertThat(gated.withoutGate().holdsSlot()).isFalse();
-        assertThat(gated.withoutGate().rateLimit()).isEqualTo("r");
+        assertThat(gated.withoutGate().rate().name()).isEqualTo("r");
+        // A limiter keys the shared bucket, or window partition, as "".
+        assertThat(gated.rate().partitionKey()).isEmpty();
+        assertThat(new WindowSlot("w", "p", 1).partitionKey()).isEqualTo("p");
     }
 
     @Test
     void thePostgresLimiterAdmitsInThePickAndLeavesCreditToTheTrigger() {
         Limiter limiter = PostgresLimiter.factory().create(new LimiterContext("o",
                 io.r2dbc.spi.ConnectionFactories.get("r2dbc:postgresql://user@localhost/db"), "durable",
-                java.util.Map.of(), java.util.Map.of(), java.time.Duration.ofSeconds(30),
-                dev.durable.EngineOptions.DEFAULT_CALL_TIMEOUT)).block();
+                java.util.Map.of(), java.util.Map.of(), java.util.Map.of(), java.time.Duration.ofSeconds(30),
+                EngineOptions.DEFAULT_CALL_TIMEOUT)).block();
         assertThat(limiter.admitsInPick()).isTrue();
-        LimitClaim claim = new LimitClaim(7, "h", "g", "k", 0, null, "", 0);
+        LimitClaim claim = new LimitClaim(7, "h", new GateSlot("g", "k", 0), null, null);
         assertThat(limiter.admit(List.of(claim)).block()).isEqualTo(Set.of(7L));
         assertThat(limiter.renew(List.of(claim)).block()).isZero();
         limiter.credit(List.of(claim)).block();

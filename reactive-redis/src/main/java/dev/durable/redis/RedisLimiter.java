@@ -1,12 +1,15 @@
 package dev.durable.redis;
 
 import dev.durable.Limits;
+import dev.durable.limit.GateSlot;
 import dev.durable.limit.LimitClaim;
 import dev.durable.limit.Limiter;
 import dev.durable.limit.LimiterContext;
 import dev.durable.limit.LimiterUnavailableException;
 import dev.durable.limit.LiveGateClaims;
 import dev.durable.limit.PermitSlots;
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import dev.durable.redis.internal.LimiterEndpoint;
 import dev.durable.redis.internal.LimiterScripts;
 import dev.durable.redis.internal.OutageLog;
@@ -119,6 +122,10 @@ public final class RedisLimiter implements Limiter {
         return keyPrefix + ":gate:" + gate + ":" + shard + ":" + key + "}";
     }
 
+    private String gateKey(GateSlot slot) {
+        return gateKey(slot.name(), slot.key(), slot.shard());
+    }
+
     /** The ledger mark of a gate counter: beside it, in its hash slot. */
     static String ledgerKey(String gateKey) {
         return gateKey + ":ledger";
@@ -143,8 +150,7 @@ public final class RedisLimiter implements Limiter {
             Map<String, List<LimitClaim>> byGate = new LinkedHashMap<>();
             for (LimitClaim claim : claims) {
                 if (claim.gate() != null) {
-                    byGate.computeIfAbsent(gateKey(claim.gate(), claim.key(), claim.shard()), k -> new ArrayList<>())
-                            .add(claim);
+                    byGate.computeIfAbsent(gateKey(claim.gate()), k -> new ArrayList<>()).add(claim);
                 }
             }
             List<LimitClaim> seated = new ArrayList<>();
@@ -173,7 +179,7 @@ public final class RedisLimiter implements Limiter {
                 Map<String, List<LimitClaim>> byBucket = new LinkedHashMap<>();
                 for (LimitClaim claim : claims) {
                     if (!refused.contains(claim.id()) && bucketOf(claim) != null) {
-                        byBucket.computeIfAbsent(bucketKey(claim.rateLimit(), claim.ratePartition()),
+                        byBucket.computeIfAbsent(bucketKey(claim.rate().name(), claim.rate().partitionKey()),
                                 k -> new ArrayList<>()).add(claim);
                     }
                 }
@@ -214,21 +220,21 @@ public final class RedisLimiter implements Limiter {
     }
 
     private @Nullable Window windowOf(LimitClaim claim) {
-        if (claim.window() != null) {
-            Limits.Window limit = windows.get(claim.window());
-            return limit == null ? null : new Window(claim.window(), claim.windowPartition(), claim.windowWeight(), limit);
+        WindowSlot slot = claim.window();
+        if (slot != null) {
+            Limits.Window limit = windows.get(slot.name());
+            return limit == null ? null : new Window(slot.name(), slot.partitionKey(), slot.weight(), limit);
         }
-        if (claim.rateLimit() != null && !rateLimits.containsKey(claim.rateLimit())
-                && windows.containsKey(claim.rateLimit())) {
-            return new Window(claim.rateLimit(), claim.ratePartition(), claim.rateWeight(),
-                    windows.get(claim.rateLimit()));
+        RateSlot rate = claim.rate();
+        if (rate != null && !rateLimits.containsKey(rate.name()) && windows.containsKey(rate.name())) {
+            return new Window(rate.name(), rate.partitionKey(), rate.weight(), windows.get(rate.name()));
         }
         return null;
     }
 
     /** A claim's token bucket (its rate slot when that names no window), or null. */
     private @Nullable String bucketOf(LimitClaim claim) {
-        String name = claim.rateLimit();
+        String name = claim.rate() == null ? null : claim.rate().name();
         return name == null || !rateLimits.containsKey(name) && windows.containsKey(name) ? null : name;
     }
 
@@ -285,7 +291,7 @@ public final class RedisLimiter implements Limiter {
     }
 
     private Mono<Void> takeTokens(String key, List<LimitClaim> claims, Set<Long> refused) {
-        Limits.RateLimit limit = rateLimits.get(claims.get(0).rateLimit());
+        Limits.RateLimit limit = rateLimits.get(claims.get(0).rate().name());
         if (limit == null) {
             claims.forEach(claim -> refused.add(claim.id()));
             return Mono.empty();
@@ -293,7 +299,7 @@ public final class RedisLimiter implements Limiter {
         List<String> args = new ArrayList<>(claims.size() + 2);
         args.add(Double.toString(limit.ratePerSecond()));
         args.add(Integer.toString(limit.burst()));
-        claims.forEach(claim -> args.add(Integer.toString(claim.rateWeight())));
+        claims.forEach(claim -> args.add(Integer.toString(claim.rate().weight())));
         return this.<String>run(LimiterScripts.BUCKET_TAKE, ScriptOutputType.VALUE, List.of(key), args)
                 .doOnNext(flags -> markRefused(flags, claims, refused))
                 .then();
@@ -321,7 +327,7 @@ public final class RedisLimiter implements Limiter {
                     if (unmarked.isEmpty()) {
                         return Mono.empty();
                     }
-                    return rebuildLedgers(unmarked.stream().map(key -> byGate.get(key).get(0)).toList())
+                    return rebuildLedgers(unmarked.stream().map(key -> byGate.get(key).get(0).gate()).toList())
                             .flatMapMany(live -> Flux.range(0, unmarked.size())
                                     .flatMap(i -> takeSlots(unmarked.get(i), byGate.get(unmarked.get(i)), live.get(i))
                                             .doOnNext(flags -> markRefused(flags, byGate.get(unmarked.get(i)), refused))))
@@ -334,11 +340,11 @@ public final class RedisLimiter implements Limiter {
      * for it ({@code live}, or -1 when not counted): the script's flags, or '?' when it needs the count.
      */
     private Mono<String> takeSlots(String key, List<LimitClaim> claims, long live) {
-        Limits.Gate gate = gates.get(claims.get(0).gate());
+        Limits.Gate gate = gates.get(claims.get(0).gate().name());
         if (gate == null) {
             return Mono.just(""); // an unknown gate admits nothing
         }
-        int shard = claims.get(0).shard();
+        int shard = claims.get(0).gate().shard();
         // Each shard holds an even share of the capacity, the first ones one more, as in PostgreSQL.
         int capacity = gate.capacity() / gate.shards() + (shard < gate.capacity() % gate.shards() ? 1 : 0);
         List<String> args = new ArrayList<>(claims.size() + 3);
@@ -356,7 +362,7 @@ public final class RedisLimiter implements Limiter {
      * whole pick, on a connection of its own (the pick's transaction holds its own), bounded by the
      * engine's call timeout; a failure makes this pick admit nothing limited, as an outage does.
      */
-    private Mono<List<Long>> rebuildLedgers(List<LimitClaim> counters) {
+    private Mono<List<Long>> rebuildLedgers(List<GateSlot> counters) {
         return liveClaims.count(counters)
                 .doOnNext(live -> log.debug("{} gate counters had no ledger mark; live claims in the database: {}",
                         counters.size(), live))
@@ -385,7 +391,7 @@ public final class RedisLimiter implements Limiter {
         List<String> holders = permitHolders(holder, slots);
         return takePermitSlots(counter, gate.shardCapacity(shard), holders, lease, -1)
                 .flatMap(flags -> !flags.equals("?") ? Mono.just(flags)
-                        : rebuildLedgers(List.of(new LimitClaim(0, holder, gate.name(), key, shard, null, "", 0)))
+                        : rebuildLedgers(List.of(new GateSlot(gate.name(), key, shard)))
                                 .flatMap(live -> takePermitSlots(counter, gate.shardCapacity(shard), holders, lease,
                                         live.get(0))))
                 .flatMap(flags -> {
@@ -556,8 +562,7 @@ public final class RedisLimiter implements Limiter {
         Map<String, List<String>> byGate = new LinkedHashMap<>();
         for (LimitClaim claim : claims) {
             if (claim.gate() != null) {
-                byGate.computeIfAbsent(gateKey(claim.gate(), claim.key(), claim.shard()), k -> new ArrayList<>())
-                        .add(claim.holder());
+                byGate.computeIfAbsent(gateKey(claim.gate()), k -> new ArrayList<>()).add(claim.holder());
             }
         }
         return byGate;

@@ -8,16 +8,12 @@ import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.QueueOptions;
 import dev.durable.limit.LimiterContext;
-import dev.durable.limit.LimiterFactory;
 import dev.durable.redis.internal.LimiterEndpoint;
 import dev.durable.redis.testing.RedisClusterExtension;
 import dev.durable.redis.testing.TestRedisCluster;
 import dev.durable.support.Eventually;
 import dev.durable.support.Sql;
-import dev.durable.testing.TestDatabase;
-import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.SlotHash;
-import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,7 +36,6 @@ import reactor.core.publisher.Mono;
 class RedisClusterLimiterIT extends RedisLimiterIT {
 
     private TestRedisCluster cluster;
-    private TestDatabase database;
 
     @BeforeAll
     static void connect(TestRedisCluster cluster) {
@@ -53,29 +48,18 @@ class RedisClusterLimiterIT extends RedisLimiterIT {
     }
 
     @BeforeEach
-    void onCluster(TestRedisCluster cluster, TestDatabase database) {
+    void onCluster(TestRedisCluster cluster) {
         this.cluster = cluster;
-        this.database = database;
     }
 
     @Override
-    LimiterFactory limiter() {
-        return RedisClusterLimits.limiter();
+    RedisUnderTest redisLimiter() {
+        return RedisUnderTest.cluster(cluster, db);
     }
 
     @Override
     void flushRedis() {
         cluster.flushAll();
-    }
-
-    @Override
-    Peek peek() {
-        RedisClusterClient client = cluster.client();
-        StatefulRedisClusterConnection<String, String> connection = client.connect();
-        return new Peek(connection.sync(), () -> {
-            connection.close();
-            client.shutdown();
-        });
     }
 
     @Test
@@ -92,8 +76,9 @@ class RedisClusterLimiterIT extends RedisLimiterIT {
     @Test
     void everyScriptTouchesOneSlotAndTheLimitsSpreadOverTheMasters() {
         RedisLimiter limiter = new RedisLimiter(LimiterEndpoint.cluster(cluster.client()),
-                new LimiterContext("slots", database.connectionFactory(), database.schema(), Map.of(), Map.of(),
-                        Duration.ofSeconds(30), EngineOptions.DEFAULT_CALL_TIMEOUT), RedisLimiterOptions.defaults());
+                new LimiterContext("slots", db.connectionFactory(), db.schema(), Map.of(), Map.of(),
+                        Map.of(), Duration.ofSeconds(30), EngineOptions.DEFAULT_CALL_TIMEOUT),
+                RedisLimiterOptions.defaults());
         for (String key : List.of("k", "a}b", "{x}", "}", "{", "tenant:{42}")) {
             String counter = limiter.gateKey("g", key, 3);
             assertThat(SlotHash.getSlot(RedisLimiter.ledgerKey(counter))).as(key).isEqualTo(SlotHash.getSlot(counter));
@@ -101,7 +86,7 @@ class RedisClusterLimiterIT extends RedisLimiterIT {
 
         JobDefinition<String, String> job = JobDefinition.of("rspread", String.class, (String s) -> Mono.just(s))
                 .queue("rspread");
-        DurableEngine engine = engines.start(engines.options("rspread").limiter(limiter())
+        DurableEngine engine = engines.start(options("rspread")
                 .gate("rspread-gate", 2).rateLimit("rspread-rate", 1000, 1000).window("rspread-hourly", 1000,
                         Duration.ofHours(1))
                 .queue(QueueOptions.builder("rspread").concurrency(8).pollInterval(Duration.ofMillis(50)).build()), job);
@@ -113,7 +98,7 @@ class RedisClusterLimiterIT extends RedisLimiterIT {
         }
         engine.insertAll(requests).block(WAIT);
         Eventually.until("all spread jobs done", WAIT,
-                () -> Sql.count(database, "queue = 'rspread' AND status = 'done'") == 60);
+                () -> Sql.count(db, "queue = 'rspread' AND status = 'done'") == 60);
         Map<String, Long> keys = cluster.keysPerMaster();
         assertThat(keys.values().stream().filter(n -> n > 0).count()).as("masters holding limiter keys: " + keys)
                 .isGreaterThanOrEqualTo(2);

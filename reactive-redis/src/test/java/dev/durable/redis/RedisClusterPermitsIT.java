@@ -1,15 +1,17 @@
 package dev.durable.redis;
 
-import dev.durable.limit.LimiterFactory;
 import dev.durable.redis.testing.RedisClusterExtension;
 import dev.durable.redis.testing.TestRedisCluster;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /** {@link RedisPermitsIT}'s cases on a real Redis Cluster of three masters: engine.limits() permits (acquire, tryAcquire, release, lease expiry, tokens, windows). */
 @ExtendWith(RedisClusterExtension.class)
 class RedisClusterPermitsIT extends RedisPermitsIT {
+
+    private TestRedisCluster cluster;
 
     @BeforeAll
     static void connect(TestRedisCluster cluster) {
@@ -21,8 +23,13 @@ class RedisClusterPermitsIT extends RedisPermitsIT {
         RedisClusterLimits.shutdown();
     }
 
+    @BeforeEach
+    void onCluster(TestRedisCluster cluster) {
+        this.cluster = cluster;
+    }
+
     @Override
-    LimiterFactory limiter() {
-        return RedisClusterLimits.limiter();
+    RedisUnderTest redisLimiter() {
+        return RedisUnderTest.cluster(cluster, db);
     }
 }

@@ -49,7 +49,7 @@ public class CommitBenchmark {
         outcomes = new ArrayList<>(batch);
         for (Long id : all) {
             ClaimedRow claim = new ClaimedRow(id, BenchDatabase.WORKER, "noop", 1, BenchDatabase.QUEUE, 0, 0, "run",
-                    null, 0, 20, null, null, List.of(), List.of(), List.of(), null, 0, null, 0, null);
+                    null, 0, 20, null, null, List.of(), List.of(), List.of(), null, null);
             outcomes.add(OutcomeRow.done(claim, "true", List.of()));
         }
     }

@@ -5,7 +5,7 @@ import dev.durable.EngineOptions;
 import dev.durable.Fairness;
 import dev.durable.JobDefinition;
 import dev.durable.QueueOptions;
-import dev.durable.internal.sql.PickSql;
+import dev.durable.internal.sql.FairPickSql;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.testing.TestDatabase;
 import dev.durable.testing.TestPostgres;
@@ -163,7 +163,7 @@ public final class FairShare {
             }
             db.execute("VACUUM ANALYZE " + db.instances());
             db.execute("VACUUM ANALYZE " + db.tables.table("durable_fair_keys"));
-            PickSql.FairShare equal = new PickSql.FairShare(new String[0], new Double[0], 1);
+            FairPickSql.FairShare equal = new FairPickSql.FairShare(new String[0], new Double[0], 1);
             if (Boolean.getBoolean("explain")) {
                 db.execute("INSERT INTO " + db.instances() + " (type, queue, step, state, max_attempts, fairness_key)"
                         + " VALUES ('noop', 'crowded', 'run', '0', 20, 't1')");
@@ -191,7 +191,7 @@ public final class FairShare {
 
     /** One job of a tenant arrives, then picks run until it is claimed; the time from insert to claim. */
     private static Latencies arrivals(BenchDatabase db, String queue, int tenants, int arrivals,
-            PickSql.FairShare fair) {
+            FairPickSql.FairShare fair) {
         Connection admin = db.admin();
         long[] micros = new long[arrivals];
         int maxPicks = 0;

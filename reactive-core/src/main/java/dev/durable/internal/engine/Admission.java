@@ -1,283 +1,95 @@
 package dev.durable.internal.engine;
 
-import dev.durable.internal.Db;
-import dev.durable.internal.sql.PickSql;
-import dev.durable.internal.sql.Rows.Candidate;
+import dev.durable.internal.sql.FairPickSql.FairShare;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.limit.LimitClaim;
 import dev.durable.limit.Limiter;
-import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
-import java.util.Objects;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
-import reactor.util.Logger;
 import reactor.util.Loggers;
 
 /**
- * The admission protocol of a limiter that is not in the database (Redis), for one queue's
- * scheduler: the pick asks it about limited rows while their locks are held, and it keeps the
- * ledger of the gate slots the admitted rows hold until they give them back.
+ * How one queue's rows get past the engine's gates, rate limits and sliding windows, for the whole
+ * life of a claim: admitted when a pick claims them ({@link #pick}), their gate slots renewed on the
+ * heartbeat's slot tick ({@link #renew}) and given back when they are released unrun
+ * ({@link #stopRenewing}, {@link #credit}), when an inline step leaves its gate ({@link #inlineStep})
+ * and when their run ends ({@link #runEnded}); and an inline step, which no pick admits, draws its
+ * rate and window slots before it runs ({@link #draw}).
  *
- * <p>The pick, in one transaction: lock the candidates, ask the limiter about the limited ones in
- * urgency order while holding the locks, claim only what it admitted (with the unlimited rows). A
- * refused row is never claimed, so it loses no attempt and the database never shows it executing;
- * its limit is skipped by this scheduler's picks for {@link #REFUSED_HOLD_MILLIS}, so the next pick
- * reaches unrelated rows behind it. An unreachable limiter admits nothing limited: unlimited rows
- * still run, limited ones wait in the queue.
- *
- * <p>The ledger: each admitted gated row holds a slot, renewed by the heartbeat ({@link #renew}) and
- * credited back when its run commits out of executing ({@link #runEnded}), when it is released
- * unrun ({@link #stopRenewing} then {@link #credit}), or when an inline step leaves its gate
- * ({@link #inlineStep}). A slot never credited expires by itself in the limiter. With the
- * PostgreSQL limiter (admission inside the pick statement) the ledger stays empty and every call
- * here is a no-op.
+ * <p>Two ways, chosen once per queue when the runtime starts, by whether the limiter admits inside
+ * the pick ({@link Limiter#admitsInPick}): {@link InDatabaseAdmission} (the PostgreSQL limiter: the
+ * pick statement admits, a trigger credits, nothing expires) and {@link OutsideLimiterAdmission} (a
+ * limiter outside the database, Redis: asked around the pick, with a ledger of the gate slots the
+ * admitted rows hold). What the limits held back at a pick is counted and told (THROTTLED) either way.
  */
-final class Admission {
+interface Admission {
 
-    private static final Logger log = Loggers.getLogger(Admission.class);
     /**
-     * How long a limit the limiter refused is skipped by this scheduler's picks: long enough that a
-     * saturated limit is not asked about in a hot loop, short enough that a freed slot is soon used.
+     * What one pick statement claimed; how many limited rows the limiter refused at it (a pick that
+     * had rows refused looks again at once: their limits are skipped now); and, of a fair queue, the
+     * keys it found foreign to this engine and whether it walked a key whose cap was never asked for.
      */
-    static final long REFUSED_HOLD_MILLIS = 50;
-    private static final String SEP = String.valueOf((char) 31);
-
-    private final QueueContext queue;
-    private final Db db;
-    private final PickSql picks;
-    private final Limiter limiter;
-    /** The gate slots held by admitted rows (buffered or running), by row id. */
-    private final Map<Long, LimitClaim> slots = new ConcurrentHashMap<>();
-    /** Limits the limiter refused lately (gate/key/shard, rate/partition), to the nanoTime they are skipped until. */
-    private final Map<String, Long> refusedGates = new ConcurrentHashMap<>();
-    private final Map<String, Long> refusedRates = new ConcurrentHashMap<>();
-    private final AtomicLong claimSequence = new AtomicLong();
-    private final Telemetry telemetry;
-
-    Admission(QueueContext queue, Db db, PickSql picks, Limiter limiter, Telemetry telemetry) {
-        this.telemetry = telemetry;
-        this.queue = queue;
-        this.db = db;
-        this.picks = picks;
-        this.limiter = limiter;
-    }
-
-    /** The pick with admission by the limiter; see the class comment. */
-    Mono<QueueScheduler.Picked> pick(int limit) {
-        return pick(limit, null);
+    record Admitted(List<ClaimedRow> rows, int refused, List<String> foreignKeys, boolean unasked) {
     }
 
     /**
-     * As {@link #pick(int)}, the candidates shared across fairness keys when {@code fair} is given: the
-     * database orders and offers them fairly, the limiter admits them (a key's cap gate included).
+     * Claims up to {@code limit} rows of the queue in one pick, admitting the limited ones, shared
+     * across fairness keys when {@code fair} is given.
      */
-    Mono<QueueScheduler.Picked> pick(int limit, PickSql.@Nullable FairShare fair) {
-        return Mono.defer(() -> {
-            Map<Long, LimitClaim> asked = new ConcurrentHashMap<>();
-            Set<Long> admitted = ConcurrentHashMap.newKeySet();
-            int[] refused = new int[1];
-            return db.inTransaction(connection -> picks.lockCandidates(connection, queue.queue(), limit,
-                                    stillRefused(refusedGates), stillRefused(refusedRates), fair)
-                            .collectList()
-                            .flatMapMany(candidates -> {
-                                List<LimitClaim> claims = claimsOf(candidates);
-                                claims.forEach(claim -> asked.put(claim.id(), claim));
-                                return admit(claims)
-                                        .doOnNext(ok -> {
-                                            admitted.addAll(ok);
-                                            refused[0] = refuse(claims, ok, typesOf(candidates));
-                                        })
-                                        .flatMapMany(ok -> {
-                                            List<Long> ids = candidates.stream()
-                                                    .filter(c -> !c.limited() || ok.contains(c.id()))
-                                                    .map(Candidate::id).toList();
-                                            return ids.isEmpty() ? reactor.core.publisher.Flux.<ClaimedRow>empty()
-                                                    : picks.claimLocked(connection, ids, queue.worker(),
-                                                            queue.leaseMillis());
-                                        });
-                            }))
-                    .collectList()
-                    .map(rows -> {
-                        for (ClaimedRow row : rows) {
-                            LimitClaim claim = asked.remove(row.id());
-                            if (claim != null && claim.holdsSlot()) {
-                                slots.put(row.id(), claim);
-                            }
-                        }
-                        // Admitted but not claimed (cannot happen under the locks, but a slot must never leak).
-                        credit(admittedOf(asked.values(), admitted));
-                        return new QueueScheduler.Picked(rows, refused[0]);
-                    })
-                    // The transaction rolled back after the limiter admitted: the slots go back.
-                    .doOnError(error -> credit(admittedOf(asked.values(), admitted)));
-        });
-    }
+    Mono<Admitted> pick(int limit, @Nullable FairShare fair);
 
-    /** The limiter's answer about the limited candidates; none admitted when it cannot be asked. */
-    private Mono<Set<Long>> admit(List<LimitClaim> claims) {
-        if (claims.isEmpty()) {
-            return Mono.just(Set.of());
-        }
-        return limiter.admit(claims).onErrorResume(error -> {
-            log.debug("queue {}: limiter unavailable, {} limited rows wait: {}", queue.queue(), claims.size(),
-                    error.toString());
-            // Its answer may have been lost after it took slots: give back any.
-            credit(claims);
-            return Mono.just(Set.of());
-        });
-    }
+    /** Renews every gate slot the queue's rows hold, in one call; a failure leaves them to expire. */
+    Mono<Void> renew();
 
-    /** The limited candidates' claims, in urgency order (the order the limiter admits in). */
-    private List<LimitClaim> claimsOf(List<Candidate> candidates) {
-        return candidates.stream().filter(Candidate::limited)
-                .sorted(Comparator.comparingInt(Candidate::priority).thenComparingLong(Candidate::eligibleMicros)
-                        .thenComparingLong(Candidate::id))
-                .map(this::claimOf)
-                .toList();
-    }
-
-    /** A candidate's limits; the holder is unique per claim (worker, row, a per-scheduler sequence). */
-    private LimitClaim claimOf(Candidate candidate) {
-        return new LimitClaim(candidate.id(), queue.worker() + SEP + candidate.id() + SEP + claimSequence.incrementAndGet(),
-                candidate.gateName(), candidate.gateName() == null ? null : candidate.concurrencyKey(),
-                candidate.gateShard(), candidate.rateLimit(),
-                candidate.ratePartition() == null ? "" : candidate.ratePartition(), candidate.rateWeight(),
-                candidate.window(), candidate.windowPartition() == null ? "" : candidate.windowPartition(),
-                candidate.windowWeight());
-    }
-
-    private static Map<Long, String> typesOf(List<Candidate> candidates) {
-        Map<Long, String> types = new java.util.HashMap<>();
-        candidates.forEach(candidate -> types.put(candidate.id(), candidate.type()));
-        return types;
-    }
-
-    private static List<LimitClaim> admittedOf(Collection<LimitClaim> claims, Set<Long> admitted) {
-        return claims.stream().filter(claim -> admitted.contains(claim.id())).toList();
-    }
-
-    /** Notes the limits of refused claims, to be skipped for a while; returns how many were refused. */
-    private int refuse(List<LimitClaim> claims, Set<Long> admitted, Map<Long, String> types) {
-        long until = System.nanoTime() + REFUSED_HOLD_MILLIS * 1_000_000;
-        int refused = 0;
-        // By reason, as the PostgreSQL pick counts: the limiter does not say which limit refused a
-        // claim with both, so such a claim counts as held by its gate.
-        long[] held = new long[2];
-        long[] sample = {Long.MAX_VALUE, Long.MAX_VALUE};
-        for (LimitClaim claim : claims) {
-            if (admitted.contains(claim.id())) {
-                continue;
-            }
-            refused++;
-            int reason = claim.gate() != null ? 0 : 1;
-            held[reason]++;
-            sample[reason] = Math.min(sample[reason], claim.id());
-            if (claim.gate() != null) {
-                refusedGates.put(gateKey(claim), until);
-            }
-            if (claim.rateLimit() != null) {
-                refusedRates.put(claim.rateLimit() + SEP + claim.ratePartition(), until);
-            }
-            if (claim.window() != null) {
-                refusedRates.put(claim.window() + SEP + claim.windowPartition(), until);
-            }
-        }
-        for (int reason = 0; reason < 2; reason++) {
-            telemetry.throttled(queue.counters(), queue.queue(), reason == 0, held[reason], sample[reason],
-                    types.get(sample[reason]));
-        }
-        return refused;
-    }
-
-    private static String gateKey(LimitClaim claim) {
-        return claim.gate() + SEP + claim.key() + SEP + claim.shard();
-    }
-
-    /** The limits still refused, as the pick's skip list; forgets the ones whose hold ended. */
-    private static String[] stillRefused(Map<String, Long> refused) {
-        if (refused.isEmpty()) {
-            return new String[0];
-        }
-        long now = System.nanoTime();
-        refused.values().removeIf(until -> until - now <= 0);
-        return refused.keySet().toArray(String[]::new);
-    }
+    /**
+     * The slots of rows about to be released: no longer renewed from here, to be
+     * {@linkplain #credit credited} once the rows are back.
+     */
+    List<LimitClaim> stopRenewing(Collection<Long> ids);
 
     /** Gives back gate slots, fire and forget: a slot not credited expires by itself. */
-    void credit(List<LimitClaim> claims) {
-        List<LimitClaim> held = claims.stream().filter(LimitClaim::holdsSlot).toList();
-        if (held.isEmpty()) {
-            return;
-        }
-        for (LimitClaim claim : held) {
-            // A slot of ours came free: this scheduler may use it at once.
-            refusedGates.remove(gateKey(claim));
-        }
-        limiter.credit(held).subscribe(null,
-                error -> log.debug("queue {}: credit failed, the slots expire by themselves: {}", queue.queue(),
-                        error.toString()));
-    }
+    void credit(List<LimitClaim> claims);
 
     /**
-     * An inline step is about to run on the claim of row {@code id}: when it left its gate (a new or
-     * released key), the slot it held is given back; the heartbeat then renews only what it still holds.
+     * An inline step is about to run on its row's claim ({@code continued}: what its commit left on
+     * the row): the gate slot it no longer holds is given back.
      */
-    void inlineStep(long id, ClaimedRow continued) {
-        LimitClaim held = slots.get(id);
-        if (held != null && (continued.gateName() == null || !Objects.equals(held.gate(), continued.gateName())
-                || !Objects.equals(held.key(), continued.concurrencyKey()))) {
-            // A gate change is never inline (it goes through the pick), so the new step holds no slot.
-            slots.remove(id);
-            credit(List.of(held));
-        }
-    }
+    void inlineStep(ClaimedRow continued);
 
     /**
-     * The run of row {@code id} ended. A committed or stale outcome gives its slot back; one that
-     * did not commit leaves the row executing until its lease expires, and its slot, no longer
-     * renewed, expires with it, so the gate never over-admits.
+     * The run of row {@code id} ended: its outcome committed or was dropped as stale
+     * ({@code leftExecuting}: the claim no longer holds the row executing, so its slot goes back), or
+     * its commit failed (the row stays executing until its lease lapses, and its slot, no longer
+     * renewed, with it, so the gate never over-admits).
      */
-    void runEnded(long id, Executor.RunResult result) {
-        LimitClaim held = slots.remove(id);
-        if (held != null && result != Executor.RunResult.NOT_COMMITTED) {
-            credit(List.of(held));
-        }
-    }
+    void runEnded(long id, boolean leftExecuting);
 
-    /** The slots of rows about to be released: no longer renewed from here, credited once they are back. */
-    List<LimitClaim> stopRenewing(Collection<Long> ids) {
-        List<LimitClaim> held = new ArrayList<>();
-        for (Long id : ids) {
-            LimitClaim claim = slots.remove(id);
-            if (claim != null) {
-                held.add(claim);
-            }
-        }
-        return held;
-    }
+    /**
+     * Draws the rate and window slots of an inline step ({@code next}) before it runs, all or none;
+     * emits true when it may run on its claim, false when it must go through the queue instead (a
+     * limit refused, or the limiter could not be asked), where a pick admits it. A step with neither
+     * slot needs nothing; nor does a gate: an inline step keeps the slot its claim holds or leaves the
+     * gate, and a gate change is never inline. Every limiter is asked this, the ones that admit in the
+     * pick included ({@link Limiter#draw}).
+     */
+    Mono<Boolean> draw(ClaimedRow next);
 
-    /** Renews every slot held, in one call to the limiter; a failure leaves them to expire. */
-    Mono<Void> renew() {
-        if (slots.isEmpty()) {
-            return Mono.empty();
+    /** {@link #draw} of an inline step from {@code limiter}: what both ways share. */
+    static Mono<Boolean> drawFrom(Limiter limiter, ClaimedRow next) {
+        if (next.rate() == null && next.window() == null) {
+            return Mono.just(true);
         }
-        return limiter.renew(List.copyOf(slots.values()))
-                .doOnNext(missing -> {
-                    if (missing > 0) {
-                        log.debug("queue {}: {} gate slots were lost and taken again", queue.queue(), missing);
-                    }
-                })
+        // It holds no slot, so any unique name does: the worker and the row, a separator between them.
+        LimitClaim claim = new LimitClaim(next.id(), next.worker() + (char) 31 + "inline" + (char) 31 + next.id(),
+                null, next.rate(), next.window());
+        return limiter.draw(claim)
                 .onErrorResume(error -> {
-                    log.debug("queue {}: slot renewal failed: {}", queue.queue(), error.toString());
-                    return Mono.empty();
+                    Loggers.getLogger(Admission.class).debug("instance {}: inline step's tokens not drawn ({});"
+                            + " it goes through the queue", next.id(), error.toString());
+                    return Mono.just(false);
                 })
-                .then();
+                .defaultIfEmpty(false);
     }
 }

@@ -11,6 +11,7 @@ import dev.durable.limit.Limiter;
 import dev.durable.limit.LimiterUnavailableException;
 import dev.durable.limit.Permit;
 import dev.durable.limit.PermitTimeoutException;
+import dev.durable.limit.RateSlot;
 import dev.durable.limit.UnknownLimitException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -187,7 +188,8 @@ public final class EnginePermits implements EngineLimits {
         }
         if (request.gate() == null) {
             Limits.RateLimit rate = request.rate();
-            return current.draw(new LimitClaim(0, holder, null, null, 0, rate.name(), request.key(), request.weight()))
+            return current.draw(new LimitClaim(0, holder, null, new RateSlot(rate.name(), request.key(), request.weight()),
+                            null))
                     .map(granted -> granted ? Optional.of(new TokenPermit(request)) : Optional.empty());
         }
         Limits.Gate gate = request.gate();

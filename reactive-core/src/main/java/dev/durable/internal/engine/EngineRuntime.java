@@ -76,7 +76,7 @@ public final class EngineRuntime {
                 options.commitBatchSize(), options.commitParallelism(), transitions, lane::holding);
         lane.afterDrain(committer::flush);
         Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
-                lane, options.leaseTtl(), transitions, telemetry, limiter,
+                lane, options.leaseTtl(), transitions, telemetry,
                 new ClaimMigration(new VersionSql(sql.db(), new Tables(options.schema())), options.codec(),
                         options.handlerScheduler(), options.meterRegistry()));
         long leaseMillis = options.leaseTtl().toMillis();
@@ -88,20 +88,15 @@ public final class EngineRuntime {
             String worker = wiring.identity().worker(name);
             SchedulerCounters counters = new SchedulerCounters();
             QueueContext context = new QueueContext(name, worker, leaseMillis, counters);
-            Admission admission = new Admission(context, sql.db(), sql.picks(), limiter, telemetry);
-            if (queue.fairness().keyCaps() != null && !limiter.admitsInPick()) {
-                throw new IllegalArgumentException("queue " + name + ": per-key caps by a function need the PostgreSQL"
-                        + " limiter; a limiter outside the database (Redis) admits the cap gate at one capacity for"
-                        + " every key (give a static maxExecutingPerKey instead)");
-            }
-            Pick pick = new Pick(context, options.pickRetries(), sql.picks(), limiter, admission, telemetry,
-                    queue.fairness());
+            Admission admission = limiter.admitsInPick()
+                    ? new InDatabaseAdmission(context, sql.picks(), limiter, telemetry)
+                    : OutsideLimiterAdmission.of(queue, context, sql.db(), sql.picks().locked(), limiter, telemetry);
+            Pick pick = new Pick(context, options.pickRetries(), sql.picks(), admission, queue.fairness());
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
                     options.heartbeatInterval().toMillis(), sql.leases(), delays, admission);
             QueueScheduler.Runner runner = (row, cancellation, claimLost) -> executor.run(row, cancellation, claimLost,
-                            continued -> admission.inlineStep(row.id(), continued))
-                    .doOnNext(result -> admission.runEnded(row.id(), result));
+                    admission);
             QueueScheduler scheduler = new QueueScheduler(queue, worker, pick, heartbeat, queueLeases, runner,
                     transport.pokes(), options.heartbeatInterval(), options.leaseTtl(), options.pokeWindow(),
                     Schedulers.parallel(), System::nanoTime,

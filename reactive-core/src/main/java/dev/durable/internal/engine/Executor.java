@@ -22,8 +22,6 @@ import dev.durable.internal.sql.OutcomeRow;
 import dev.durable.internal.sql.OutcomeRow.LimitChange;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.Transition;
-import dev.durable.limit.LimitClaim;
-import dev.durable.limit.Limiter;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
@@ -31,7 +29,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
-import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.util.Logger;
@@ -57,8 +54,6 @@ final class Executor {
     static final Duration DEFER_HOLD = Duration.ofSeconds(5);
     /** Micrometer's ObservationThreadLocalAccessor.KEY, spelled out so context-propagation stays optional. */
     private static final String OBSERVATION_KEY = "micrometer.observation";
-    /** Between worker and row in the holder of an inline step's draw (it holds no slot, so any unique name does). */
-    private static final String INLINE_HOLDER = (char) 31 + "inline" + (char) 31;
 
     /** How a run ended, from the scheduler's point of view. */
     enum RunResult {
@@ -93,15 +88,13 @@ final class Executor {
     private final long leaseMillis;
     private final Transitions transitions;
     private final Telemetry telemetry;
-    private final Limiter limiter;
     private final ClaimMigration migration;
 
     Executor(Map<String, Definition> definitions, RequestMapper mapper, JsonCodec codec, OutcomeCommitter committer,
             HandlerLane lane, Duration leaseTtl, Transitions transitions, Telemetry telemetry,
-            Limiter limiter, ClaimMigration migration) {
+            ClaimMigration migration) {
         this.migration = migration;
         this.telemetry = telemetry;
-        this.limiter = limiter;
         this.definitions = definitions;
         this.mapper = mapper;
         this.codec = codec;
@@ -113,19 +106,21 @@ final class Executor {
 
     /**
      * Runs the row (and its inline successors) and commits; emits how that went, never an error.
-     * {@code onInline} hears of each inline step about to run on the same claim once its transition
-     * committed (so the scheduler can give back a gate slot the step left).
+     * The queue's {@code admission} draws each inline step's rate and window slots before it runs,
+     * hears of each inline step about to run on the same claim once its transition committed (to give
+     * back a gate slot the step left), and of the run's end (to give back the slot it held).
      */
-    Mono<RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
-        return Mono.defer(() -> runStep(row, cancellation, claimLost, onInline))
+    Mono<RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Admission admission) {
+        return Mono.defer(() -> runStep(row, cancellation, claimLost, admission))
                 .onErrorResume(error -> {
                     log.warn("outcome of instance {} not committed ({}); its lease will expire and"
                             + " the reaper returns it", row.id(), error.toString());
                     return Mono.just(RunResult.NOT_COMMITTED);
-                });
+                })
+                .doOnNext(result -> admission.runEnded(row.id(), result != RunResult.NOT_COMMITTED));
     }
 
-    private Mono<RunResult> runStep(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
+    private Mono<RunResult> runStep(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Admission admission) {
         Definition definition = definitions.get(row.type());
         Telemetry.Run run = telemetry.runStarted(row);
         // Stopped for a cancel, the run ends cancelled; stopped for a lost claim, it commits nothing:
@@ -164,38 +159,28 @@ final class Executor {
         return decided
                 // Spans the handler makes become children of the run's observation.
                 .contextWrite(context -> context.put(OBSERVATION_KEY, run.observation()))
-                .flatMap(decision -> commit(decision, run, cancellation, claimLost, onInline));
+                .flatMap(decision -> commit(decision, run, cancellation, claimLost, admission));
     }
 
     /**
-     * An inline step runs on its claim with no pick to admit it, so it draws its rate limit's
-     * tokens and its window's count here (both or neither), before its transition commits; a bucket that cannot afford them (or a limiter
-     * that cannot be asked) sends the step back through the queue instead, where a pick admits it.
-     * A gate needs nothing: an inline step keeps the slot its claim holds or leaves the gate, and a
-     * gate change is never inline.
+     * An inline step runs on its claim with no pick to admit it, so it draws its rate and window
+     * slots here ({@link Admission#draw}), before its transition commits; a limit that refuses them
+     * (or a limiter that cannot be asked) sends the step back through the queue instead, where a pick
+     * admits it.
      */
     private Mono<RunResult> commit(Decision decision, Telemetry.Run run, Cancellation cancellation,
-            BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
+            BooleanSupplier claimLost, Admission admission) {
         ClaimedRow next = decision.inlineNext();
-        if (next == null || next.rateLimit() == null && next.window() == null) {
-            return commitDrawn(decision, run, cancellation, claimLost, onInline);
+        if (next == null || next.rate() == null && next.window() == null) {
+            return commitDrawn(decision, run, cancellation, claimLost, admission);
         }
-        LimitClaim claim = new LimitClaim(next.id(), next.worker() + INLINE_HOLDER + next.id(), null, null, 0,
-                next.rateLimit(), next.ratePartition() == null ? "" : next.ratePartition(), next.rateWeight(),
-                next.window(), next.windowPartition() == null ? "" : next.windowPartition(), next.windowWeight());
-        return limiter.draw(claim)
-                .onErrorResume(error -> {
-                    log.debug("instance {}: inline step's tokens not drawn ({}); it goes through the queue",
-                            next.id(), error.toString());
-                    return Mono.just(false);
-                })
-                .defaultIfEmpty(false)
+        return admission.draw(next)
                 .flatMap(drawn -> commitDrawn(drawn ? decision : Decision.of(decision.outcome().throughQueue()), run,
-                        cancellation, claimLost, onInline));
+                        cancellation, claimLost, admission));
     }
 
     private Mono<RunResult> commitDrawn(Decision decision, Telemetry.Run run, Cancellation cancellation,
-            BooleanSupplier claimLost, Consumer<ClaimedRow> onInline) {
+            BooleanSupplier claimLost, Admission admission) {
         // The run's span context goes with its outcome: the instance's next run links to it.
         OutcomeRow outcome = decision.outcome().tracedBy(run.traceContext());
         if (decision.lost()) {
@@ -225,8 +210,8 @@ final class Executor {
                     Transition transition = committed.get();
                     transitions.committed(transition);
                     if (transition.status() == InstanceStatus.EXECUTING && decision.inlineNext() != null) {
-                        onInline.accept(decision.inlineNext());
-                        return runStep(decision.inlineNext(), cancellation, claimLost, onInline);
+                        admission.inlineStep(decision.inlineNext());
+                        return runStep(decision.inlineNext(), cancellation, claimLost, admission);
                     }
                     return Mono.just(RunResult.COMMITTED);
                 });
@@ -325,14 +310,13 @@ final class Executor {
         String state = encodeState(outcome.state());
         int gateShards = outcome.gate() == null ? 0 : mapper.gate(outcome.gate()).shards();
         if (outcome.rateChange() == Outcome.RateChange.SET) {
-            mapper.checkRate(outcome.rateLimit(), outcome.rateWeight());
+            mapper.checkRate(outcome.rateLimit().name(), outcome.rateLimit().weight());
         }
         if (outcome.windowChange() == Outcome.WindowChange.SET) {
-            mapper.checkWindow(outcome.window(), outcome.windowWeight());
+            mapper.checkWindow(outcome.window().name(), outcome.window().weight());
         }
         LimitChange change = new LimitChange(outcome.keyChange(), outcome.concurrencyKey(), outcome.gate(), gateShards,
-                outcome.rateChange(), outcome.rateLimit(), outcome.rateWeight(), outcome.ratePartition(),
-                outcome.windowChange(), outcome.window(), outcome.windowWeight(), outcome.windowPartition());
+                outcome.rateChange(), outcome.rateLimit(), outcome.windowChange(), outcome.window());
         change = mapper.withFairness(row, outcome.fairnessChange(), outcome.fairnessKey(), change);
         if (!outcome.isInline()) {
             long delay = outcome.delay() == null ? 0L : outcome.delay().toMillis();

@@ -2,20 +2,21 @@ package dev.durable.internal.engine;
 
 import dev.durable.Fairness;
 import dev.durable.internal.Errors;
-import java.time.Duration;
+import dev.durable.internal.sql.FairPickSql;
+import dev.durable.internal.sql.FairPickSql.FairShare;
 import dev.durable.internal.sql.PickSql;
-import dev.durable.limit.Limiter;
+import java.time.Duration;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.util.retry.Retry;
 
 /**
- * One queue's pick, as its scheduler calls it: the statement that claims (or, with a limiter
- * outside the database, the {@link Admission} protocol around it) and the retry policy. Keys that
- * another pick is claiming are skipped by the statement itself; a pick is retried a bounded number
- * of times, after a short jittered pause, when a key was claimed under it anyway (the executing-key
- * unique index refused it) or it lost a deadlock; any other failure is the scheduler's to report,
- * and the poll tries again. What the limits held back at a pick is counted and told (THROTTLED).
+ * One queue's pick, as its scheduler calls it: the claim, with its limited rows admitted by the
+ * queue's {@link Admission}, and the retry policy. Keys that another pick is claiming are skipped by
+ * the statement itself; a pick is retried a bounded number of times, after a short jittered pause,
+ * when a key was claimed under it anyway (the executing-key unique index refused it) or it lost a
+ * deadlock; any other failure is the scheduler's to report, and the poll tries again. Before a pick,
+ * a fair queue's weights and caps are refreshed and priorities aged, each at most every few seconds.
  */
 final class Pick implements QueueScheduler.Picker {
 
@@ -24,10 +25,8 @@ final class Pick implements QueueScheduler.Picker {
     private final QueueContext queue;
     private final int retries;
     private final PickSql picks;
-    private final Limiter limiter;
     private final Admission admission;
-    private final Telemetry telemetry;
-    private final PickSql.@Nullable FairShare fair;
+    private final @Nullable FairShare fair;
     private final Fairness fairness;
     /** When (System.nanoTime) priorities were last aged; aging runs before a pick. */
     private long agedAt = System.nanoTime();
@@ -61,23 +60,20 @@ final class Pick implements QueueScheduler.Picker {
     /** The most rows one aging statement lifts (the rest wait for the next step). */
     static final int AGING_BATCH = 1_000;
 
-    Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry) {
-        this(queue, retries, picks, limiter, admission, telemetry, Fairness.none());
+    Pick(QueueContext queue, int retries, PickSql picks, Admission admission) {
+        this(queue, retries, picks, admission, Fairness.none());
     }
 
-    /** A pick that shares claims across keys as {@code fairness} says (with either kind of limiter). */
-    Pick(QueueContext queue, int retries, PickSql picks, Limiter limiter, Admission admission, Telemetry telemetry,
-            Fairness fairness) {
+    /** A pick that shares claims across keys as {@code fairness} says (with either kind of admission). */
+    Pick(QueueContext queue, int retries, PickSql picks, Admission admission, Fairness fairness) {
         // A key whose cap was never asked for: held to one claim when caps come from a function.
-        this.fair = fairness.enabled() ? new PickSql.FairShare(fairness.weights().keySet().toArray(String[]::new),
+        this.fair = fairness.enabled() ? new FairShare(fairness.weights().keySet().toArray(String[]::new),
                 fairness.weights().values().toArray(Double[]::new), fairness.defaultWeight())
                 .capping(fairness.keyCaps() != null ? Integer.valueOf(1) : null) : null;
         this.fairness = fairness;
-        this.telemetry = telemetry;
         this.queue = queue;
         this.retries = retries;
         this.picks = picks;
-        this.limiter = limiter;
         this.admission = admission;
     }
 
@@ -85,26 +81,21 @@ final class Pick implements QueueScheduler.Picker {
     public Mono<QueueScheduler.Picked> pick(int limit) {
         SchedulerCounters counters = queue.counters();
         return weighing().then(aging())
-                .then(limiter.admitsInPick() ? claim(limit, 1) : retried(admission.pick(limit, fair)))
+                .then(claim(limit, 1))
                 .doOnSubscribe(subscription -> counters.picks.incrementAndGet())
                 .doOnError(error -> counters.pickFailures.incrementAndGet());
     }
 
     /**
-     * One pick statement (the {@code round}th of this pick). A fair pick steps over the keys found
-     * foreign to this engine ({@link #foreign}); when it finds more and comes back short, its walk was
-     * spent on keys this engine cannot run, so it walks on past them at once (at most
-     * {@link #FOREIGN_ROUNDS} statements), rather than leave the keys it can run to the next poll.
+     * One pick (the {@code round}th of this pick). A fair pick steps over the keys found foreign to
+     * this engine ({@link #foreign}); when it finds more and comes back short, its walk was spent on
+     * keys this engine cannot run, so it walks on past them at once (at most {@link #FOREIGN_ROUNDS}
+     * statements), rather than leave the keys it can run to the next poll.
      */
     private Mono<QueueScheduler.Picked> claim(int limit, int round) {
-        return retried(Mono.defer(() -> picks.pick(queue.queue(), limit, queue.worker(), queue.leaseMillis(),
-                        fair == null ? null : fair.steppingOver(steppedOver()))))
+        return retried(Mono.defer(() -> admission.pick(limit, fair == null ? null : fair.steppingOver(steppedOver()))))
                 .flatMap(picked -> {
-                    throttled(true, picked.byGate());
-                    throttled(false, picked.byRate());
-                    // Refused stays 0: the statement already skips full limits, so looking
-                    // again at once would only find them full again.
-                    QueueScheduler.Picked claimed = new QueueScheduler.Picked(picked.rows(), 0);
+                    QueueScheduler.Picked claimed = new QueueScheduler.Picked(picked.rows(), picked.refused());
                     remember(picked.foreignKeys());
                     if (picked.unasked() && fairness.keyCaps() != null
                             && System.nanoTime() - weighedAt >= ASK_AGAIN_AFTER.toNanos()) {
@@ -116,7 +107,8 @@ final class Pick implements QueueScheduler.Picker {
                         return Mono.just(claimed);
                     }
                     return claim(left, round + 1).map(more -> new QueueScheduler.Picked(
-                            java.util.stream.Stream.concat(claimed.rows().stream(), more.rows().stream()).toList(), 0));
+                            java.util.stream.Stream.concat(claimed.rows().stream(), more.rows().stream()).toList(),
+                            claimed.refused() + more.refused()));
                 });
     }
 
@@ -179,33 +171,29 @@ final class Pick implements QueueScheduler.Picker {
             return Mono.empty();
         }
         weighedAt = now;
-        return picks.keysInLine(queue.queue(), WEIGHED_KEYS)
+        return picks.fair().keysInLine(queue.queue(), WEIGHED_KEYS)
                 .mapNotNull(this::reweighed)
                 .collectList()
                 .flatMap(shares -> shares.isEmpty() ? Mono.empty()
-                        : picks.storeShares(queue.queue(), sorted(shares), fairness.capGateCapacity()))
+                        : picks.fair().storeShares(queue.queue(), sorted(shares), fairness.capGateCapacity()))
                 .onErrorResume(error -> Mono.empty())
                 .then();
     }
 
     /** The key's weight and cap as the functions answer now, or null when that is what is stored. */
-    private PickSql.@Nullable KeyShare reweighed(PickSql.KeyShare stored) {
+    private FairPickSql.@Nullable KeyShare reweighed(FairPickSql.KeyShare stored) {
         String key = stored.key();
         Double weight = fairness.weigher() == null || fairness.weights().containsKey(key) ? stored.weight()
                 : Double.valueOf(fairness.weight(key));
         Integer cap = fairness.keyCaps() == null ? null : fairness.keyCap(key);
         // 0: asked, no cap of its own (the static cap holds); null is "never asked".
-        PickSql.KeyShare now = new PickSql.KeyShare(key, weight,
+        FairPickSql.KeyShare now = new FairPickSql.KeyShare(key, weight,
                 fairness.keyCaps() == null ? null : cap == null ? Integer.valueOf(0) : cap);
         return now.equals(stored) ? null : now;
     }
 
     /** In key order, so two engines storing the same keys lock them in the same order. */
-    private static java.util.List<PickSql.KeyShare> sorted(java.util.List<PickSql.KeyShare> shares) {
-        return shares.stream().sorted(java.util.Comparator.comparing(PickSql.KeyShare::key)).toList();
-    }
-
-    private void throttled(boolean byGate, PickSql.Throttled held) {
-        telemetry.throttled(queue.counters(), queue.queue(), byGate, held.rows(), held.sampleId(), held.sampleType());
+    private static java.util.List<FairPickSql.KeyShare> sorted(java.util.List<FairPickSql.KeyShare> shares) {
+        return shares.stream().sorted(java.util.Comparator.comparing(FairPickSql.KeyShare::key)).toList();
     }
 }

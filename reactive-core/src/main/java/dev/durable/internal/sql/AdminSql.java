@@ -184,7 +184,7 @@ public final class AdminSql {
 
     /**
      * The PostgreSQL limiter's token buckets with their tokens refilled to now as the pick refills them
-     * ({@link PickSql#REFILLED}) for the limits configured here ($1 names, $2 rates, $3 bursts; a bucket
+     * ({@link AdmissionSql#REFILLED}) for the limits configured here ($1 names, $2 rates, $3 bursts; a bucket
      * of another limit shows its stored tokens), emptiest first; $4 the most rows. Index: a scan of
      * durable_rate_buckets (kept small: the bucket sweeper deletes buckets full again) and a top-N sort.
      * Locks: none (a pick updating a bucket meanwhile is not waited for: the stored row is read).
@@ -273,7 +273,7 @@ public final class AdminSql {
                       LEFT JOIN unnest($1::text[], $2::float8[], $3::int[]) AS r(name, rate, burst) ON r.name = b.name
                 ) t
                  ORDER BY t.burst IS NULL, t.tokens / t.burst, t.name, t.partition_key
-                 LIMIT $4""").replace("{refilled}", PickSql.REFILLED.formatted("r.burst", "r.rate"));
+                 LIMIT $4""").replace("{refilled}", AdmissionSql.REFILLED.formatted("r.burst", "r.rate"));
         this.windows = tables.render("""
                 SELECT * FROM (
                     SELECT w.name, w.partition_key, x.lim,

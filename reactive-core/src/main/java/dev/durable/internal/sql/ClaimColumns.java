@@ -4,6 +4,9 @@ import dev.durable.Child;
 import dev.durable.InstanceStatus;
 import dev.durable.Signal;
 import dev.durable.internal.sql.Rows.ClaimedRow;
+import dev.durable.limit.GateSlot;
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import io.r2dbc.spi.Readable;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -73,14 +76,9 @@ final class ClaimColumns {
                 Arrays.asList(awaited == null ? NO_STRINGS : awaited),
                 inbox(inbox),
                 children(row.get("children", String[][].class)),
-                row.get("gate_name", String.class),
-                orZero(row.get("gate_shard", Integer.class)),
-                row.get("rate_limit", String.class),
-                orZero(row.get("rate_weight", Integer.class)),
-                row.get("rate_partition", String.class),
-                row.get("window_name", String.class),
-                orZero(row.get("window_weight", Integer.class)),
-                row.get("window_partition", String.class),
+                gateSlot(row),
+                rateSlot(row),
+                windowSlot(row),
                 row.get("trace_context", String.class),
                 row.get("trace_last", String.class),
                 signalTraces(inbox));
@@ -128,6 +126,37 @@ final class ClaimColumns {
                     child[4]));
         }
         return children;
+    }
+
+    /**
+     * The gate slot of a row read with {@code gate_name, concurrency_key, gate_shard} (a claim or a
+     * pick's candidate), or null.
+     */
+    static @Nullable GateSlot gateSlot(Readable row) {
+        String gate = row.get("gate_name", String.class);
+        return gate == null ? null : new GateSlot(gate, row.get("concurrency_key", String.class),
+                orZero(row.get("gate_shard", Integer.class)));
+    }
+
+    /**
+     * The rate slot of a row read with {@code rate_limit, rate_partition, rate_weight}, or null; the
+     * shared bucket's partition, read as NULL or (a candidate's) '', is null.
+     */
+    static @Nullable RateSlot rateSlot(Readable row) {
+        String name = row.get("rate_limit", String.class);
+        return name == null ? null : new RateSlot(name, emptyAsNull(row.get("rate_partition", String.class)),
+                orZero(row.get("rate_weight", Integer.class)));
+    }
+
+    /** The window slot of a row read with {@code window_name, window_partition, window_weight}, or null. */
+    static @Nullable WindowSlot windowSlot(Readable row) {
+        String name = row.get("window_name", String.class);
+        return name == null ? null : new WindowSlot(name, emptyAsNull(row.get("window_partition", String.class)),
+                orZero(row.get("window_weight", Integer.class)));
+    }
+
+    private static @Nullable String emptyAsNull(@Nullable String partition) {
+        return partition == null || partition.isEmpty() ? null : partition;
     }
 
     static int orZero(@Nullable Integer value) {

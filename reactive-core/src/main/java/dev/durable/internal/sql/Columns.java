@@ -1,5 +1,7 @@
 package dev.durable.internal.sql;
 
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import io.r2dbc.spi.Statement;
 import java.lang.reflect.Array;
 import java.util.ArrayList;
@@ -8,6 +10,7 @@ import java.util.StringJoiner;
 import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Rows sent to PostgreSQL as parallel arrays and read back with {@code unnest}. Each column is
@@ -145,6 +148,24 @@ public final class Columns<R> {
 
         public Builder<R> bigint(String name, Function<R, ? extends Long> value) {
             return add(name, "bigint", Long.class, value);
+        }
+
+        /**
+         * A row's rate slot as the columns {@code rate_limit, rate_weight, rate_partition}: null, 1 and
+         * null for none (the statements store no weight without a name), the partition null for the
+         * shared bucket, as the row stores it.
+         */
+        public Builder<R> rateSlot(Function<R, ? extends @Nullable RateSlot> slot) {
+            return text("rate_limit", row -> slot.apply(row) == null ? null : slot.apply(row).name())
+                    .integer("rate_weight", row -> slot.apply(row) == null ? 1 : slot.apply(row).weight())
+                    .text("rate_partition", row -> slot.apply(row) == null ? null : slot.apply(row).partition());
+        }
+
+        /** A row's window slot as the columns {@code window_name, window_weight, window_partition}, as {@link #rateSlot}. */
+        public Builder<R> windowSlot(Function<R, ? extends @Nullable WindowSlot> slot) {
+            return text("window_name", row -> slot.apply(row) == null ? null : slot.apply(row).name())
+                    .integer("window_weight", row -> slot.apply(row) == null ? 1 : slot.apply(row).weight())
+                    .text("window_partition", row -> slot.apply(row) == null ? null : slot.apply(row).partition());
         }
 
         private Builder<R> add(String name, String sqlType, Class<?> javaType, Function<R, ?> value) {

@@ -1,13 +1,16 @@
 package dev.durable.internal.sql;
 
+import dev.durable.Limits;
 import dev.durable.internal.Db;
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import java.time.Duration;
 import java.util.List;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The limiters' own statements. The PostgreSQL limiter admits inside the pick ({@link PickSql}) and
+ * The limiters' own statements. The PostgreSQL limiter admits inside the pick ({@link AdmissionSql}) and
  * credits in the {@code durable_gate_release} trigger; this draws the tokens of inline steps (which
  * no pick admits), heals its counters, and counts the live claims of a gate for a limiter that keeps
  * its ledger elsewhere and lost it.
@@ -32,7 +35,7 @@ public final class LimiterSql {
     /**
      * Draws $3 tokens from the bucket of rate limit $1, partition $2 (burst $4, $5 tokens a second)
      * for an inline step, which runs on its claim with no pick to admit it: takes them and returns a
-     * row when the bucket, refilled as the pick refills it ({@link PickSql#REFILLED}), affords them;
+     * row when the bucket, refilled as the pick refills it ({@link AdmissionSql#REFILLED}), affords them;
      * else returns nothing and leaves the bucket as it was. A bucket not there yet is full.
      * Index: the buckets' primary key. Locks: the bucket row, to the end of the statement.
      */
@@ -167,7 +170,7 @@ public final class LimiterSql {
                              WHERE u.s > {slot} - {ring}) + $8 <= $10
                     RETURNING w.name
                 )
-                SELECT name FROM counted""").replace("{refilled}", PickSql.REFILLED.formatted("$4::float8", "$5::float8"))
+                SELECT name FROM counted""").replace("{refilled}", AdmissionSql.REFILLED.formatted("$4::float8", "$5::float8"))
                 .replace("{position}", wposition).replace("{slot}", wslot).replace("{ring}", Integer.toString(ring));
         this.ensureCounter = tables.render("""
                 INSERT INTO {gate_slots} (gate, key, shard, capacity, held, admitted) VALUES ($1, $2, $3, $4, 0, 0)
@@ -249,7 +252,7 @@ public final class LimiterSql {
                 ON CONFLICT (name, partition_key) DO UPDATE
                    SET tokens = {refilled} - $3, taken = $3, refilled_at = greatest(b.refilled_at, now())
                  WHERE {refilled} >= $3
-                RETURNING b.name""").replace("{refilled}", PickSql.REFILLED.formatted("$4::float8", "$5::float8"));
+                RETURNING b.name""").replace("{refilled}", AdmissionSql.REFILLED.formatted("$4::float8", "$5::float8"));
         this.lockGates = tables.render("LOCK TABLE {gate_slots} IN EXCLUSIVE MODE");
         this.liveGateClaims = tables.render("""
                 SELECT count(i.id)
@@ -349,13 +352,16 @@ public final class LimiterSql {
                 .then();
     }
 
-    /** Draws an inline step's tokens and window count together (see {@link #drawStacked}); emits whether both took. */
-    public Mono<Boolean> drawStacked(String rateLimit, String partition, int weight, int burst, double ratePerSecond,
-            String window, String windowPartition, int windowWeight, long slotMillis, int limit) {
+    /**
+     * Draws an inline step's tokens of {@code bucket} ({@code rate}) and count of {@code window}
+     * ({@code slot}) together (see {@link #drawStacked}); emits whether both took.
+     */
+    public Mono<Boolean> drawStacked(Limits.RateLimit bucket, RateSlot rate, Limits.Window window, WindowSlot slot) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(drawStacked)
-                                .bind(0, rateLimit).bind(1, partition).bind(2, weight).bind(3, burst)
-                                .bind(4, ratePerSecond).bind(5, window).bind(6, windowPartition).bind(7, windowWeight)
-                                .bind(8, slotMillis).bind(9, limit).execute())
+                                .bind(0, bucket.name()).bind(1, rate.partitionKey()).bind(2, rate.weight())
+                                .bind(3, bucket.burst()).bind(4, bucket.ratePerSecond()).bind(5, window.name())
+                                .bind(6, slot.partitionKey()).bind(7, slot.weight()).bind(8, window.slotMillis())
+                                .bind(9, window.limit()).execute())
                         .concatMap(result -> result.map(row -> true)))
                 .hasElements();
     }

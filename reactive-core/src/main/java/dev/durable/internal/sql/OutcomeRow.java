@@ -7,6 +7,8 @@ import dev.durable.Outcome.RateChange;
 import dev.durable.Outcome.WindowChange;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.NewInstance;
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
@@ -22,46 +24,37 @@ import org.jspecify.annotations.Nullable;
 public final class OutcomeRow {
 
     /**
-     * What a transition does to the row's concurrency key, gate, rate limit, sliding window and
-     * fairness key ({@code fairnessKey}: the key the row moves to, resolved; null with KEEP, or a
-     * CLEAR on a queue without fairness).
+     * What a transition does to the row's concurrency key, gate (the next step's gate {@code gate} of
+     * {@code gateShards} shards under {@code concurrencyKey}, with GATE), rate slot ({@code rate}, with
+     * SET), window slot ({@code window}, with SET) and fairness key ({@code fairnessKey}: the key the
+     * row moves to, resolved; null with KEEP, or a CLEAR on a queue without fairness).
      */
     public record LimitChange(KeyChange keyChange, @Nullable String concurrencyKey, @Nullable String gate,
-            int gateShards, RateChange rateChange, @Nullable String rateLimit, int rateWeight,
-            @Nullable String ratePartition, WindowChange windowChange, @Nullable String window, int windowWeight,
-            @Nullable String windowPartition, FairnessChange fairnessChange, @Nullable String fairnessKey) {
+            int gateShards, RateChange rateChange, @Nullable RateSlot rate, WindowChange windowChange,
+            @Nullable WindowSlot window, FairnessChange fairnessChange, @Nullable String fairnessKey) {
 
         /** The row keeps its key, gate, rate limit, window and fairness key. */
-        public static final LimitChange NONE = new LimitChange(KeyChange.KEEP, null, null, 0, RateChange.KEEP, null, 1,
-                null, WindowChange.KEEP, null, 1, null);
+        public static final LimitChange NONE = new LimitChange(KeyChange.KEEP, null, null, 0, RateChange.KEEP, null,
+                WindowChange.KEEP, null);
 
         /** A change of key, gate, rate limit and window that keeps the fairness key. */
         public LimitChange(KeyChange keyChange, @Nullable String concurrencyKey, @Nullable String gate,
-                int gateShards, RateChange rateChange, @Nullable String rateLimit, int rateWeight,
-                @Nullable String ratePartition, WindowChange windowChange, @Nullable String window, int windowWeight,
-                @Nullable String windowPartition) {
-            this(keyChange, concurrencyKey, gate, gateShards, rateChange, rateLimit, rateWeight, ratePartition,
-                    windowChange, window, windowWeight, windowPartition, FairnessChange.KEEP, null);
+                int gateShards, RateChange rateChange, @Nullable RateSlot rate, WindowChange windowChange,
+                @Nullable WindowSlot window) {
+            this(keyChange, concurrencyKey, gate, gateShards, rateChange, rate, windowChange, window,
+                    FairnessChange.KEEP, null);
         }
 
         /** This change, moving the row to fairness key {@code key} too (resolved: CLEAR's is the queue's default). */
         public LimitChange withFairness(FairnessChange change, @Nullable String key) {
-            return new LimitChange(keyChange, concurrencyKey, gate, gateShards, rateChange, rateLimit, rateWeight,
-                    ratePartition, windowChange, window, windowWeight, windowPartition, change, key);
+            return new LimitChange(keyChange, concurrencyKey, gate, gateShards, rateChange, rate, windowChange, window,
+                    change, key);
         }
 
         /** This change, holding gate {@code gate} under {@code key} from the next step on. */
         public LimitChange withGate(String gate, String key, int shards) {
-            return new LimitChange(KeyChange.GATE, key, gate, shards, rateChange, rateLimit, rateWeight,
-                    ratePartition, windowChange, window, windowWeight, windowPartition, fairnessChange, fairnessKey);
-        }
-
-        /** A change of key, gate and rate limit that keeps the window. */
-        public LimitChange(KeyChange keyChange, @Nullable String concurrencyKey, @Nullable String gate,
-                int gateShards, RateChange rateChange, @Nullable String rateLimit, int rateWeight,
-                @Nullable String ratePartition) {
-            this(keyChange, concurrencyKey, gate, gateShards, rateChange, rateLimit, rateWeight, ratePartition,
-                    WindowChange.KEEP, null, 1, null);
+            return new LimitChange(KeyChange.GATE, key, gate, shards, rateChange, rate, windowChange, window,
+                    fairnessChange, fairnessKey);
         }
     }
 

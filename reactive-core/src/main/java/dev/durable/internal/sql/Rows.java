@@ -5,6 +5,9 @@ import dev.durable.ConflictPolicy;
 import dev.durable.Child;
 import dev.durable.InstanceStatus;
 import dev.durable.Signal;
+import dev.durable.limit.GateSlot;
+import dev.durable.limit.RateSlot;
+import dev.durable.limit.WindowSlot;
 import io.r2dbc.spi.Readable;
 import io.r2dbc.spi.Row;
 import java.util.List;
@@ -17,7 +20,11 @@ public final class Rows {
     private Rows() {
     }
 
-    /** One row to insert; {@code runAt} (ISO-8601) wins over {@code delayMillis}. */
+    /**
+     * One row to insert; {@code runAt} (ISO-8601) wins over {@code delayMillis}. A gated row holds
+     * {@code gate} under its {@code concurrencyKey}, on one of {@code gateShards} shards drawn by the
+     * insert.
+     */
     public record NewInstance(
             String type,
             int typeVersion,
@@ -34,12 +41,8 @@ public final class Rows {
             @Nullable String occupiedStatuses,
             @Nullable String gate,
             int gateShards,
-            @Nullable String rateLimit,
-            int rateWeight,
-            @Nullable String ratePartition,
-            @Nullable String window,
-            int windowWeight,
-            @Nullable String windowPartition,
+            @Nullable RateSlot rate,
+            @Nullable WindowSlot window,
             @Nullable String fairnessKey,
             ConflictPolicy onConflict,
             @Nullable String traceContext) {
@@ -47,8 +50,8 @@ public final class Rows {
         /** The same row under another conflict policy. */
         public NewInstance withOnConflict(ConflictPolicy policy) {
             return new NewInstance(type, typeVersion, queue, priority, step, stateJson, maxAttempts, runAt, delayMillis,
-                    parentId, concurrencyKey, correlationKey, occupiedStatuses, gate, gateShards, rateLimit, rateWeight,
-                    ratePartition, window, windowWeight, windowPartition, fairnessKey, policy, traceContext);
+                    parentId, concurrencyKey, correlationKey, occupiedStatuses, gate, gateShards, rate, window,
+                    fairnessKey, policy, traceContext);
         }
 
         /** Whether the row goes in under a policy other than reject (skip, replace, debounce). */
@@ -64,14 +67,14 @@ public final class Rows {
 
         /** Whether a gate, a rate limit or a window admits this row. */
         public boolean limited() {
-            return gate != null || rateLimit != null || window != null;
+            return gate != null || rate != null || window != null;
         }
     }
 
     /**
      * A row claimed by {@code worker} (by a pick, or by the insert that created it), with what its
      * run needs. {@code attempt} is the attempt the claim took: every outcome of the run is guarded
-     * by it and by the worker.
+     * by it and by the worker. A gated row's {@code gate} slot is keyed by its {@code concurrencyKey}.
      */
     public record ClaimedRow(
             long id,
@@ -90,14 +93,9 @@ public final class Rows {
             List<String> awaitedSignals,
             List<Signal> inbox,
             List<Child> children,
-            @Nullable String gateName,
-            int gateShard,
-            @Nullable String rateLimit,
-            int rateWeight,
-            @Nullable String ratePartition,
-            @Nullable String window,
-            int windowWeight,
-            @Nullable String windowPartition,
+            @Nullable GateSlot gate,
+            @Nullable RateSlot rate,
+            @Nullable WindowSlot window,
             @Nullable String traceContext,
             @Nullable String traceLast,
             Map<Long, String> signalTraces) {
@@ -109,51 +107,43 @@ public final class Rows {
             signalTraces = Map.copyOf(signalTraces);
         }
 
-        /** A claim with no stored trace context (tests and benchmarks build these). */
+        /** A claim with no window slot and no stored trace context (tests and benchmarks build these). */
         public ClaimedRow(long id, String worker, String type, int typeVersion, String queue, int priority,
                 long eligibleMicros, String step, @Nullable String stateJson, int attempt, int maxAttempts,
                 @Nullable String concurrencyKey, @Nullable Long parentId, List<String> awaitedSignals,
-                List<Signal> inbox, List<Child> children, @Nullable String gateName, int gateShard,
-                @Nullable String rateLimit, int rateWeight, @Nullable String ratePartition) {
+                List<Signal> inbox, List<Child> children, @Nullable GateSlot gate, @Nullable RateSlot rate) {
             this(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson, attempt, maxAttempts,
-                    concurrencyKey, parentId, awaitedSignals, inbox, children, gateName, gateShard, rateLimit,
-                    rateWeight, ratePartition, null, 0, null, null, null, Map.of());
+                    concurrencyKey, parentId, awaitedSignals, inbox, children, gate, rate, null, null, null, Map.of());
         }
 
         /**
          * The same claim going on inline with {@code step}: what the commit of an inline {@code next}
-         * left on the row (attempt 1 of the new step, the key it now holds, its gate and rate limit
-         * kept or left, its window kept: a window stays with the instance), the inbox less the signals that commit consumed, and the span context of the
-         * run that went on ({@code traceLast}: the next run links to it).
+         * left on the row (attempt 1 of the new step, the key it now holds, its gate, rate and window
+         * slots kept or left), the inbox less the signals that commit consumed, and the span context
+         * of the run that went on ({@code traceLast}: the next run links to it).
          */
         public ClaimedRow continuedAs(String step, @Nullable String stateJson, @Nullable String concurrencyKey,
                 boolean keepsGate, boolean keepsRateLimit, boolean keepsWindow, List<Signal> inbox,
                 @Nullable String traceLast) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
-                    1, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(),
-                    keepsGate ? gateName : null, keepsGate ? gateShard : 0,
-                    keepsRateLimit ? rateLimit : null, keepsRateLimit ? rateWeight : 0,
-                    keepsRateLimit ? ratePartition : null, keepsWindow ? window : null, keepsWindow ? windowWeight : 0,
-                    keepsWindow ? windowPartition : null, traceContext, traceLast, signalTraces);
+                    1, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(), keepsGate ? gate : null,
+                    keepsRateLimit ? rate : null, keepsWindow ? window : null, traceContext, traceLast, signalTraces);
         }
 
         /** The same claim after a migration wrote {@code typeVersion}, {@code step} and {@code stateJson} onto its row. */
         public ClaimedRow migratedTo(int typeVersion, String step, @Nullable String stateJson) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
-                    attempt, maxAttempts, concurrencyKey, parentId, awaitedSignals, inbox, children, gateName, gateShard,
-                    rateLimit, rateWeight, ratePartition, window, windowWeight, windowPartition, traceContext, traceLast,
-                    signalTraces);
+                    attempt, maxAttempts, concurrencyKey, parentId, awaitedSignals, inbox, children, gate, rate, window,
+                    traceContext, traceLast, signalTraces);
         }
     }
 
     /** A row a pick locked but has not claimed yet, with its limits, for the limiter to admit. */
-    public record Candidate(long id, String type, int priority, long eligibleMicros, @Nullable String gateName,
-            @Nullable String concurrencyKey, int gateShard, @Nullable String rateLimit,
-            @Nullable String ratePartition, int rateWeight, @Nullable String window,
-            @Nullable String windowPartition, int windowWeight) {
+    public record Candidate(long id, String type, int priority, long eligibleMicros, @Nullable GateSlot gate,
+            @Nullable RateSlot rate, @Nullable WindowSlot window) {
 
         public boolean limited() {
-            return gateName != null || rateLimit != null || window != null;
+            return gate != null || rate != null || window != null;
         }
     }
 

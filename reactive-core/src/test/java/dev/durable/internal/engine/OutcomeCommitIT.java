@@ -51,7 +51,7 @@ class OutcomeCommitIT {
 
     private static ClaimedRow claim(long id, int attempt) {
         return new ClaimedRow(id, "w", "flow", 1, "q", 0, 0, "wait", "\"s\"", attempt, 5, null, null, List.of("go"),
-                List.of(), List.of(), null, 0, null, 0, null);
+                List.of(), List.of(), null, null);
     }
 
     private boolean consumed(long signal) {

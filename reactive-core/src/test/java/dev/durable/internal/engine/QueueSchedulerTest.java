@@ -120,7 +120,7 @@ class QueueSchedulerTest {
         for (int i = 0; i < n; i++) {
             long id = nextId.incrementAndGet();
             rows.add(new ClaimedRow(id, "worker-1", "t", 1, "q", 0, id, "run", null, 1, 20, null, null, List.of(),
-                    List.of(), List.of(), null, 0, null, 0, null));
+                    List.of(), List.of(), null, null));
         }
         return rows;
     }

@@ -98,7 +98,7 @@ class HotPlansIT {
         PickSql limited = new PickSql(none, tables, List.of(new dev.durable.Limits.Gate("g", 2, 1)),
                 List.of(new dev.durable.Limits.RateLimit("r", 10, 5)), java.util.Map.of("t", 1));
         List<String> picks = List.of(plain.pickText(), limited.pickWithLimitsText(), plain.fairPickText(),
-                text(limited, "fairPickWithLimits"));
+                text(limited.fair(), "fairPickWithLimits"));
         String instances = "\"" + db.schema() + "\".durable_instances";
         String backlog = "INSERT INTO " + instances + " (type, queue, step, max_attempts)"
                 + " SELECT 't', 'q', 'run', 5 FROM generate_series(1, 20000)";
@@ -173,7 +173,7 @@ class HotPlansIT {
             String key = i <= 48 ? "key-" + (i * 7) : "free-" + i;
             ConflictPolicy policy = i > 48 && i % 4 == 0 ? ConflictPolicy.reject() : policies.get(i % 3);
             rows.add(new InsertSql.Insertion(new Rows.NewInstance("t", 1, "q", 0, "run", "\"x\"", 5, null, 0, null,
-                    null, key, "awaiting_children,awaiting_signal,executing,runnable", null, 0, null, 1, null, null, 1, null, null, policy, null),
+                    null, key, "awaiting_children,awaiting_signal,executing,runnable", null, 0, null, null, null, policy, null),
                     null));
         }
         Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);

@@ -26,7 +26,7 @@ class InsertFormsIT {
 
     private static Insertion row(String state, @Nullable String runAt, @Nullable String key, @Nullable String claimer) {
         return new Insertion(new Rows.NewInstance("t", 1, "q", 0, "run", state, 5, runAt, 0, null, key, null, null,
-                null, 0, null, 1, null, null, 1, null, null, ConflictPolicy.reject(), null), claimer);
+                null, 0, null, null, null, ConflictPolicy.reject(), null), claimer);
     }
 
     @Test

@@ -41,10 +41,11 @@ class StatementsIT {
         List<Limits.Gate> gates = List.of(new Limits.Gate("g", 2, 1));
         List<Limits.RateLimit> rates = List.of(new Limits.RateLimit("r", 10, 5));
         Map<String, String> statements = new LinkedHashMap<>();
+        PickSql picks = new PickSql(none, tables, gates, rates, Map.of("t", 1));
         for (Object group : List.of(new InstanceSql(none, tables), new InsertSql(none, tables),
                 new PolicyInsertSql(none, tables), new OutcomeSql(tables), new LeaseSql(none, tables),
                 new MaintenanceSql(none, tables), new RegistrySql(none, tables), new SignalSql(none, tables, 10),
-                new LimiterSql(none, tables), new PickSql(none, tables, gates, rates, Map.of("t", 1)),
+                new LimiterSql(none, tables), picks, picks.fair(), picks.locked(),
                 new AdminSql(none, tables, db.schema()), new ReplaySql(none, tables), new VersionSql(none, tables),
                 new FairSql(none, tables), new KeySql(none, tables), new StatisticsSql(none, db.schema()))) {
             for (Field field : group.getClass().getDeclaredFields()) {
