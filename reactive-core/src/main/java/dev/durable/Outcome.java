@@ -1,6 +1,6 @@
 package dev.durable;
 
-import dev.durable.internal.RequestMapper;
+import dev.durable.internal.Keys;
 import dev.durable.limit.RateSlot;
 import dev.durable.limit.WindowSlot;
 import java.time.Duration;
@@ -261,7 +261,7 @@ public final class Outcome<S> {
 
     /** For {@code next}: from the next step on, hold this concurrency key instead. */
     public Outcome<S> concurrencyKey(String key) {
-        String problem = RequestMapper.keyProblem(key);
+        String problem = Keys.problem(key);
         if (problem != null) {
             throw new IllegalArgumentException("concurrencyKey " + problem);
         }
@@ -286,7 +286,7 @@ public final class Outcome<S> {
      * next step is admitted by a pick, so a gate change cannot be inline.
      */
     public Outcome<S> gate(String gate, String key) {
-        if (gate == null || gate.isBlank() || key == null || RequestMapper.utf8Length(key) > JobRequest.MAX_KEY_BYTES) {
+        if (gate == null || gate.isBlank() || key == null || Keys.utf8Length(key) > JobRequest.MAX_KEY_BYTES) {
             throw new IllegalArgumentException("gate must not be blank and its key must be at most "
                     + JobRequest.MAX_KEY_BYTES + " bytes in UTF-8");
         }
@@ -302,8 +302,8 @@ public final class Outcome<S> {
         if (rateLimit == null || rateLimit.isBlank() || weight < 1) {
             throw new IllegalArgumentException("rateLimit must not be blank and weight must be at least 1");
         }
-        if (partition != null && RequestMapper.keyProblem(partition) != null) {
-            throw new IllegalArgumentException("partition " + RequestMapper.keyProblem(partition) + " (or null)");
+        if (partition != null && Keys.problem(partition) != null) {
+            throw new IllegalArgumentException("partition " + Keys.problem(partition) + " (or null)");
         }
         RateSlot slot = new RateSlot(rateLimit, partition, weight);
         return with(Kind.NEXT, "rateLimit", f -> {
@@ -329,8 +329,8 @@ public final class Outcome<S> {
         if (window == null || window.isBlank() || weight < 1) {
             throw new IllegalArgumentException("window must not be blank and weight must be at least 1");
         }
-        if (partition != null && RequestMapper.keyProblem(partition) != null) {
-            throw new IllegalArgumentException("partition " + RequestMapper.keyProblem(partition) + " (or null)");
+        if (partition != null && Keys.problem(partition) != null) {
+            throw new IllegalArgumentException("partition " + Keys.problem(partition) + " (or null)");
         }
         WindowSlot slot = new WindowSlot(window, partition, weight);
         return with(Kind.NEXT, "window", f -> {
@@ -354,7 +354,7 @@ public final class Outcome<S> {
      * a gate or concurrency key of its own, as at insert).
      */
     public Outcome<S> fairnessKey(String key) {
-        String problem = RequestMapper.keyProblem(key);
+        String problem = Keys.problem(key);
         if (problem != null) {
             throw new IllegalArgumentException("fairnessKey " + problem);
         }

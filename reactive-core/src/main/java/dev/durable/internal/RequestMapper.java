@@ -99,10 +99,10 @@ public final class RequestMapper {
 
     /** What a row weighs in a batch: its payload and its texts (keys, names), as UTF-8. */
     private static long rowBytes(NewInstance row) {
-        return utf8Length(row.stateJson()) + utf8Length(row.type()) + utf8Length(row.queue())
-                + utf8Length(row.concurrencyKey()) + utf8Length(row.correlationKey()) + utf8Length(row.gate())
-                + (row.rate() == null ? 0 : utf8Length(row.rate().name()) + utf8Length(row.rate().partition()))
-                + (row.window() == null ? 0 : utf8Length(row.window().name()) + utf8Length(row.window().partition()));
+        return Keys.utf8Length(row.stateJson()) + Keys.utf8Length(row.type()) + Keys.utf8Length(row.queue())
+                + Keys.utf8Length(row.concurrencyKey()) + Keys.utf8Length(row.correlationKey()) + Keys.utf8Length(row.gate())
+                + (row.rate() == null ? 0 : Keys.utf8Length(row.rate().name()) + Keys.utf8Length(row.rate().partition()))
+                + (row.window() == null ? 0 : Keys.utf8Length(row.window().name()) + Keys.utf8Length(row.window().partition()));
     }
 
     private NewInstance toRow(JobRequest request, @Nullable Long parentId, @Nullable String traceContext) {
@@ -174,10 +174,10 @@ public final class RequestMapper {
         int gateShards = 0;
         if (request.gate() != null) {
             gateShards = gate(request.gate()).shards();
-            if (request.concurrencyKey() == null || utf8Length(request.concurrencyKey()) > JobRequest.MAX_KEY_BYTES) {
+            if (request.concurrencyKey() == null || Keys.utf8Length(request.concurrencyKey()) > JobRequest.MAX_KEY_BYTES) {
                 throw new InvalidRequestException("the key of gate " + request.gate() + " must be at most "
                         + JobRequest.MAX_KEY_BYTES + " bytes in UTF-8, was "
-                        + (request.concurrencyKey() == null ? "null" : utf8Length(request.concurrencyKey()) + " bytes"));
+                        + (request.concurrencyKey() == null ? "null" : Keys.utf8Length(request.concurrencyKey()) + " bytes"));
             }
             checkText("the key of gate " + request.gate(), request.concurrencyKey());
         }
@@ -348,49 +348,11 @@ public final class RequestMapper {
      * holds is bytes, not characters), text PostgreSQL can hold.
      */
     public static void checkKey(String what, @Nullable String value) {
-        String problem = keyProblem(value);
+        String problem = Keys.problem(value);
         if (problem != null) {
             throw new InvalidRequestException(what + " " + problem);
         }
         checkText(what, value);
-    }
-
-    /** Why a key is refused (blank, or longer than {@link JobRequest#MAX_KEY_BYTES} in UTF-8), or null. */
-    public static @Nullable String keyProblem(@Nullable String value) {
-        if (value == null || value.isBlank()) {
-            return "must not be blank, was " + (value == null ? "null" : "'" + value + "'");
-        }
-        int bytes = utf8Length(value);
-        if (bytes > JobRequest.MAX_KEY_BYTES) {
-            return "must be at most " + JobRequest.MAX_KEY_BYTES + " bytes in UTF-8, was " + bytes + " bytes ("
-                    + value.length() + " characters) starting '" + value.substring(0, 32) + "...'";
-        }
-        return null;
-    }
-
-    /** The length of {@code value} in UTF-8 (a lone surrogate counts as the one byte '?' it becomes), 0 for null. */
-    public static int utf8Length(@Nullable String value) {
-        if (value == null) {
-            return 0;
-        }
-        int bytes = 0;
-        for (int i = 0; i < value.length(); i++) {
-            char c = value.charAt(i);
-            if (c < 0x80) {
-                bytes += 1;
-            } else if (c < 0x800) {
-                bytes += 2;
-            } else if (Character.isHighSurrogate(c) && i + 1 < value.length()
-                    && Character.isLowSurrogate(value.charAt(i + 1))) {
-                bytes += 4;
-                i++;
-            } else if (Character.isSurrogate(c)) {
-                bytes += 1;
-            } else {
-                bytes += 3;
-            }
-        }
-        return bytes;
     }
 
     /**
