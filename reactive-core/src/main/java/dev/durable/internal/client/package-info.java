@@ -1,7 +1,8 @@
 /**
  * The engine's client side: the insert pipeline (plan the statement by mode and place, one
  * epilogue for event order, claim hand-over, pokes and warnings), the insert batcher, the settle
- * waiters, signals and cancels, and the warnings a client that runs no queue gives.
+ * waiters, signals and cancels, the permits of the engine's limits for code outside jobs, and the
+ * warnings a client that runs no queue gives.
  */
 @NullMarked
 package dev.durable.internal.client;

@@ -1,4 +1,4 @@
-package dev.durable.internal.engine;
+package dev.durable.internal.client;
 
 import dev.durable.DurableDatabaseException;
 import dev.durable.EngineClosedException;
