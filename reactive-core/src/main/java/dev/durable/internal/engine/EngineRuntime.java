@@ -95,7 +95,7 @@ public final class EngineRuntime {
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
                     options.heartbeatInterval().toMillis(), sql.leases(), delays, admission);
-            QueueScheduler.Runner runner = (row, cancellation, claimLost) -> executor.run(row, cancellation, claimLost,
+            Runner runner = (row, cancellation, claimLost) -> executor.run(row, cancellation, claimLost,
                     admission);
             QueueScheduler scheduler = new QueueScheduler(queue, worker, pick, heartbeat, queueLeases, runner,
                     transport.pokes(), options.heartbeatInterval(), options.leaseTtl(), options.pokeWindow(),

@@ -17,7 +17,7 @@ import reactor.util.Loggers;
  * says nothing (the next tick tries again; the lease TTL is more than two beats, so one lost beat
  * loses no lease).
  */
-final class Heartbeat implements QueueScheduler.Beat {
+final class Heartbeat implements Beat {
 
     private static final Logger log = Loggers.getLogger(Heartbeat.class);
 
@@ -32,7 +32,7 @@ final class Heartbeat implements QueueScheduler.Beat {
     }
 
     @Override
-    public Mono<QueueScheduler.Renewal> beat(List<Long> held) {
+    public Mono<Beat.Renewal> beat(List<Long> held) {
         if (held.isEmpty()) {
             return Mono.empty();
         }
@@ -53,7 +53,7 @@ final class Heartbeat implements QueueScheduler.Beat {
                         log.debug("queue {}: {} of {} held rows no longer owned", queue.queue(),
                                 held.size() - rows.size(), held.size());
                     }
-                    return new QueueScheduler.Renewal(renewed, leftLocked, cancelRequested);
+                    return new Beat.Renewal(renewed, leftLocked, cancelRequested);
                 })
                 .onErrorResume(error -> {
                     log.warn("queue {}: heartbeat failed: {}", queue.queue(), error.toString());

@@ -14,6 +14,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Sinks;
+import reactor.util.Logger;
+import reactor.util.Loggers;
 
 /**
  * The rows one queue scheduler holds under its claim: those waiting for a run slot (the buffer, in
@@ -27,6 +29,8 @@ import reactor.core.publisher.Sinks;
  * so never later than the database's own.
  */
 final class HeldRows {
+
+    private static final Logger log = Loggers.getLogger(HeldRows.class);
 
     /** A row handed to a run, and the switch that stops the run. */
     static final class Running {
@@ -56,8 +60,29 @@ final class HeldRows {
      */
     record Verdict(List<ClaimedRow> lost, List<ClaimedRow> cancelled, Map<Running, Boolean> toStop) {
 
-        boolean isEmpty() {
-            return lost.isEmpty() && cancelled.isEmpty() && toStop.isEmpty();
+        /**
+         * Counts what the beat found, gives the buffered rows back (lost ones too: one whose lease merely
+         * lapsed is still this worker's in the table until the reaper comes, which would charge it an
+         * attempt it never ran; the release's guard leaves alone any another worker holds now) and
+         * stops the runs (a lost one commits nothing, a cancelled one ends cancelled). Returns whether
+         * anything was found.
+         */
+        boolean giveBackAndStop(String queue, Releaser releaser, SchedulerCounters counters) {
+            if (lost.isEmpty() && cancelled.isEmpty() && toStop.isEmpty()) {
+                return false;
+            }
+            long runsLost = toStop.values().stream().filter(claimLost -> claimLost).count();
+            counters.leasesLost.addAndGet(lost.size() + runsLost);
+            counters.runsCancelled.addAndGet(cancelled.size() + toStop.size() - runsLost);
+            log.debug("queue {}: heartbeat found {} buffered rows lost, {} buffered rows cancelled, {} runs to stop",
+                    queue, lost.size(), cancelled.size(), toStop.size());
+            List<ClaimedRow> giveBack = new ArrayList<>(lost);
+            giveBack.addAll(cancelled);
+            if (!giveBack.isEmpty()) {
+                releaser.release(giveBack).subscribe(null, error -> log.warn("queue {}: release failed", queue, error));
+            }
+            toStop.forEach(Running::stop);
+            return true;
         }
     }
 
@@ -65,6 +90,9 @@ final class HeldRows {
     private final ArrayDeque<ClaimedRow> buffer = new ArrayDeque<>();
     private final Map<Long, Long> leaseDeadlines = new HashMap<>();
     private final Map<Long, Running> running = new ConcurrentHashMap<>();
+    /** Slots promised to rows being inserted already claimed (claim-on-insert), and when. */
+    private int reserved;
+    private long reservedAt;
 
     HeldRows(long leaseNanos) {
         this.leaseNanos = leaseNanos;
@@ -100,6 +128,33 @@ final class HeldRows {
             ids.add(row.id());
         }
         return ids;
+    }
+
+    /** Buffered rows and slots reserved for rows being inserted claimed: what a pick must leave room for. */
+    int bufferedOrReserved() {
+        return buffer.size() + reserved;
+    }
+
+    /**
+     * Reserves {@code slots} for rows about to be inserted already claimed, the insert sent after
+     * {@code now}; none while another reservation is in force or anything is held. Returns how many.
+     */
+    int reserve(int slots, long now) {
+        if (reserved > 0 || !idle()) {
+            return 0;
+        }
+        reserved = slots;
+        reservedAt = now;
+        return slots;
+    }
+
+    /**
+     * The insert under a reservation of {@code slots} ended: the slots are free again, and the rows it
+     * claimed (none when it failed, or the scheduler closed) are buffered with the reservation's deadline.
+     */
+    void claimedOnInsert(int slots, List<ClaimedRow> rows) {
+        reserved -= slots;
+        buffer(rows, reservedAt);
     }
 
     /** Adds claimed rows to the buffer with the lease deadline of a claim sent at {@code sentAt}. */
@@ -138,7 +193,7 @@ final class HeldRows {
      * the beat's send time plus the lease (a row left locked keeps its deadline). Rows claimed after
      * the beat read what it held are left alone.
      */
-    Verdict afterBeat(List<Long> held, QueueScheduler.Renewal renewal, long sentAt) {
+    Verdict afterBeat(List<Long> held, Beat.Renewal renewal, long sentAt) {
         List<ClaimedRow> lost = new ArrayList<>();
         List<ClaimedRow> cancelled = new ArrayList<>();
         Map<Running, Boolean> toStop = new HashMap<>();
@@ -168,6 +223,17 @@ final class HeldRows {
             }
         }
         return new Verdict(lost, cancelled, toStop);
+    }
+
+    /**
+     * Buffered rows whose lease may have run out ({@link #take}): counted as lost and given back (the
+     * release's guard leaves alone any the reaper already handed on), never started.
+     */
+    static void giveBackLapsed(String queue, List<ClaimedRow> lapsed, Releaser releaser, SchedulerCounters counters) {
+        counters.leasesLost.addAndGet(lapsed.size());
+        log.debug("queue {}: {} buffered rows not started: their lease may have run out", queue, lapsed.size());
+        releaser.release(lapsed).subscribe(null, error -> log.debug("queue {}: release of lapsed rows failed: {}",
+                queue, error.toString()));
     }
 
     /** The run of {@code row} ended: it is no longer held (unless a newer claim of its id runs). */

@@ -15,7 +15,7 @@ import reactor.util.Loggers;
  * rows. The heartbeat that keeps claims alive is {@link Heartbeat}; the reaper that recovers other
  * workers' expired claims is maintenance.
  */
-final class Leases implements QueueScheduler.Releaser {
+final class Leases implements Releaser {
 
     private static final Logger log = Loggers.getLogger(Leases.class);
     private static final int RECLAIM_LIMIT = 10_000;

@@ -18,7 +18,7 @@ import reactor.util.retry.Retry;
  * deadlock; any other failure is the scheduler's to report, and the poll tries again. Before a pick,
  * a fair queue's weights and caps are refreshed and priorities aged, each at most every few seconds.
  */
-final class Pick implements QueueScheduler.Picker {
+final class Pick implements Picker {
 
     private static final Duration RETRY_PAUSE = Duration.ofMillis(5);
 
@@ -78,7 +78,7 @@ final class Pick implements QueueScheduler.Picker {
     }
 
     @Override
-    public Mono<QueueScheduler.Picked> pick(int limit) {
+    public Mono<Picker.Picked> pick(int limit) {
         SchedulerCounters counters = queue.counters();
         return weighing().then(aging())
                 .then(claim(limit, 1))
@@ -92,10 +92,10 @@ final class Pick implements QueueScheduler.Picker {
      * keys this engine cannot run, so it walks on past them at once (at most {@link #FOREIGN_ROUNDS}
      * statements), rather than leave the keys it can run to the next poll.
      */
-    private Mono<QueueScheduler.Picked> claim(int limit, int round) {
+    private Mono<Picker.Picked> claim(int limit, int round) {
         return retried(Mono.defer(() -> admission.pick(limit, fair == null ? null : fair.steppingOver(steppedOver()))))
                 .flatMap(picked -> {
-                    QueueScheduler.Picked claimed = new QueueScheduler.Picked(picked.rows(), picked.refused());
+                    Picker.Picked claimed = new Picker.Picked(picked.rows(), picked.refused());
                     remember(picked.foreignKeys());
                     if (picked.unasked() && fairness.keyCaps() != null
                             && System.nanoTime() - weighedAt >= ASK_AGAIN_AFTER.toNanos()) {
@@ -106,7 +106,7 @@ final class Pick implements QueueScheduler.Picker {
                     if (picked.foreignKeys().isEmpty() || left <= 0 || round >= FOREIGN_ROUNDS) {
                         return Mono.just(claimed);
                     }
-                    return claim(left, round + 1).map(more -> new QueueScheduler.Picked(
+                    return claim(left, round + 1).map(more -> new Picker.Picked(
                             java.util.stream.Stream.concat(claimed.rows().stream(), more.rows().stream()).toList(),
                             claimed.refused() + more.refused()));
                 });

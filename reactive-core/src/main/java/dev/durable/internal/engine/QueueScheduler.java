@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
-import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
@@ -33,12 +32,12 @@ import reactor.util.Loggers;
  * flatMap's demand is the number of free run slots; the source adds {@code prefetch} to it, takes
  * away what it already buffers, and picks when the result reaches {@code minDemand}, or at once
  * when fully idle ({@link Demand}). A finished run makes flatMap ask for one more, which the source
- * serves from the buffer with no round trip. A buffered row whose lease no beat renewed in time
- * (the database slow or away) is never started: it is given back and counted lost. The idle poll
- * is a delay re-armed after each tick (doubled while idle picks find nothing), the heartbeat a
- * {@code Flux.interval}, pokes a stream coalesced in a short window: all three call into the same
- * decision, which is made under this object's lock; every pick, release and emission happens after
- * the lock is let go.
+ * serves from the buffer with no round trip. The rows held, and what a heartbeat's verdict on them
+ * is, are {@link HeldRows}: a buffered row whose lease no beat renewed in time (the database slow or
+ * away) is never started, it is given back and counted lost. The idle poll (doubled while idle
+ * picks find nothing), the pokes and the heartbeat are {@link SchedulerLoops}: all of them call into
+ * the same decision, which is made under this object's lock; every pick, release and emission
+ * happens after the lock is let go.
  *
  * <p>The I/O is the collaborators': the {@link Picker} claims, the {@link Beat} renews leases, the
  * {@link Releaser} gives unstarted rows back and the {@link Runner} runs a row to its committed
@@ -54,62 +53,6 @@ public final class QueueScheduler {
      */
     public static final Duration CLOSE_STEP = Duration.ofSeconds(2);
 
-    /** Claims up to {@code limit} rows of the queue. */
-    @FunctionalInterface
-    interface Picker {
-        Mono<Picked> pick(int limit);
-    }
-
-    /**
-     * Renews the leases of the rows held (buffered and running); says which are still held and
-     * which of those have a cancel requested, or nothing when the beat failed.
-     */
-    @FunctionalInterface
-    interface Beat {
-        Mono<Renewal> beat(List<Long> held);
-
-        /**
-         * Renews the limiter's gate slots of the rows held, on a loop of its own: a slow database
-         * must not hold back the renewals that keep a slot from expiring under a live lease.
-         */
-        default Mono<Void> renewSlots() {
-            return Mono.empty();
-        }
-    }
-
-    /** Gives claimed, unstarted rows back; never errors. */
-    @FunctionalInterface
-    interface Releaser {
-        Mono<Void> release(List<ClaimedRow> rows);
-    }
-
-    /** Runs one claimed row to its committed outcome, stopping when asked to; never errors. */
-    @FunctionalInterface
-    interface Runner {
-        /** {@code claimLost}: once the run is stopped, whether it was for a lost claim (not a cancel). */
-        Mono<Executor.RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost);
-    }
-
-    /** The rows a pick claimed, and how many limited rows a limiter refused. */
-    record Picked(List<ClaimedRow> rows, int refused) {
-    }
-
-    /**
-     * What a heartbeat found: the rows whose lease it renewed, the rows still this worker's that it
-     * left unrenewed because another transaction held them locked (their lease deadline stays), and
-     * which of either have a cancel requested.
-     */
-    record Renewal(Set<Long> renewed, Set<Long> leftLocked, Set<Long> cancelRequested) {
-
-        Renewal(Set<Long> renewed, Set<Long> cancelRequested) {
-            this(renewed, Set.of(), cancelRequested);
-        }
-
-        boolean holds(long id) {
-            return renewed.contains(id) || leftLocked.contains(id);
-        }
-    }
-
     private final QueueOptions options;
     private final String worker;
     private final Picker picker;
@@ -117,8 +60,6 @@ public final class QueueScheduler {
     private final Releaser releaser;
     private final Runner runner;
     private final Flux<String> pokes;
-    private final Duration heartbeatInterval;
-    private final Duration pokeWindow;
     private final Scheduler timer;
     /** A monotonic clock in nanoseconds (System::nanoTime; the virtual time in tests): lease deadlines. */
     private final LongSupplier nanoClock;
@@ -128,14 +69,10 @@ public final class QueueScheduler {
     /** The rows claimed: the buffer is guarded by this, the runs are not. */
     private final HeldRows held;
     // Guarded by this.
-    /** When the claim-on-insert reservation in force was made (its insert is sent after). */
-    private long reservedAt;
     private long requested;
     private boolean picking;
     private boolean pokedWhilePicking;
     private boolean closed;
-    /** Slots promised to rows being inserted already claimed by this scheduler (claim-on-insert). */
-    private int reserved;
     /** The last pick found nothing: the queue looked empty to this scheduler. */
     private boolean lastPickEmpty;
     private Duration currentPoll;
@@ -145,11 +82,9 @@ public final class QueueScheduler {
     private @Nullable Mono<Void> closing;
 
     private final Sinks.Empty<Void> drained = Sinks.empty();
-    /** The poll and poke loops: they stop first on close. */
-    private final Disposable.Composite loops = Disposables.composite();
-    /** The heartbeat goes on through the drain, so running rows keep their leases. */
-    private final Disposable.Swap heartbeatLoop = Disposables.swap();
-    private final Disposable.Swap slotLoop = Disposables.swap();
+    /** The poll, pokes and heartbeats. */
+    private final SchedulerLoops loops;
+    /** The run pipeline. */
     private final Disposable.Swap runs = Disposables.swap();
 
     QueueScheduler(QueueOptions options, String worker, Picker picker, Beat beat, Releaser releaser, Runner runner,
@@ -162,12 +97,11 @@ public final class QueueScheduler {
         this.releaser = releaser;
         this.runner = runner;
         this.pokes = pokes;
-        this.heartbeatInterval = heartbeatInterval;
         this.held = new HeldRows(leaseTtl.toNanos());
-        this.pokeWindow = pokeWindow;
         this.timer = timer;
         this.nanoClock = nanoClock;
         this.counters = counters;
+        this.loops = new SchedulerLoops(options.name(), heartbeatInterval, pokeWindow, timer, counters);
         this.telemetry = telemetry;
         this.currentPoll = options.pollInterval();
     }
@@ -210,7 +144,7 @@ public final class QueueScheduler {
         return counters;
     }
 
-    /** Starts claiming: the run pipeline, the idle poll, the pokes and the heartbeat. No I/O of its own. */
+    /** Starts claiming: the run pipeline and the loops ({@link SchedulerLoops}). No I/O of its own. */
     public void start() {
         Flux<ClaimedRow> claims = Flux.create(emitter -> {
             synchronized (this) {
@@ -220,31 +154,15 @@ public final class QueueScheduler {
         }, FluxSink.OverflowStrategy.BUFFER);
         runs.update(claims.flatMap(this::run, options.concurrency(), 1)
                 .subscribe(null, error -> log.error("queue {}: run pipeline failed", queue(), error)));
-        loops.add(Flux.defer(() -> Mono.delay(currentPoll(), timer)).repeat()
-                .subscribe(tick -> dispatch(Trigger.POLL),
-                        error -> log.error("queue {}: poll loop failed", queue(), error)));
-        // Leading edge: the first poke goes straight through; pokes that come during the window
-        // after it collapse into the latest one, handled when the window ends.
-        loops.add(pokes.filter(queue()::equals)
-                .onBackpressureLatest()
-                .concatMap(poked -> {
-                    counters.pokesHandled.incrementAndGet();
-                    dispatch(Trigger.POKE);
-                    return Mono.delay(pokeWindow, timer);
-                }, 0)
-                .subscribe(null, error -> log.error("queue {}: poke loop failed", queue(), error)));
-        heartbeatLoop.update(Flux.interval(heartbeatInterval, timer)
-                .onBackpressureDrop(tick -> counters.heartbeatsSkipped.incrementAndGet())
-                .concatMap(tick -> {
-                    List<Long> ids = heldIds();
-                    long sentAt = now();
-                    return beat.beat(ids).doOnNext(renewal -> renewed(ids, renewal, sentAt));
-                }, 0)
-                .subscribe(null, error -> log.error("queue {}: heartbeat loop failed", queue(), error)));
-        slotLoop.update(Flux.interval(heartbeatInterval, timer)
-                .onBackpressureDrop()
-                .concatMap(tick -> beat.renewSlots(), 0)
-                .subscribe(null, error -> log.error("queue {}: slot renewal loop failed", queue(), error)));
+        loops.start(this::currentPoll, () -> dispatch(Trigger.POLL), pokes, () -> dispatch(Trigger.POKE),
+                this::beatOnce, beat::renewSlots);
+    }
+
+    /** One heartbeat: renews the leases of the rows held, then acts on what it found. */
+    private Mono<?> beatOnce() {
+        List<Long> ids = heldIds();
+        long sentAt = now();
+        return beat.beat(ids).doOnNext(renewal -> renewed(ids, renewal, sentAt));
     }
 
     /** The ids of every row held: running and buffered. */
@@ -259,30 +177,14 @@ public final class QueueScheduler {
      * is either is stopped (its handler's subscription is disposed; a lost one commits nothing, a
      * cancelled one ends cancelled).
      */
-    private void renewed(List<Long> ids, Renewal renewal, long sentAt) {
+    private void renewed(List<Long> ids, Beat.Renewal renewal, long sentAt) {
         HeldRows.Verdict verdict;
         synchronized (this) {
             verdict = held.afterBeat(ids, renewal, sentAt);
         }
-        if (verdict.isEmpty()) {
-            return;
+        if (verdict.giveBackAndStop(queue(), releaser, counters)) {
+            dispatch(Trigger.DEMAND); // the buffer shrank: room for more
         }
-        long runsLost = verdict.toStop().values().stream().filter(lost -> lost).count();
-        counters.leasesLost.addAndGet(verdict.lost().size() + runsLost);
-        counters.runsCancelled.addAndGet(verdict.cancelled().size() + verdict.toStop().size() - runsLost);
-        log.debug("queue {}: heartbeat found {} buffered rows lost, {} buffered rows cancelled, {} runs to stop",
-                queue(), verdict.lost().size(), verdict.cancelled().size(), verdict.toStop().size());
-        // Lost rows go back too: one whose lease merely lapsed is still this worker's in the table
-        // until the reaper comes (which would charge it an attempt it never ran); the release's guard
-        // leaves alone any another worker holds now.
-        List<ClaimedRow> giveBack = new ArrayList<>(verdict.lost());
-        giveBack.addAll(verdict.cancelled());
-        if (!giveBack.isEmpty()) {
-            releaser.release(giveBack).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
-        }
-        verdict.toStop().forEach(HeldRows.Running::stop);
-        // The buffer shrank: room for more.
-        dispatch(Trigger.DEMAND);
     }
 
     // ---- Claim-on-insert ---------------------------------------------------------------------
@@ -294,12 +196,8 @@ public final class QueueScheduler {
      * Returns how many slots it reserved.
      */
     synchronized int reserve(int wanted) {
-        if (closed || picking || sink == null || reserved > 0 || !lastPickEmpty || !held.idle()) {
-            return 0;
-        }
-        reserved = Math.min(wanted, options.claimCeiling());
-        reservedAt = now();
-        return reserved;
+        return closed || picking || sink == null || !lastPickEmpty ? 0
+                : held.reserve(Math.min(wanted, options.claimCeiling()), now());
     }
 
     /** The rows inserted claimed under a reservation of {@code slots}: into the buffer they go. */
@@ -307,15 +205,12 @@ public final class QueueScheduler {
         telemetry.picked(queue(), Trigger.INSERT, rows);
         boolean accepted;
         synchronized (this) {
-            reserved -= slots;
             counters.picksBy(PickTrigger.INSERT).incrementAndGet();
             counters.picked.addAndGet(rows.size());
             lastPickEmpty = false;
             currentPoll = options.pollInterval();
             accepted = !closed;
-            if (accepted) {
-                held.buffer(rows, reservedAt);
-            }
+            held.claimedOnInsert(slots, accepted ? rows : List.of());
         }
         if (accepted) {
             dispatch(Trigger.INSERT);
@@ -326,7 +221,7 @@ public final class QueueScheduler {
 
     /** The insert under a reservation failed: the slots are free again. */
     synchronized void cancelReservation(int slots) {
-        reserved -= slots;
+        held.claimedOnInsert(slots, List.of());
     }
 
     // ---- Demand ------------------------------------------------------------------------------
@@ -365,7 +260,7 @@ public final class QueueScheduler {
             }
         }
         if (!lapsed.isEmpty()) {
-            giveBackLapsed(lapsed);
+            HeldRows.giveBackLapsed(queue(), lapsed, releaser, counters);
         }
         for (ClaimedRow row : toRun) {
             emitter.next(row);
@@ -373,17 +268,6 @@ public final class QueueScheduler {
         if (pickDone != null) {
             pick(pickSize, trigger, pickDone);
         }
-    }
-
-    /**
-     * Buffered rows whose lease may have run out: counted as lost and given back (the release's
-     * guard leaves alone any the reaper already handed on), never started.
-     */
-    private void giveBackLapsed(List<ClaimedRow> lapsed) {
-        counters.leasesLost.addAndGet(lapsed.size());
-        log.debug("queue {}: {} buffered rows not started: their lease may have run out", queue(), lapsed.size());
-        releaser.release(lapsed).subscribe(null, error -> log.debug("queue {}: release of lapsed rows failed: {}",
-                queue(), error.toString()));
     }
 
     /** Now on the monotonic clock, in nanoseconds. */
@@ -400,7 +284,7 @@ public final class QueueScheduler {
             }
             return 0;
         }
-        int size = Demand.pickSize(trigger, held.running(), held.buffered() + reserved, options.claimCeiling(),
+        int size = Demand.pickSize(trigger, held.running(), held.bufferedOrReserved(), options.claimCeiling(),
                 options.minDemand(), lastPickEmpty);
         if (trigger == Trigger.POKE && size == 0) {
             counters.pokesDropped.incrementAndGet();
@@ -429,7 +313,7 @@ public final class QueueScheduler {
     }
 
     /** Buffers what a pick claimed and decides what comes next; emits the release of rows not kept. */
-    private Mono<Void> onPicked(Picked picked, int limit, Trigger trigger, long sentAt) {
+    private Mono<Void> onPicked(Picker.Picked picked, int limit, Trigger trigger, long sentAt) {
         List<ClaimedRow> rows = picked.rows();
         telemetry.picked(queue(), trigger, rows);
         List<ClaimedRow> giveBack;
@@ -535,7 +419,7 @@ public final class QueueScheduler {
             idle = held.running() == 0;
             pickInFlight = currentPick;
             Mono<Void> giveBack = Mono.defer(() -> {
-                        loops.dispose();
+                        loops.stopClaiming();
                         return pickInFlight.then(releaser.release(buffered));
                     })
                     .timeout(CLOSE_STEP, Mono.fromRunnable(() -> log.warn("queue {}: buffered rows not given back"
@@ -547,9 +431,7 @@ public final class QueueScheduler {
             }), timer);
             closed = Mono.when(giveBack, drain)
                     .doFinally(signal -> {
-                        loops.dispose();
-                        heartbeatLoop.dispose();
-                        slotLoop.dispose();
+                        loops.stop();
                         runs.dispose();
                     })
                     .cache();

@@ -52,7 +52,7 @@ class QueueSchedulerTest {
     private final Map<Long, dev.durable.Cancellation> cancellations = new ConcurrentHashMap<>();
     private final Map<Long, java.util.function.BooleanSupplier> claimsLost = new ConcurrentHashMap<>();
 
-    private QueueScheduler.Renewal renewal(List<Long> held) {
+    private Beat.Renewal renewal(List<Long> held) {
         java.util.Set<Long> renewed = new java.util.HashSet<>(held);
         renewed.removeAll(lost);
         java.util.Set<Long> leftLocked = new java.util.HashSet<>(renewed);
@@ -61,7 +61,7 @@ class QueueSchedulerTest {
         java.util.Set<Long> flagged = new java.util.HashSet<>(held);
         flagged.removeAll(lost);
         flagged.retainAll(cancel);
-        return new QueueScheduler.Renewal(renewed, leftLocked, flagged);
+        return new Beat.Renewal(renewed, leftLocked, flagged);
     }
     private QueueScheduler scheduler;
 
@@ -84,14 +84,14 @@ class QueueSchedulerTest {
                 limit -> {
                     picks.add(new long[] {time.now(java.util.concurrent.TimeUnit.MILLISECONDS), limit});
                     List<ClaimedRow> rows = backlog.isEmpty() ? List.of() : backlog.remove(0);
-                    return Mono.just(new QueueScheduler.Picked(rows, 0));
+                    return Mono.just(new Picker.Picked(rows, 0));
                 },
                 held -> {
                     beats.add(List.copyOf(held));
-                    QueueScheduler.Renewal renewal = renewal(held);
+                    Beat.Renewal renewal = renewal(held);
                     return beatTakes.isZero() ? Mono.just(renewal) : Mono.delay(beatTakes, time).thenReturn(renewal);
                 },
-                new QueueScheduler.Releaser() {
+                new Releaser() {
                     @Override
                     public Mono<Void> release(List<ClaimedRow> rows) {
                         return Mono.fromRunnable(() -> released.add(rows));

@@ -1,0 +1,14 @@
+package dev.durable.internal.engine;
+
+import dev.durable.Cancellation;
+import dev.durable.internal.sql.Rows.ClaimedRow;
+import java.util.function.BooleanSupplier;
+import reactor.core.publisher.Mono;
+
+/** Runs one claimed row of a {@link QueueScheduler} to its committed outcome, stopping when asked to; never errors. */
+@FunctionalInterface
+interface Runner {
+
+    /** {@code claimLost}: once the run is stopped, whether it was for a lost claim (not a cancel). */
+    Mono<Executor.RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost);
+}
