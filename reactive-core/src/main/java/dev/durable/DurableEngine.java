@@ -3,21 +3,15 @@ package dev.durable;
 import dev.durable.admin.DurableAdmin;
 import dev.durable.internal.EngineCore;
 import dev.durable.internal.RequestMapper;
-import dev.durable.internal.admin.BulkJobs;
-import dev.durable.internal.admin.EngineAdmin;
 import dev.durable.internal.engine.EngineRuntime;
 import dev.durable.internal.engine.QueueScheduler;
 import dev.durable.internal.engine.Registry;
-import dev.durable.internal.sql.AdminSql;
-import dev.durable.internal.sql.Tables;
-import dev.durable.internal.sql.VersionSql;
 import dev.durable.limit.EngineLimits;
 import io.r2dbc.spi.Connection;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
@@ -46,21 +40,11 @@ public final class DurableEngine implements AutoCloseable {
     /** The engine's parts and their wiring; every call below delegates to one of them. */
     private final EngineCore core;
     private final List<RecurringJob> recurringJobs;
-    private final DurableAdmin admin;
 
     private DurableEngine(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs,
             CallerTransactions callerTransactions) {
-        // Every engine knows the admin's bulk jobs, so any engine can start one and whichever runs
-        // the bulk queue runs it; a type of the same name registered by the user wins.
-        BulkJobs bulkJobs = new BulkJobs();
-        Map<String, Definition> known = new LinkedHashMap<>(definitions);
-        known.putIfAbsent(DurableAdmin.BULK_TYPE, bulkJobs.definition());
-        this.core = new EngineCore(options, known, recurringJobs, callerTransactions);
+        this.core = new EngineCore(options, definitions, recurringJobs, callerTransactions);
         this.recurringJobs = recurringJobs;
-        this.admin = new EngineAdmin(this, new AdminSql(core.statements().db(), new Tables(options.schema()),
-                options.schema()), core.whenOpen(), bulkJobs, core.replays(),
-                new VersionSql(core.statements().db(), new Tables(options.schema())), core.definitions(),
-                core::runningLimiter);
     }
 
     public static Builder builder(EngineOptions options) {
@@ -437,8 +421,7 @@ public final class DurableEngine implements AutoCloseable {
      * is an {@link InvalidArgumentsException}.
      */
     public Mono<Instance> replay(long id, String step, @Nullable Object state) {
-        Objects.requireNonNull(step, "step");
-        return core.whenOpen().then(core.replays().replay(id, step, state));
+        return core.replays().replay(id, step, state);
     }
 
     /**
@@ -454,8 +437,7 @@ public final class DurableEngine implements AutoCloseable {
 
     /** As {@link #fork(long, String)}, starting the step with {@code state} instead, when not null. */
     public Mono<Long> fork(long id, String step, @Nullable Object state) {
-        Objects.requireNonNull(step, "step");
-        return core.whenOpen().then(core.replays().fork(id, step, state));
+        return core.replays().fork(id, step, state);
     }
 
     /** The recurring jobs this engine schedules, in the order they were added (for operators' tools). */
@@ -468,7 +450,7 @@ public final class DurableEngine implements AutoCloseable {
      * id or by filter. Usable before start (it runs no queue), refused once the engine is closed.
      */
     public DurableAdmin admin() {
-        return admin;
+        return core.admin();
     }
 
     /**

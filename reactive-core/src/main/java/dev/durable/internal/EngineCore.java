@@ -6,6 +6,9 @@ import dev.durable.EngineOptions;
 import dev.durable.JobDefinition;
 import dev.durable.RecurringJob;
 import dev.durable.WorkflowDefinition;
+import dev.durable.admin.DurableAdmin;
+import dev.durable.internal.admin.BulkJobs;
+import dev.durable.internal.admin.EngineAdmin;
 import dev.durable.internal.client.Awaits;
 import dev.durable.internal.client.ClientWarnings;
 import dev.durable.internal.client.EnginePermits;
@@ -19,6 +22,7 @@ import dev.durable.internal.engine.QueueScheduler;
 import dev.durable.internal.engine.Telemetry;
 import dev.durable.internal.engine.Transitions;
 import dev.durable.internal.engine.WorkerIdentity;
+import dev.durable.internal.sql.AdminStatements;
 import dev.durable.internal.sql.Migrator;
 import dev.durable.internal.sql.ReplaySql;
 import dev.durable.internal.sql.Statements;
@@ -39,8 +43,8 @@ import reactor.util.Loggers;
 /**
  * An engine's parts, made once from its options and the types it knows, and how they are wired:
  * its connections and statements, the transitions channel, the client's calls (inserts, calls on
- * instances, waits), the lifecycle that starts and closes the running part, replays and the limits
- * outside jobs. {@code DurableEngine} is the public face over them and delegates every call.
+ * instances, waits), the lifecycle that starts and closes the running part, replays, the limits
+ * outside jobs and the admin. {@code DurableEngine} is the public face over them and delegates every call.
  */
 public final class EngineCore {
 
@@ -60,12 +64,18 @@ public final class EngineCore {
     private final Awaits awaits;
     private final Replays replays;
     private final EngineLimits limits;
+    private final DurableAdmin admin;
 
-    /** {@code definitions}: every type the engine knows, the admin's bulk jobs among them. */
+    /** {@code definitions}: the types registered; the engine knows the admin's bulk jobs besides. */
     public EngineCore(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs,
             CallerTransactions callerTransactions) {
         this.options = options;
-        this.definitions = Map.copyOf(definitions);
+        // Every engine knows the admin's bulk jobs, so any engine can start one and whichever runs
+        // the bulk queue runs it; a type of the same name registered by the user wins.
+        BulkJobs bulkJobs = new BulkJobs();
+        Map<String, Definition> known = new LinkedHashMap<>(definitions);
+        known.putIfAbsent(DurableAdmin.BULK_TYPE, bulkJobs.definition());
+        this.definitions = Map.copyOf(known);
         this.connections = new EngineConnections(options);
         Db db = new Db(connections.factory(), options.callTimeout());
         Map<String, Integer> knownTypes = new LinkedHashMap<>();
@@ -110,9 +120,12 @@ public final class EngineCore {
         this.awaits = new Awaits(waiters, statements.instances(), transitions, List.copyOf(options.queues().keySet()),
                 instances::withCodec, lifecycle.whenOpen());
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), instances::get, this.definitions,
-                options.codec(), mapper::encode, transitions::poke);
+                options.codec(), mapper::encode, transitions::poke, lifecycle.whenOpen());
         this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), options.windows(),
                 options.permitTryConcurrency(), this::runningLimiter);
+        this.admin = new EngineAdmin(new AdminCalls(options, transitions, instances, inserts, replays,
+                this::runningLimiter), AdminStatements.create(db, options.schema()), lifecycle.whenOpen(), bulkJobs,
+                replays, this.definitions);
     }
 
     /** Migrates (unless turned off), checks the connections' isolation, then makes and starts the runtime. */
@@ -188,5 +201,9 @@ public final class EngineCore {
 
     public EngineLimits limits() {
         return limits;
+    }
+
+    public DurableAdmin admin() {
+        return admin;
     }
 }

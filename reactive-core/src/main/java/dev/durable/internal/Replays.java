@@ -16,6 +16,7 @@ import dev.durable.internal.sql.ReplaySql;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
@@ -39,10 +40,13 @@ public final class Replays {
     /** A given state to JSON with the insert's checks (encodable, storable, within the payload limit). */
     private final BiFunction<String, Object, String> encode;
     private final Consumer<String> poke;
+    /** Empty while the engine is open, an EngineClosedException once it is closing (deferred: read per call). */
+    private final Mono<Void> whenOpen;
 
     public Replays(ReplaySql sql, LongFunction<Mono<Instance>> get, Map<String, Definition> definitions,
-            JsonCodec codec, BiFunction<String, Object, String> encode, Consumer<String> poke) {
+            JsonCodec codec, BiFunction<String, Object, String> encode, Consumer<String> poke, Mono<Void> whenOpen) {
         this.sql = sql;
+        this.whenOpen = whenOpen;
         this.get = get;
         this.definitions = definitions;
         this.codec = codec;
@@ -52,7 +56,8 @@ public final class Replays {
 
     /** Brings the settled instance {@code id} back at {@code step}; emits it as it is then. */
     public Mono<Instance> replay(long id, String step, @Nullable Object state) {
-        return get.apply(id)
+        Objects.requireNonNull(step, "step");
+        return whenOpen.then(get.apply(id))
                 .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to replay")))
                 .flatMap(instance -> {
                     if (!instance.status().isTerminal()) {
@@ -75,7 +80,8 @@ public final class Replays {
 
     /** Starts a new instance from {@code id}'s {@code step}; emits the new id. */
     public Mono<Long> fork(long id, String step, @Nullable Object state) {
-        return get.apply(id)
+        Objects.requireNonNull(step, "step");
+        return whenOpen.then(get.apply(id))
                 .switchIfEmpty(Mono.error(() -> NoTargetException.noInstance(id, "to fork")))
                 .flatMap(instance -> prepare(instance, step, state).flatMap(start -> sql.fork(id, step, start.json(),
                                 start.version(), definitions.get(instance.type()) == null,

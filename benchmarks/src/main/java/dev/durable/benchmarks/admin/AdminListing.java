@@ -8,7 +8,7 @@ import dev.durable.admin.InstanceFilter;
 import dev.durable.admin.PageRequest;
 import dev.durable.admin.StatusCount;
 import dev.durable.internal.Db;
-import dev.durable.internal.sql.AdminSql;
+import dev.durable.internal.sql.ListingSql;
 import dev.durable.internal.sql.Tables;
 import dev.durable.testing.TestDatabase;
 import dev.durable.testing.TestPostgres;
@@ -115,8 +115,8 @@ public final class AdminListing {
             cases.put("queue+type+status+range", new Case(InstanceFilter.builder().queue("q2").type("t2")
                     .status(InstanceStatus.DONE, InstanceStatus.FAILED)
                     .updatedBetween(start.plus(Duration.ofDays(20)), null).build(), newest));
-            AdminSql sql = new AdminSql(new Db(ConnectionFactories.get(database.url()), Duration.ofMinutes(5)),
-                    new Tables(database.schema()), database.schema());
+            ListingSql sql = new ListingSql(new Db(ConnectionFactories.get(database.url()), Duration.ofMinutes(5)),
+                    new Tables(database.schema()));
             for (Map.Entry<String, Case> entry : cases.entrySet()) {
                 Case c = entry.getValue();
                 if (explain) {

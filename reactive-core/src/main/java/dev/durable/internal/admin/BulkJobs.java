@@ -126,7 +126,7 @@ public final class BulkJobs {
 
         reactor.core.publisher.Flux<Long> ids(InstanceFilter filter, long afterId, long upTo, int limit);
 
-        Mono<dev.durable.internal.sql.AdminSql.Chunk> count(InstanceFilter filter, long afterId, long upTo, int limit);
+        Mono<dev.durable.internal.sql.ListingSql.Chunk> count(InstanceFilter filter, long afterId, long upTo, int limit);
     }
 
     private final AtomicReference<@Nullable Actions> actions = new AtomicReference<>();

@@ -46,7 +46,9 @@ class StatementsIT {
                 new PolicyInsertSql(none, tables), new OutcomeSql(tables), new LeaseSql(none, tables),
                 new MaintenanceSql(none, tables), new RegistrySql(none, tables), new SignalSql(none, tables, 10),
                 new LimiterSql(none, tables), picks, picks.fair(), picks.locked(),
-                new AdminSql(none, tables, db.schema()), new ReplaySql(none, tables), new VersionSql(none, tables),
+                new ListingSql(none, tables), new StatusCountSql(none, tables, db.schema()),
+                new DetailSql(none, tables), new AdminActionSql(none, tables), new LimitUsageSql(none, tables),
+                new SearchIndexSql(none, tables, db.schema()), new ReplaySql(none, tables), new VersionSql(none, tables),
                 new FairSql(none, tables), new KeySql(none, tables), new StatisticsSql(none, db.schema()))) {
             for (Field field : group.getClass().getDeclaredFields()) {
                 if (field.getType() == String.class && !Modifier.isStatic(field.getModifiers())) {
