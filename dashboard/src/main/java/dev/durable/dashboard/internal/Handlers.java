@@ -168,7 +168,7 @@ public final class Handlers {
             String token = fresh ? csrf.mint() : cookie;
             return view(request, token).flatMap(view -> {
                 if (!ok) {
-                    return html(HttpStatus.FORBIDDEN, Pages.error(view, 403, "Forbidden",
+                    return html(HttpStatus.FORBIDDEN, ActionPages.error(view, 403, "Forbidden",
                             "You may not read this dashboard."), null);
                 }
                 return Mono.defer(() -> body.apply(view))
@@ -199,7 +199,7 @@ public final class Handlers {
         } else {
             return Mono.error(error);
         }
-        return html(status, Pages.error(view, status.value(), title, String.valueOf(error.getMessage())), newToken);
+        return html(status, ActionPages.error(view, status.value(), title, String.valueOf(error.getMessage())), newToken);
     }
 
     private Mono<ServerResponse> html(HttpStatus status, String page, @Nullable String newToken) {
@@ -219,7 +219,7 @@ public final class Handlers {
     private Mono<ServerResponse> forbidden(ServerRequest request, String why) {
         String token = cookieToken(request);
         return view(request, csrf.valid(token) ? token : "")
-                .flatMap(view -> html(HttpStatus.FORBIDDEN, Pages.error(view, 403, "Forbidden", why), null));
+                .flatMap(view -> html(HttpStatus.FORBIDDEN, ActionPages.error(view, 403, "Forbidden", why), null));
     }
 
     /**
@@ -248,7 +248,7 @@ public final class Handlers {
                                 values.forEach(value -> fields.add(Map.entry(name, value)));
                             }
                         });
-                        return html(HttpStatus.OK, Pages.confirm(view, question, request.path(), fields), null);
+                        return html(HttpStatus.OK, ActionPages.confirm(view, question, request.path(), fields), null);
                     }
                     return Mono.defer(() -> run.apply(form)).onErrorResume(error -> failure(view, error, null));
                 });
@@ -296,16 +296,16 @@ public final class Handlers {
             queues.addAll(servedBy.keySet());
             queues.addAll(engine.options().queues().keySet());
             queues.addAll(paused.keySet());
-            List<Pages.QueueRow> rows = new ArrayList<>();
+            List<OverviewPage.QueueRow> rows = new ArrayList<>();
             for (String queue : queues) {
                 // A copy: a queue no live engine serves gets the immutable empty list, which refuses sort.
                 List<String> engines = new ArrayList<>(servedBy.getOrDefault(queue, List.of()));
                 Collections.sort(engines);
-                rows.add(new Pages.QueueRow(queue, counts.getOrDefault(queue, Map.of()), here.get(queue), engines,
+                rows.add(new OverviewPage.QueueRow(queue, counts.getOrDefault(queue, Map.of()), here.get(queue), engines,
                         paused.containsKey(queue)));
             }
             List<JobEvent> recent = hub.recentEvents();
-            return Pages.overview(view, rows, true, hub.chart(), recent);
+            return OverviewPage.overview(view, rows, true, hub.chart(), recent);
         });
     }
 
@@ -318,7 +318,7 @@ public final class Handlers {
         PageRequest.Order reverse = newestFirst ? PageRequest.Order.OLDEST_FIRST : PageRequest.Order.NEWEST_FIRST;
         String before = request.queryParam("before").orElse(null);
         String after = request.queryParam("after").orElse(null);
-        Mono<Pages.Listing> listing;
+        Mono<InstanceListPage.Listing> listing;
         if (before != null) {
             // The page before: read backwards from its first row, then turn it round.
             listing = admin.list(filter, new PageRequest(reverse, size, before)).map(page -> {
@@ -326,16 +326,16 @@ public final class Handlers {
                 Collections.reverse(items);
                 String previous = page.hasNext() && !items.isEmpty() ? PageRequest.cursorFor(items.get(0).id()) : null;
                 String next = items.isEmpty() ? null : PageRequest.cursorFor(items.get(items.size() - 1).id());
-                return new Pages.Listing(items, newestFirst, size, previous, next);
+                return new InstanceListPage.Listing(items, newestFirst, size, previous, next);
             });
         } else {
             listing = admin.list(filter, new PageRequest(order, size, after)).map(page -> {
                 String previous = after != null && !page.items().isEmpty()
                         ? PageRequest.cursorFor(page.items().get(0).id()) : null;
-                return new Pages.Listing(page.items(), newestFirst, size, previous, page.next());
+                return new InstanceListPage.Listing(page.items(), newestFirst, size, previous, page.next());
             });
         }
-        return listing.map(page -> Pages.instances(view, form, page));
+        return listing.map(page -> InstanceListPage.instances(view, form, page));
     }
 
     private static int size(String value) {
@@ -354,21 +354,21 @@ public final class Handlers {
         long id = id(request);
         return admin.detail(id)
                 .switchIfEmpty(Mono.error(() -> new NotFound("No instance has id " + id + ".")))
-                .flatMap(detail -> tree(detail).map(tree -> Pages.detail(view, detail, tree, true, true)));
+                .flatMap(detail -> tree(detail).map(tree -> InstanceDetailPage.detail(view, detail, tree, true, true)));
     }
 
     /** The first children with their own children, one listing per child (bounded, a few at a time). */
-    private Mono<List<Pages.ChildNode>> tree(InstanceDetail detail) {
+    private Mono<List<InstanceDetailPage.ChildNode>> tree(InstanceDetail detail) {
         List<Instance> children = detail.children().subList(0, Math.min(TREE_CHILDREN, detail.children().size()));
         return Flux.fromIterable(children)
                 .flatMapSequential(child -> admin.list(InstanceFilter.builder().parentId(child.id()).build(),
                                 PageRequest.oldestFirst(TREE_GRANDCHILDREN))
-                        .map(page -> new Pages.ChildNode(child, page.items(), page.hasNext())), 4)
+                        .map(page -> new InstanceDetailPage.ChildNode(child, page.items(), page.hasNext())), 4)
                 .collectList()
                 .map(nodes -> {
-                    List<Pages.ChildNode> all = new ArrayList<>(nodes);
+                    List<InstanceDetailPage.ChildNode> all = new ArrayList<>(nodes);
                     for (Instance rest : detail.children().subList(children.size(), detail.children().size())) {
-                        all.add(new Pages.ChildNode(rest, List.of(), false));
+                        all.add(new InstanceDetailPage.ChildNode(rest, List.of(), false));
                     }
                     return all;
                 });
@@ -378,7 +378,7 @@ public final class Handlers {
         long id = id(request);
         return Mono.zip(admin.bulkProgress(id), engine.liveEngines()
                         .any(live -> live.queues().contains(DurableAdmin.BULK_QUEUE)))
-                .map(both -> Pages.bulkProgress(view, both.getT1(), both.getT2()));
+                .map(both -> ActionPages.bulkProgress(view, both.getT1(), both.getT2()));
     }
 
     private Mono<String> recurring(View view) {
@@ -389,25 +389,25 @@ public final class Handlers {
                                 PageRequest.newestFirst(1))
                         .map(page -> row(job, page.items().isEmpty() ? null : page.items().get(0))), 4)
                 .collectList()
-                .map(rows -> Pages.recurring(view, rows));
+                .map(rows -> EnginePages.recurring(view, rows));
     }
 
-    private static Pages.RecurringRow row(RecurringJob job, @Nullable Instance last) {
-        return new Pages.RecurringRow(job.name(), job.cron().toString(), job.zone().getId(), job.request().type(),
+    private static EnginePages.RecurringRow row(RecurringJob job, @Nullable Instance last) {
+        return new EnginePages.RecurringRow(job.name(), job.cron().toString(), job.zone().getId(), job.request().type(),
                 job.request().queue(), job.cron().next(ZonedDateTime.now(job.zone())).toInstant(), last);
     }
 
     private Mono<String> limits(View view) {
-        List<Pages.GateRow> gates = engine.options().gates().values().stream()
-                .map(gate -> new Pages.GateRow(gate.name(), gate.capacity(), gate.shards())).toList();
-        List<Pages.RateRow> rates = engine.options().rateLimits().values().stream()
-                .map(rate -> new Pages.RateRow(rate.name(), rate.ratePerSecond(), rate.burst())).toList();
-        return admin.limits().map(usage -> Pages.limits(view, gates, rates, usage));
+        List<EnginePages.GateRow> gates = engine.options().gates().values().stream()
+                .map(gate -> new EnginePages.GateRow(gate.name(), gate.capacity(), gate.shards())).toList();
+        List<EnginePages.RateRow> rates = engine.options().rateLimits().values().stream()
+                .map(rate -> new EnginePages.RateRow(rate.name(), rate.ratePerSecond(), rate.burst())).toList();
+        return admin.limits().map(usage -> EnginePages.limits(view, gates, rates, usage));
     }
 
     private Mono<String> engines(View view) {
         return Mono.zip(engine.liveEngines().collectList(), engine.unservedWork().collectList())
-                .map(both -> Pages.engines(view, both.getT1(), both.getT2()));
+                .map(both -> EnginePages.engines(view, both.getT1(), both.getT2()));
     }
 
     private Mono<ServerResponse> events(ServerRequest request) {
@@ -528,7 +528,7 @@ public final class Handlers {
             if (action.equals("run-now")) {
                 // Not a bulk job: one statement per batch of due-later rows, answered when done.
                 return admin.runNowAll(filter).flatMap(result -> view(request, token == null ? "" : token)
-                        .flatMap(view -> html(HttpStatus.OK, Pages.bulkDone(view, action, filterForm, result), null)));
+                        .flatMap(view -> html(HttpStatus.OK, ActionPages.bulkDone(view, action, filterForm, result), null)));
             }
             BulkRequest bulk = switch (action) {
                 case "retry" -> BulkRequest.retry(filter);
