@@ -2,7 +2,7 @@ package dev.durable.dashboard;
 
 import dev.durable.DurableEngine;
 import dev.durable.dashboard.internal.EventHub;
-import dev.durable.dashboard.internal.Handlers;
+import dev.durable.dashboard.internal.Routes;
 import java.util.Objects;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.ServerResponse;
@@ -27,7 +27,7 @@ public final class DurableDashboard implements AutoCloseable {
 
     private DurableDashboard(DurableEngine engine, DashboardOptions options) {
         this.hub = new EventHub(engine, options.countsInterval());
-        this.routes = new Handlers(engine, options, hub).routes();
+        this.routes = new Routes(engine, options, hub).routes();
     }
 
     /** A dashboard over {@code engine}; its event subscription starts now, so the chart counts from here. */
