@@ -34,9 +34,6 @@ import reactor.core.publisher.Mono;
  */
 public final class DurableEngine implements AutoCloseable {
 
-    /** Rows failed per statement by {@link #failUnrunnable}: short transactions, however many rows. */
-    private static final int FAIL_BATCH = 1000;
-
     /** The engine's parts and their wiring; every call below delegates to one of them. */
     private final EngineCore core;
     private final List<RecurringJob> recurringJobs;
@@ -354,10 +351,7 @@ public final class DurableEngine implements AutoCloseable {
                         throw new InvalidRequestException("reason must not be blank");
                     }
                 }))
-                .then(core.statements().registry().failType(type, reason, FAIL_BATCH)
-                        .expand(failed -> failed == FAIL_BATCH
-                                ? core.statements().registry().failType(type, reason, FAIL_BATCH) : Mono.empty())
-                        .reduce(0L, Long::sum));
+                .then(Registry.failUnrunnable(core.statements().registry(), type, reason));
     }
 
     /**

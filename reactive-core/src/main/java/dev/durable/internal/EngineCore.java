@@ -28,12 +28,10 @@ import dev.durable.internal.sql.ReplaySql;
 import dev.durable.internal.sql.Statements;
 import dev.durable.internal.sql.Tables;
 import dev.durable.limit.EngineLimits;
-import dev.durable.limit.Limiter;
 import dev.durable.observation.TracePropagation;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
@@ -99,33 +97,34 @@ public final class EngineCore {
         }
         this.telemetry = new Telemetry(options.meterRegistry(), options.observationRegistry(),
                 options.runObservationConvention(), options.eventBufferSize(), tracing);
-        SettleWaiters waiters = new SettleWaiters(watches -> whenOpen().thenMany(statements.instances().watch(watches)),
-                options.settlePollInterval(), options.callTimeout(), Schedulers.parallel());
-        this.transitions = new Transitions(telemetry, waiters);
         WorkerIdentity identity = WorkerIdentity.create(options.name());
-        InsertBatcher.Settings batching = new InsertBatcher.Settings(options.name(), options.insertBatchSize(),
-                options.insertBatchDelay(), options.insertBufferCapacity(), Schedulers.parallel());
         // The lifecycle's close flushes the insert buffer, which the pipeline made after it: a step
         // read when the close runs.
         Mono<Void> flushInserts = Mono.defer(() -> inserts().drain());
         this.lifecycle = new EngineLifecycle(options.name(), () -> startRuntime(recurringJobs, identity),
                 flushInserts, connections.close(QueueScheduler.CLOSE_STEP),
                 new ClientWarnings(Flux.defer(() -> statements.registry().live())));
+        Mono<Void> whenOpen = lifecycle.whenOpen();
+        SettleWaiters waiters = new SettleWaiters(watches -> whenOpen.thenMany(statements.instances().watch(watches)),
+                options.settlePollInterval(), options.callTimeout(), Schedulers.parallel());
+        this.transitions = new Transitions(telemetry, waiters);
+        InsertBatcher.Settings batching = new InsertBatcher.Settings(options.name(), options.insertBatchSize(),
+                options.insertBatchDelay(), options.insertBufferCapacity(), Schedulers.parallel());
         this.inserts = new Inserts(mapper, tracing, statements.inserts(),
                 statements.policyInserts(), telemetry, transitions,
-                lifecycle, callerTransactions, connections.factory(), options.leaseTtl(), lifecycle.whenOpen(),
+                lifecycle, callerTransactions, connections.factory(), options.leaseTtl(), whenOpen,
                 batching);
         this.instances = new InstanceCalls(statements.instances(), statements.signals(), mapper, options.codec(),
-                tracing, telemetry, transitions, options.maxInboxSignals(), lifecycle.whenOpen());
+                tracing, telemetry, transitions, options.maxInboxSignals(), whenOpen);
         this.awaits = new Awaits(waiters, statements.instances(), transitions, List.copyOf(options.queues().keySet()),
-                instances::withCodec, lifecycle.whenOpen());
+                instances::withCodec, whenOpen);
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), instances::get, this.definitions,
-                options.codec(), mapper::encode, transitions::poke, lifecycle.whenOpen());
+                options.codec(), mapper::encode, transitions::poke, whenOpen);
         this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), options.windows(),
-                options.permitTryConcurrency(), this::runningLimiter);
+                options.permitTryConcurrency(), lifecycle::runningLimiter);
         this.admin = new EngineAdmin(new AdminCalls(options, transitions, instances, inserts, replays,
-                this::runningLimiter), AdminStatements.create(db, options.schema()), lifecycle.whenOpen(), bulkJobs,
-                replays, this.definitions);
+                lifecycle::runningLimiter), AdminStatements.create(db, options.schema()), whenOpen, bulkJobs, replays,
+                this.definitions);
     }
 
     /** Migrates (unless turned off), checks the connections' isolation, then makes and starts the runtime. */
@@ -138,12 +137,6 @@ public final class EngineCore {
                         request -> inserts.insertAll(List.of(request)).map(ids -> ids.get(0)), transitions)))
                 .doOnSuccess(started -> log.info("Durable engine {} started: schema {}, queues {}",
                         options.name(), options.schema(), options.queues().keySet()));
-    }
-
-    /** The limiter of the running engine; null while it is not running (permits then wait or fail). */
-    public @Nullable Limiter runningLimiter() {
-        EngineRuntime running = lifecycle.runtime();
-        return running == null ? null : running.limiter();
     }
 
     /** Empty while the engine is open; an {@code EngineClosedException} once its close was asked for. */

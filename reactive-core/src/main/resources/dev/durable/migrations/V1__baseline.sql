@@ -519,7 +519,7 @@ CREATE INDEX durable_signals_inbox_idx ON durable_signals (instance_id, id) WHER
 -- updated). The admin's searches by type, by arguments (GIN) and by queue have opt-in indexes
 -- (DurableAdmin.createSearchIndexes, built concurrently on a running system: SearchIndex); without
 -- them those searches filter the walk the other conditions choose, still exact. The listing
--- statements are in AdminSql, each with the index it rides.
+-- statements are in ListingSql, each with the index it rides.
 
 -- A join reads its settled children, and GC spares children of live parents, by parent.
 CREATE INDEX durable_history_parent_idx ON durable_history (parent_id) WHERE parent_id IS NOT NULL;

@@ -7,7 +7,6 @@ import dev.durable.internal.sql.InsertSql.Insertion;
 import dev.durable.internal.sql.PolicyInsertSql;
 import dev.durable.internal.sql.PolicyInsertSql.Resolved;
 import io.r2dbc.spi.Connection;
-import java.util.ArrayList;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -82,16 +81,5 @@ final class InsertStatements {
         };
         return new Answer(new InsertResult(resolved.id(), disposition), resolved.inserted(),
                 resolved.placement() == PolicyInsertSql.Placement.REPLACED && resolved.due());
-    }
-
-    /** The rows that went in, with their requests' rows, in request order. */
-    static <R> List<R> insertedOf(List<R> rows, List<Answer> answers) {
-        List<R> inserted = new ArrayList<>();
-        for (int i = 0; i < answers.size(); i++) {
-            if (answers.get(i).inserted() != null) {
-                inserted.add(rows.get(i));
-            }
-        }
-        return inserted;
     }
 }

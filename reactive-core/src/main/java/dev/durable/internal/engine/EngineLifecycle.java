@@ -5,6 +5,7 @@ import dev.durable.internal.Cleanup;
 import dev.durable.internal.client.ClientWarnings;
 import dev.durable.internal.client.LocalQueues;
 import dev.durable.internal.sql.Rows.NewInstance;
+import dev.durable.limit.Limiter;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
@@ -138,6 +139,12 @@ public final class EngineLifecycle implements LocalQueues {
     /** The runtime a start made, or null before one succeeded (it stays after the close, closed). */
     public @Nullable EngineRuntime runtime() {
         return state.get().runtime();
+    }
+
+    /** The limiter of the runtime a start made; null before one succeeded (permits then wait or fail). */
+    public @Nullable Limiter runningLimiter() {
+        EngineRuntime running = runtime();
+        return running == null ? null : running.limiter();
     }
 
     /** Started and not closing. */

@@ -142,6 +142,16 @@ public final class Registry {
         });
     }
 
+    /** Rows failed per statement by {@link #failUnrunnable}: short transactions, however many rows. */
+    private static final int FAIL_BATCH = 1000;
+
+    /** Fails every live (runnable or parked) instance of {@code type} with {@code reason}; emits how many. */
+    public static Mono<Long> failUnrunnable(RegistrySql sql, String type, String reason) {
+        return sql.failType(type, reason, FAIL_BATCH)
+                .expand(failed -> failed == FAIL_BATCH ? sql.failType(type, reason, FAIL_BATCH) : Mono.empty())
+                .reduce(0L, Long::sum);
+    }
+
     /**
      * The work due now that no live engine can run: whole queues no engine serves, and, in served
      * queues, rows whose type at its version no serving engine knows (found at the head of the
