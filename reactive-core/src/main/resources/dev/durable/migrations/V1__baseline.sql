@@ -573,9 +573,9 @@ CREATE INDEX durable_fair_keys_parked_idx ON durable_fair_keys (queue, fairness_
 -- gives the counts (pg_stats_ext, read by the admin's queue statistics). Costs nothing per row.
 CREATE STATISTICS durable_history_queue_status (mcv) ON queue, status FROM durable_history;
 
--- A table never analysed is planned as if it held ten pages of rows until the first autoanalyze
--- (a minute or more away); the hot table analysed empty is planned for what it holds from the
--- first pick.
+-- The hot table's statistics start from the table as it is (empty), not from the planner's guess
+-- of ten pages for a table never analysed; autoanalyze, or the engine's analyzer when switched on
+-- (EngineOptions.analyzer), refreshes them as it fills.
 ANALYZE durable_instances;
 
 
