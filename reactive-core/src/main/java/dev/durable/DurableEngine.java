@@ -70,10 +70,7 @@ public final class DurableEngine implements AutoCloseable {
 
     /** Inserts one instance; emits its id, or a typed error naming what was wrong. */
     public Mono<Long> insert(JobRequest request) {
-        if (request == null) {
-            return Mono.error(new InvalidRequestException("request must not be null"));
-        }
-        return insertAll(List.of(request)).map(ids -> ids.get(0));
+        return core.inserts().insert(request);
     }
 
     /**

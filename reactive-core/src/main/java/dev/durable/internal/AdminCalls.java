@@ -10,7 +10,6 @@ import dev.durable.internal.client.Inserts;
 import dev.durable.internal.client.InstanceCalls;
 import dev.durable.internal.engine.Transitions;
 import dev.durable.limit.Limiter;
-import java.util.List;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
@@ -72,7 +71,7 @@ final class AdminCalls implements EngineCalls {
 
     @Override
     public Mono<Long> insert(JobRequest request) {
-        return inserts.insertAll(List.of(request)).map(ids -> ids.get(0));
+        return inserts.insert(request);
     }
 
     @Override

@@ -134,7 +134,7 @@ public final class EngineCore {
                 .then(connections.warnUnlessReadCommitted(statements.registry()))
                 .then(EngineRuntime.start(new EngineRuntime.Wiring(options, connections.factory(), definitions,
                         recurringJobs, statements, identity, mapper, telemetry,
-                        request -> inserts.insertAll(List.of(request)).map(ids -> ids.get(0)), transitions)))
+                        inserts::insert, transitions)))
                 .doOnSuccess(started -> log.info("Durable engine {} started: schema {}, queues {}",
                         options.name(), options.schema(), options.queues().keySet()));
     }

@@ -20,9 +20,7 @@ final class AdminChecks {
     }
 
     static Mono<Void> queue(String queue) {
-        return QueueNames.isValid(queue) ? Mono.empty()
-                : Mono.error(new InvalidRequestException("queue must be 1 to 128 letters, digits, '.', '_', ':' or"
-                        + " '-', starting with a letter or digit, was " + (queue == null ? "null" : "'" + queue + "'")));
+        return Mono.fromRunnable(() -> QueueNames.check("queue", queue));
     }
 
     static Mono<Void> batchSize(int batchSize) {

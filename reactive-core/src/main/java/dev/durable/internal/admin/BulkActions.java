@@ -189,16 +189,18 @@ final class BulkActions implements BulkJobs.Actions {
     // ---- One batch's action, either way ------------------------------------------------------------
 
     private Mono<Long> retry(List<Long> ids, @Nullable Instant runAt) {
-        return actions.retry(ids, runAt, JobRequest.DEFAULT_OCCUPIED).collectList().map(retried -> {
-            retried.stream().map(AdminActionSql.Retried::queue).distinct().forEach(engine::poke);
-            return (long) retried.size();
-        });
+        return pokeQueuesOf(actions.retry(ids, runAt, JobRequest.DEFAULT_OCCUPIED));
     }
 
     private Mono<Long> runNow(List<Long> ids) {
-        return actions.runNow(ids).collectList().map(moved -> {
-            moved.stream().map(AdminActionSql.Retried::queue).distinct().forEach(engine::poke);
-            return (long) moved.size();
+        return pokeQueuesOf(actions.runNow(ids));
+    }
+
+    /** Wakes the queues of the rows an action made due, once each; emits how many rows it moved. */
+    private Mono<Long> pokeQueuesOf(Flux<AdminActionSql.Retried> moved) {
+        return moved.collectList().map(rows -> {
+            rows.stream().map(AdminActionSql.Retried::queue).distinct().forEach(engine::poke);
+            return (long) rows.size();
         });
     }
 

@@ -109,6 +109,14 @@ public final class Inserts {
 
     // ---- Entry points ------------------------------------------------------------------------
 
+    /** Inserts one request; its id (or the id that carries it, under a conflict policy). */
+    public Mono<Long> insert(@Nullable JobRequest request) {
+        if (request == null) {
+            return Mono.error(new InvalidRequestException("request must not be null"));
+        }
+        return insertAll(List.of(request)).map(ids -> ids.get(0));
+    }
+
     /** Inserts the requests all or nothing (or each under its conflict policy); their ids in order. */
     public Mono<List<Long>> insertAll(List<JobRequest> requests) {
         return insertAll(requests, InsertMode.REJECT_DUPLICATES).map(Inserts::ids);
