@@ -64,6 +64,8 @@ public final class EngineOptions {
     public static final Duration DEFAULT_SKIPPED_KEY_ELECTION_INTERVAL = Duration.ofSeconds(1);
     /** How often the analyzer looks for hot tables whose statistics are behind their contents (one catalog query). */
     public static final Duration DEFAULT_ANALYZER_INTERVAL = Duration.ofSeconds(2);
+    /** How often the vacuumer looks for hot tables with many dead rows (one catalog query). */
+    public static final Duration DEFAULT_VACUUMER_INTERVAL = Duration.ofSeconds(2);
     public static final Duration DEFAULT_SETTLE_POLL_INTERVAL = Duration.ofMillis(200);
     public static final int DEFAULT_INSERT_BATCH_SIZE = 256;
     public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
@@ -196,6 +198,9 @@ public final class EngineOptions {
             Maintenance.TaskOptions.every(DEFAULT_ANALYZER_INTERVAL).disabled(),
             "The analyzer of hot tables whose planner statistics are behind their contents (one catalog query a"
                     + " pass; no batches); off by default.");
+    private static final Option<Maintenance.TaskOptions> VACUUMER = task("vacuumer",
+            Maintenance.TaskOptions.every(DEFAULT_VACUUMER_INTERVAL),
+            "The VACUUM of hot tables holding 10,000 dead rows or more (one catalog query a pass; no batches).");
     private static final Option<LimiterFactory> LIMITER = OPTIONS.add("limiter", LimiterFactory.class,
             PostgresLimiter.factory(), Checks.notNull(),
             "Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default).");
@@ -460,6 +465,14 @@ public final class EngineOptions {
      */
     public Maintenance.TaskOptions analyzer() {
         return get(ANALYZER);
+    }
+
+    /**
+     * The vacuumer of hot tables with many dead rows (see {@link Maintenance#vacuum()}); on by default
+     * (docs/operations.md, "The vacuumer", says why and when to switch it off).
+     */
+    public Maintenance.TaskOptions vacuumer() {
+        return get(VACUUMER);
     }
 
     /** Who admits rows of gates and rate limits (PostgreSQL, in the pick, by default). */
@@ -850,6 +863,15 @@ public final class EngineOptions {
          */
         public Builder analyzer(Maintenance.TaskOptions analyzer) {
             return set(ANALYZER, analyzer);
+        }
+
+        /**
+         * The vacuumer's switch, tick and timeout (one pass is one catalog query, and a VACUUM of each
+         * hot table with 10,000 dead rows or more; no batches). Off, the hot tables' dead rows are left
+         * to autovacuum, once per {@code autovacuum_naptime}.
+         */
+        public Builder vacuumer(Maintenance.TaskOptions vacuumer) {
+            return set(VACUUMER, vacuumer);
         }
 
         /**

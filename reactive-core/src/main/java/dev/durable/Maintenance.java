@@ -11,7 +11,7 @@ import reactor.core.publisher.Mono;
  * An engine's maintenance tasks: the reaper, the expiry of await deadlines, the garbage collection
  * of settled instances, the healing of limiter counters, the sweep of idle rate-limit buckets, the
  * healing of fair keys, the retry of key elections that gave up on a held lock and the healing of
- * keys left without a head, and the analyzer of the hot tables' planner statistics.
+ * keys left without a head, the analyzer of the hot tables' planner statistics and their vacuumer.
  *
  * <p>Each task is its own service with its own {@link TaskOptions} (switch, tick, batch size, time
  * budget, bound of one batch): on each tick it runs one <em>pass</em>, batch after batch while each
@@ -71,6 +71,14 @@ public interface Maintenance {
      * this role may not ANALYZE is reported once and skipped. Emits how many tables it analyzed.
      */
     Mono<Long> analyze();
+
+    /**
+     * One pass of the vacuumer: VACUUMs each hot table (instances, inbox, fair keys, gate slots,
+     * permits) holding ten thousand dead rows or more, so the picks and claims do not step over the
+     * dead versions a busy queue leaves until autovacuum's next visit. A table this role may not
+     * VACUUM is reported once and skipped. Emits how many tables it vacuumed.
+     */
+    Mono<Long> vacuum();
 
     /** What this engine's maintenance did so far, by its ticks and by the calls above. */
     MaintenanceStats stats();

@@ -110,7 +110,8 @@ public final class EngineRuntime {
         this.maintenance = new MaintenanceTasks(options, sql.leases(), sql.maintenance(),
                 new dev.durable.internal.sql.FairSql(sql.db(), new Tables(options.schema())),
                 new dev.durable.internal.sql.KeySql(sql.db(), new Tables(options.schema())),
-                new dev.durable.internal.sql.StatisticsSql(sql.db(), options.schema()), limiter, delays,
+                new dev.durable.internal.sql.StatisticsSql(sql.db(), options.schema()),
+                new dev.durable.internal.sql.VacuumSql(sql.db(), options.schema()), limiter, delays,
                 Schedulers.parallel(), transitions);
         this.recurring = new RecurringRunner(wiring.recurringJobs(), options.recurringInterval(),
                 sql.instances().now(), wiring.insert(), RecurringJob::due);

@@ -3,6 +3,7 @@ package dev.durable.internal.engine;
 import dev.durable.EngineOptions;
 import dev.durable.Maintenance;
 import dev.durable.internal.maintenance.Analyzer;
+import dev.durable.internal.maintenance.Vacuumer;
 import dev.durable.internal.maintenance.AwaitExpiry;
 import dev.durable.internal.maintenance.BucketSweeper;
 import dev.durable.internal.maintenance.FairKeyHealer;
@@ -18,6 +19,7 @@ import dev.durable.internal.sql.KeySql;
 import dev.durable.internal.sql.LeaseSql;
 import dev.durable.internal.sql.MaintenanceSql;
 import dev.durable.internal.sql.StatisticsSql;
+import dev.durable.internal.sql.VacuumSql;
 import dev.durable.limit.Limiter;
 import java.util.List;
 import reactor.core.publisher.Mono;
@@ -40,10 +42,11 @@ public final class MaintenanceTasks implements Maintenance {
     private final KeyHealer keyHealer;
     private final SkippedKeyElections skippedKeyElections;
     private final Analyzer analyzer;
+    private final Vacuumer vacuumer;
     private final List<MaintenanceService> services;
 
     MaintenanceTasks(EngineOptions options, LeaseSql leases, MaintenanceSql sql, FairSql fair, KeySql keys,
-            StatisticsSql statistics, Limiter limiter, LeaseSql.RetryDelay delays, Scheduler timer,
+            StatisticsSql statistics, VacuumSql vacuums, Limiter limiter, LeaseSql.RetryDelay delays, Scheduler timer,
             Transitions transitions) {
         var meters = options.meterRegistry();
         this.lane = new Lane(options.name());
@@ -64,8 +67,9 @@ public final class MaintenanceTasks implements Maintenance {
         this.skippedKeyElections = new SkippedKeyElections(options.skippedKeyElections(), lane, timer, meters, keys,
                 transitions::poke);
         this.analyzer = new Analyzer(options.analyzer(), lane, timer, meters, statistics);
+        this.vacuumer = new Vacuumer(options.vacuumer(), lane, timer, meters, vacuums);
         this.services = List.of(reaper, awaitExpiry, garbageCollector, limiterReconcile, bucketSweeper,
-                fairKeyHealer, keyHealer, skippedKeyElections, analyzer);
+                fairKeyHealer, keyHealer, skippedKeyElections, analyzer, vacuumer);
     }
 
     /** Starts the tick of every task that is switched on. */
@@ -117,6 +121,11 @@ public final class MaintenanceTasks implements Maintenance {
     @Override
     public Mono<Long> analyze() {
         return analyzer.pass();
+    }
+
+    @Override
+    public Mono<Long> vacuum() {
+        return vacuumer.pass();
     }
 
     @Override

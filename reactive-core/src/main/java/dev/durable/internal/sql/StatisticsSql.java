@@ -24,6 +24,16 @@ public final class StatisticsSql {
             "durable_gate_slots", "durable_limit_permits");
 
     /**
+     * Whether this role may ANALYZE or VACUUM the table {@code c} (a pg_class row): the table's or the
+     * database's owner's privileges, or MAINTAIN on PostgreSQL 17.
+     */
+    static final String MAY_MAINTAIN = """
+            (pg_has_role(c.relowner, 'USAGE')
+                   OR pg_has_role((SELECT d.datdba FROM pg_database d WHERE d.datname = current_database()), 'USAGE')
+                   OR CASE WHEN current_setting('server_version_num')::int >= 170000
+                           THEN has_table_privilege(c.oid, 'MAINTAIN') ELSE false END)""";
+
+    /**
      * The hot tables with at least $3 live tuples and more than $4 times as many as their statistics
      * say ({@code reltuples}, -1 when never analyzed), with whether this role may ANALYZE them (the
      * table's or the database's owner's privileges, or MAINTAIN on PostgreSQL 17). A table that shrank is left alone: plans made
@@ -31,13 +41,8 @@ public final class StatisticsSql {
      * Reads the cumulative statistics (live tuples, flushed by each backend within a second or so) and
      * pg_class: a few catalog rows, no lock on the tables.
      */
-    private static final String STALE = """
-            SELECT s.relname,
-                   pg_has_role(c.relowner, 'USAGE')
-                   OR pg_has_role((SELECT d.datdba FROM pg_database d WHERE d.datname = current_database()), 'USAGE')
-                   OR CASE WHEN current_setting('server_version_num')::int >= 170000
-                           THEN has_table_privilege(c.oid, 'MAINTAIN') ELSE false END,
-                   current_user::text
+    private static final String STALE = "SELECT s.relname, " + MAY_MAINTAIN + ", current_user::text" + """
+
               FROM pg_stat_user_tables s
               JOIN pg_class c ON c.oid = s.relid
              WHERE s.schemaname = $1 AND s.relname = ANY ($2::text[])
