@@ -30,6 +30,25 @@ interface Contender {
     /** How many jobs have their completion committed, counted in the database. */
     long committed(Target target, long insertedSoFar);
 
+    /**
+     * How it tells that a job's outcome is committed ({@link Probe#settled}), for the log; null when
+     * it cannot tell, and then the load phases report enqueue-to-settle as n/a.
+     */
+    default String settleSource() {
+        return null;
+    }
+
+    /**
+     * Called before each load phase (whose jobs are numbered from {@link Probe#LOAD} again): start
+     * watching for settles, if that costs something, and forget the previous phase's.
+     */
+    default void watchSettles() {
+    }
+
+    /** Called after a load phase drained: hand what it watched to {@link Probe#settledAt}. */
+    default void reportSettles() {
+    }
+
     /** Stops its workers and closes its pools. */
     void stop() throws Exception;
 

@@ -1,6 +1,8 @@
 package dev.durable.benchmarks.shootout;
 
 import com.github.kagkarlsson.scheduler.Scheduler;
+import com.github.kagkarlsson.scheduler.event.AbstractSchedulerListener;
+import com.github.kagkarlsson.scheduler.task.ExecutionComplete;
 import com.github.kagkarlsson.scheduler.task.TaskInstance;
 import com.github.kagkarlsson.scheduler.task.helper.OneTimeTask;
 import com.github.kagkarlsson.scheduler.task.helper.Tasks;
@@ -82,6 +84,12 @@ final class DbSchedulerContender implements Contender {
                 .pollUsingLockAndFetch(LOWER_LIMIT, UPPER_LIMIT)
                 .pollingInterval(POLLING_INTERVAL)
                 .enableImmediateExecution()
+                .addSchedulerListener(new AbstractSchedulerListener() {
+                    @Override
+                    public void onExecutionComplete(ExecutionComplete complete) {
+                        Probe.settled(Long.parseLong(complete.getExecution().taskInstance.getId()));
+                    }
+                })
                 .build();
         scheduler.start();
     }
@@ -103,6 +111,11 @@ final class DbSchedulerContender implements Contender {
     @Override
     public void insertOne(long seq) {
         scheduler.scheduleIfNotExists(task.instance(Long.toString(seq)), Instant.now());
+    }
+
+    @Override
+    public String settleSource() {
+        return "SchedulerListener.onExecutionComplete (called once the completion handler deleted the row)";
     }
 
     @Override

@@ -3,11 +3,14 @@ package dev.durable.benchmarks.shootout;
 import dev.durable.DurableEngine;
 import dev.durable.EngineOptions;
 import dev.durable.JobDefinition;
+import dev.durable.JobEvent;
 import dev.durable.JobRequest;
 import dev.durable.QueueOptions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import dev.durable.observation.DurableTracingObservationHandler;
 import dev.durable.observation.MicrometerTracePropagation;
 import io.micrometer.observation.Observation;
@@ -19,6 +22,7 @@ import io.micrometer.tracing.brave.bridge.BravePropagator;
 import io.micrometer.tracing.brave.bridge.BraveTracer;
 import io.micrometer.tracing.brave.bridge.W3CPropagation;
 import io.micrometer.tracing.handler.DefaultTracingObservationHandler;
+import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -48,6 +52,10 @@ final class DurableContender implements Contender {
     private DurableEngine engine;
     /** Tasks handed to Reactor's schedulers while this system runs (run hops, timers, polls): per job, a structural cost. */
     private final java.util.concurrent.atomic.AtomicLong scheduled = new java.util.concurrent.atomic.AtomicLong();
+    /** While settles are watched: when each id's COMPLETED event arrived, and the seq each id carries. */
+    private volatile Disposable completions;
+    private final Map<Long, Long> completedAt = new ConcurrentHashMap<>();
+    private final Map<Long, Long> seqById = new ConcurrentHashMap<>();
     private brave.Tracing tracing;
     private ObservationRegistry observations;
 
@@ -136,7 +144,39 @@ final class DurableContender implements Contender {
         for (Long seq : seqs) {
             requests.add(JobRequest.of("noop", seq));
         }
-        traced(engine.insertAll(requests)).block(Duration.ofMinutes(1));
+        List<Long> ids = traced(engine.insertAll(requests)).block(Duration.ofMinutes(1));
+        if (completions != null && ids != null) {
+            for (int i = 0; i < ids.size(); i++) {
+                seqById.put(ids.get(i), seqs.get(i));
+            }
+        }
+    }
+
+    @Override
+    public String settleSource() {
+        return "COMPLETED events (published once the outcome's commit has answered), matched by id";
+    }
+
+    /** Subscribes to the events only now: the measured windows before pay for no subscriber. */
+    @Override
+    public void watchSettles() {
+        completedAt.clear();
+        seqById.clear();
+        if (completions == null) {
+            completions = engine.events()
+                    .filter(event -> event.kind() == JobEvent.Kind.COMPLETED)
+                    .subscribe(event -> completedAt.putIfAbsent(event.id(), System.nanoTime()));
+        }
+    }
+
+    @Override
+    public void reportSettles() {
+        completedAt.forEach((id, nanos) -> {
+            Long seq = seqById.get(id);
+            if (seq != null) {
+                Probe.settledAt(seq, nanos);
+            }
+        });
     }
 
     @Override
@@ -172,6 +212,9 @@ final class DurableContender implements Contender {
             long picked = engine.queueStats().stream().mapToLong(stats -> stats.picked()).sum();
             Shootout.log("durable: %d tasks handed to Reactor schedulers over the run, %.2f per job run",
                     scheduled.get(), scheduled.get() / (double) Math.max(1, picked));
+            if (completions != null) {
+                completions.dispose();
+            }
             engine.closeLater().block(Duration.ofMinutes(1));
         }
         Schedulers.resetOnScheduleHook("shootout-durable");

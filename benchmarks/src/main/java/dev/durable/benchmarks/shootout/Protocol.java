@@ -80,8 +80,8 @@ final class Protocol {
             Costs costs = meter.end(window, jobs, label);
             Shootout.log("%s: inserts took %.3f s of %.3f s; latency min %.2f ms, max %.2f ms", label,
                     insertSeconds, seconds, millis[0], millis[millis.length - 1]);
-            return Result.of(contender.name(), round, jobs, seconds, percentile(millis, 50), percentile(millis, 99),
-                    costs);
+            return Result.of(contender.name(), "short", config.profile().label(), round, jobs, seconds,
+                    percentile(millis, 50), percentile(millis, 99), costs);
         } finally {
             contender.stop();
             target.dropAndVacuum(contender.schema());
@@ -179,7 +179,7 @@ final class Protocol {
     }
 
     /** Inserts {@code count} jobs numbered from {@code first}, in the contender's batch size. */
-    private static long insertAll(Contender contender, long first, int count) throws Exception {
+    static long insertAll(Contender contender, long first, int count) throws Exception {
         int batchSize = contender.insertBatchSize();
         for (int offset = 0; offset < count; offset += batchSize) {
             int n = Math.min(batchSize, count - offset);
@@ -192,8 +192,13 @@ final class Protocol {
         return count;
     }
 
-    /** Polls the committed-row count every 5 ms until it is {@code expected} more than {@code base}. */
     private void awaitCommitted(Contender contender, long inserted, long base, long expected)
+            throws InterruptedException {
+        awaitCommitted(target, contender, inserted, base, expected);
+    }
+
+    /** Polls the committed-row count every 5 ms until it is {@code expected} more than {@code base}. */
+    static void awaitCommitted(Target target, Contender contender, long inserted, long base, long expected)
             throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
         while (contender.committed(target, inserted) - base < expected) {
@@ -205,7 +210,7 @@ final class Protocol {
         }
     }
 
-    private static void await(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
+    static void await(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
@@ -220,9 +225,9 @@ final class Protocol {
         Thread.sleep(ThreadLocalRandom.current().nextInt(10, 31));
     }
 
-    /** Nearest-rank percentile of sorted values. */
+    /** Nearest-rank percentile of sorted values (the rank's rounding error left out: p99.9 of 1,000 is the 999th). */
     static double percentile(double[] sorted, double p) {
-        int rank = (int) Math.ceil(p / 100.0 * sorted.length);
+        int rank = (int) Math.ceil(p / 100.0 * sorted.length - 1e-9);
         return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
     }
 }

@@ -102,7 +102,11 @@ final class RawSqlContender implements Contender {
             Probe.started(claimed.get(i)[1]);
             ids[i] = claimed.get(i)[0];
         }
-        return execute(COMPLETE, ids);
+        return execute(COMPLETE, ids).then(Mono.fromRunnable(() -> {
+            for (long[] row : claimed) {
+                Probe.settled(row[1]);
+            }
+        }));
     }
 
     private Mono<Void> execute(String sql, Object array) {
@@ -127,6 +131,11 @@ final class RawSqlContender implements Contender {
     @Override
     public void insertOne(long seq) {
         insertBatch(List.of(seq));
+    }
+
+    @Override
+    public String settleSource() {
+        return "its complete statement's answer (autocommit)";
     }
 
     @Override

@@ -20,9 +20,17 @@ import java.util.Map;
  * system gets a RESULT line of medians ({@code round=median}), and the RATIO line gives the median
  * over rounds of durable's jobs/s divided by each peer's in the same round.
  *
+ * <p>{@code --mode sustained} runs each system through the {@link SustainedProtocol} instead: a
+ * fixed time at saturation with inserts streaming in (the RESULT line is its steady window), then
+ * open-loop arrivals at shares of that rate (a LOAD line each); one round unless told. The RATIO
+ * line then compares the steady windows. {@code --profile durable} runs either mode against a
+ * server with {@code fsync} and {@code synchronous_commit} on ({@link Target.Profile}).
+ *
  * <pre>
- * benchmarks/shootout [--jobs N] [--warmup-jobs W] [--rounds R] [--latency-jobs M] [--connections B]
- *                     [--systems raw_sql,durable,...]
+ * benchmarks/shootout [--mode short|sustained] [--profile fast|durable] [--connections B]
+ *                     [--systems raw_sql,durable,...] [--rounds R]
+ *                     short:     [--jobs N] [--warmup-jobs W] [--latency-jobs M]
+ *                     sustained: [--seconds S] [--steady-seconds T] [--load-seconds L] [--load-shares 0.5,0.8]
  * </pre>
  */
 public final class Shootout {
@@ -35,11 +43,24 @@ public final class Shootout {
     /** Systems run only when named: durable with trace context followed (README "Tracing"). */
     static final List<String> OPTIONAL = List.of("durable_traced");
     static final List<String> PEERS = List.of("raw_sql", "db_scheduler", "jobrunr");
-    static final String USAGE = "usage: shootout [--jobs N] [--warmup-jobs W (default N)] [--rounds R]"
-            + " [--latency-jobs M] [--connections B] [--systems " + String.join(",", ALL) + "]";
+    static final int DEFAULT_SECONDS = 60;
+    static final int DEFAULT_STEADY_SECONDS = 45;
+    static final int DEFAULT_LOAD_SECONDS = 20;
+    static final List<Double> DEFAULT_LOAD_SHARES = List.of(0.5, 0.8);
+    static final String USAGE = "usage: shootout [--mode short|sustained] [--profile fast|durable] [--connections B]"
+            + " [--systems " + String.join(",", ALL) + "] [--rounds R (default 3 short, 1 sustained)]"
+            + " short: [--jobs N] [--warmup-jobs W (default N)] [--latency-jobs M]"
+            + " sustained: [--seconds S (default 60)] [--steady-seconds T (default 45)] [--load-seconds L (default 20)]"
+            + " [--load-shares 0.5,0.8]";
 
-    /** The run's settings; {@code warmupJobs} is the job count of one warm-up pass. */
-    record Config(int jobs, int warmupJobs, int rounds, int latencyJobs, int connections, List<String> systems) {
+    /**
+     * The run's settings; {@code warmupJobs} is the job count of one warm-up pass (short mode);
+     * {@code seconds}, {@code steadySeconds}, {@code loadSeconds} and {@code loadShares} are the
+     * sustained mode's.
+     */
+    record Config(boolean sustained, Target.Profile profile, int jobs, int warmupJobs, int rounds, int latencyJobs,
+            int connections, List<String> systems, int seconds, int steadySeconds, int loadSeconds,
+            List<Double> loadShares) {
     }
 
     private Shootout() {
@@ -47,12 +68,16 @@ public final class Shootout {
 
     public static void main(String[] args) throws Exception {
         Config config = parse(args);
-        log("shootout: jobs=%d warmup_jobs=%d rounds=%d latency_jobs=%d connections=%d systems=%s cores=%d",
-                config.jobs(), config.warmupJobs(), config.rounds(), config.latencyJobs(), config.connections(),
-                config.systems(), Runtime.getRuntime().availableProcessors());
+        log("shootout: mode=%s profile=%s jobs=%d warmup_jobs=%d rounds=%d latency_jobs=%d connections=%d"
+                        + " systems=%s seconds=%d steady_seconds=%d load_seconds=%d load_shares=%s cores=%d",
+                config.sustained() ? "sustained" : "short", config.profile().label(), config.jobs(),
+                config.warmupJobs(), config.rounds(), config.latencyJobs(), config.connections(), config.systems(),
+                config.seconds(), config.steadySeconds(), config.loadSeconds(), config.loadShares(),
+                Runtime.getRuntime().availableProcessors());
         Map<String, List<Result>> bySystem = new LinkedHashMap<>();
         List<Map<String, Result>> rounds = new ArrayList<>();
-        try (Target target = Target.open()) {
+        List<SustainedProtocol.Load> loads = new ArrayList<>();
+        try (Target target = Target.open(config.profile())) {
             log("postgres: %s; %s; fsync=%s synchronous_commit=%s full_page_writes=%s shared_buffers=%s"
                             + " max_connections=%s shared_preload_libraries=%s",
                     target.queryStrings("SELECT version()").get(0),
@@ -60,7 +85,9 @@ public final class Shootout {
                     target.setting("fsync"), target.setting("synchronous_commit"),
                     target.setting("full_page_writes"), target.setting("shared_buffers"),
                     target.setting("max_connections"), target.setting("shared_preload_libraries"));
-            Protocol protocol = new Protocol(target, CostMeter.open(target), config);
+            CostMeter meter = CostMeter.open(target);
+            Protocol protocol = new Protocol(target, meter, config);
+            SustainedProtocol sustained = new SustainedProtocol(target, meter, config);
             for (int round = 1; round <= config.rounds(); round++) {
                 List<String> order = new ArrayList<>(config.systems());
                 if (round % 2 == 0) {
@@ -69,7 +96,15 @@ public final class Shootout {
                 log("round %d of %d: %s", round, config.rounds(), order);
                 Map<String, Result> results = new LinkedHashMap<>();
                 for (String system : order) {
-                    Result result = protocol.run(create(system, target, config), round);
+                    Contender contender = create(system, target, config);
+                    Result result;
+                    if (config.sustained()) {
+                        SustainedProtocol.Outcome outcome = sustained.run(contender, round);
+                        result = outcome.saturation();
+                        loads.addAll(outcome.loads());
+                    } else {
+                        result = protocol.run(contender, round);
+                    }
                     results.put(system, result);
                     bySystem.computeIfAbsent(system, s -> new ArrayList<>()).add(result);
                     System.out.println(result.line());
@@ -80,6 +115,9 @@ public final class Shootout {
         }
         for (List<Result> results : bySystem.values()) {
             System.out.println(Result.median(results).line());
+        }
+        for (SustainedProtocol.Load load : loads) {
+            System.out.println(load.line());
         }
         StringBuilder ratios = new StringBuilder("RATIO");
         for (String peer : PEERS) {
@@ -117,9 +155,15 @@ public final class Shootout {
     }
 
     static Config parse(String[] args) {
+        boolean sustained = false;
+        Target.Profile profile = Target.Profile.FAST;
+        int seconds = DEFAULT_SECONDS;
+        int steadySeconds = DEFAULT_STEADY_SECONDS;
+        int loadSeconds = DEFAULT_LOAD_SECONDS;
+        List<Double> loadShares = DEFAULT_LOAD_SHARES;
         int jobs = DEFAULT_JOBS;
         int warmupJobs = 0;
-        int rounds = DEFAULT_ROUNDS;
+        int rounds = 0;
         int latencyJobs = DEFAULT_LATENCY_JOBS;
         int connections = DEFAULT_CONNECTIONS;
         List<String> systems = ALL;
@@ -127,6 +171,16 @@ public final class Shootout {
             String arg = args[i];
             String value = i + 1 < args.length ? args[i + 1] : null;
             switch (arg) {
+                case "--mode" -> sustained = switch (require(arg, value)) {
+                    case "short" -> false;
+                    case "sustained" -> true;
+                    default -> throw new IllegalArgumentException("--mode must be short or sustained, was " + value);
+                };
+                case "--profile" -> profile = Target.Profile.parse(require(arg, value));
+                case "--seconds" -> seconds = positive(arg, value);
+                case "--steady-seconds" -> steadySeconds = positive(arg, value);
+                case "--load-seconds" -> loadSeconds = positive(arg, value);
+                case "--load-shares" -> loadShares = shares(arg, require(arg, value));
                 case "--jobs" -> jobs = positive(arg, value);
                 case "--warmup-jobs" -> warmupJobs = positive(arg, value);
                 case "--rounds" -> rounds = positive(arg, value);
@@ -149,8 +203,34 @@ public final class Shootout {
         if (connections < 4) {
             throw new IllegalArgumentException("--connections must be at least 4, was " + connections);
         }
+        if (steadySeconds >= seconds) {
+            throw new IllegalArgumentException("--steady-seconds (" + steadySeconds + ") must be less than --seconds ("
+                    + seconds + "): the time before the steady window is the warm-up");
+        }
+        if (rounds == 0) {
+            rounds = sustained ? 1 : DEFAULT_ROUNDS;
+        }
         // Parity by default: a warm-up pass is as long as the window it warms up for.
-        return new Config(jobs, warmupJobs == 0 ? jobs : warmupJobs, rounds, latencyJobs, connections, systems);
+        return new Config(sustained, profile, jobs, warmupJobs == 0 ? jobs : warmupJobs, rounds, latencyJobs,
+                connections, systems, seconds, steadySeconds, loadSeconds, loadShares);
+    }
+
+    /** Comma-separated shares of the saturated rate, each above 0 and at most 1. */
+    private static List<Double> shares(String option, String value) {
+        List<Double> shares = new ArrayList<>();
+        for (String part : value.split(",")) {
+            double share;
+            try {
+                share = Double.parseDouble(part.trim());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(option + " must be numbers between 0 and 1, was " + value);
+            }
+            if (!(share > 0 && share <= 1)) {
+                throw new IllegalArgumentException(option + " must be numbers between 0 and 1, was " + value);
+            }
+            shares.add(share);
+        }
+        return List.copyOf(shares);
     }
 
     private static String require(String option, String value) {

@@ -48,7 +48,7 @@ public final class SingleInsert {
     public static void main(String[] args) {
         int calls = args.length > 0 ? Integer.parseInt(args[0]) : 2_000;
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
-        try (Target target = Target.open()) {
+        try (Target target = Target.open(Target.Profile.FAST)) {
             DurableEngine engine = DurableEngine.builder(EngineOptions.builder().url(target.r2dbcUrl)
                             .schema(DURABLE_SCHEMA).name("single").poolMaxSize(4).build())
                     .register(JobDefinition.of("noop", Long.class, (Long seq) -> Mono.<Void>empty()).queue("single"))

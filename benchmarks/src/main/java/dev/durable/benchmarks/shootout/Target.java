@@ -11,6 +11,7 @@ import java.io.UncheckedIOException;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Properties;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
@@ -19,7 +20,7 @@ import reactor.core.publisher.Mono;
 /**
  * The one PostgreSQL every contender runs against, as an R2DBC URL and as JDBC settings, plus one
  * connection of the harness's own for set-up, for counting committed rows and for reading the
- * server's statistics. That connection is the measuring probe: it does not count against the
+ * server's statistics (its statements are serialized, so a feeder or a sampler thread may share it). That connection is the measuring probe: it does not count against the
  * contenders' connection budget, and every statement it sends carries {@link #PROBE_MARK}, so
  * {@link Costs} can leave it out of the statement count.
  *
@@ -66,28 +67,78 @@ final class Target implements AutoCloseable {
         this.admin = Mono.from(ConnectionFactories.get(r2dbcUrl).create()).block(WAIT);
     }
 
-    /** The server named by {@code DURABLE_PG_URL}, else a new embedded one (see {@link #startEmbedded}). */
-    static Target open() {
-        String fromEnv = System.getenv(TestPostgres.URL_ENV);
-        if (fromEnv != null && !fromEnv.isBlank()) {
-            // TestPostgres only parses the variable here; it starts nothing when it is set.
-            return new Target(TestPostgres.url(), null);
+    /**
+     * How the server commits. {@code FAST} is the test suite's setting, {@code fsync} and
+     * {@code synchronous_commit} off: no commit waits for the disk, so the figures are the
+     * statements' own cost. {@code DURABLE} is what production runs, both on (PostgreSQL's
+     * defaults): every commit that is not batched waits for a WAL flush, so a per-job commit pays
+     * one flush per job and a group commit one per batch.
+     */
+    enum Profile {
+        FAST("off"), DURABLE("on");
+
+        private final String setting;
+
+        Profile(String setting) {
+            this.setting = setting;
         }
-        EmbeddedPostgres server = startEmbedded();
-        return new Target("r2dbc:postgresql://postgres:postgres@localhost:" + server.getPort() + "/postgres", server);
+
+        static Profile parse(String name) {
+            for (Profile profile : values()) {
+                if (profile.label().equals(name)) {
+                    return profile;
+                }
+            }
+            throw new IllegalArgumentException("--profile must be fast or durable, was " + name);
+        }
+
+        /** The name printed in RESULT lines. */
+        String label() {
+            return name().toLowerCase(Locale.ROOT);
+        }
     }
 
     /**
-     * The test suite's settings (zonky's {@code fsync=off}, {@code synchronous_commit=off}; 400
-     * connections, 256 MB of shared buffers), plus what the measurement needs:
+     * The server named by {@code DURABLE_PG_URL}, which must already run with the profile's
+     * settings, else a new embedded one with them (see {@link #startEmbedded}).
+     */
+    static Target open(Profile profile) {
+        String fromEnv = System.getenv(TestPostgres.URL_ENV);
+        Target target;
+        if (fromEnv != null && !fromEnv.isBlank()) {
+            // TestPostgres only parses the variable here; it starts nothing when it is set.
+            target = new Target(TestPostgres.url(), null);
+        } else {
+            EmbeddedPostgres server = startEmbedded(profile);
+            target = new Target("r2dbc:postgresql://postgres:postgres@localhost:" + server.getPort() + "/postgres",
+                    server);
+        }
+        for (String setting : List.of("fsync", "synchronous_commit")) {
+            String value = target.setting(setting);
+            if (!value.equals(profile.setting)) {
+                target.close();
+                throw new IllegalStateException("the " + profile.label() + " profile needs " + setting + "="
+                        + profile.setting + " but the server has " + setting + "=" + value);
+            }
+        }
+        return target;
+    }
+
+    /**
+     * The test suite's settings (400 connections, 256 MB of shared buffers; zonky's {@code fsync=off}
+     * and {@code synchronous_commit=off}, or both on for the durable profile: zonky passes
+     * {@code -F} before the {@code -c} settings, and a later setting wins), plus what the
+     * measurement needs:
      * {@code pg_stat_statements} preloaded (statements per job), {@code track_io_timing} for its
      * I/O columns, and checkpoints only when the harness asks for one (a 30 minute timeout and
      * 4 GB of WAL), so every measured window starts right after a checkpoint and none falls
      * inside it; {@code pg_walinspect} can then read the window's whole WAL.
      */
-    private static EmbeddedPostgres startEmbedded() {
+    private static EmbeddedPostgres startEmbedded(Profile profile) {
         try {
             EmbeddedPostgres started = EmbeddedPostgres.builder()
+                    .setServerConfig("fsync", profile.setting)
+                    .setServerConfig("synchronous_commit", profile.setting)
                     .setServerConfig("max_connections", "400")
                     .setServerConfig("shared_buffers", "256MB")
                     .setServerConfig("shared_preload_libraries", "pg_stat_statements")
@@ -106,14 +157,14 @@ final class Target implements AutoCloseable {
     }
 
     /** Runs statements one after the other (simple protocol; no bindings). */
-    void execute(String... statements) {
+    synchronized void execute(String... statements) {
         for (String sql : statements) {
             Flux.from(admin.createStatement(mark(sql)).execute()).flatMap(Result::getRowsUpdated).then().block(WAIT);
         }
     }
 
     /** The first column of the first row, as a long. */
-    long queryLong(String sql) {
+    synchronized long queryLong(String sql) {
         Long value = Flux.from(admin.createStatement(mark(sql)).execute())
                 .concatMap(result -> result.map(row -> ((Number) row.get(0)).longValue()))
                 .next()
@@ -122,7 +173,7 @@ final class Target implements AutoCloseable {
     }
 
     /** The first column of every row, as text. */
-    List<String> queryStrings(String sql) {
+    synchronized List<String> queryStrings(String sql) {
         return Flux.from(admin.createStatement(mark(sql)).execute())
                 .concatMap(result -> result.map(row -> String.valueOf(row.get(0))))
                 .collectList()
@@ -130,7 +181,7 @@ final class Target implements AutoCloseable {
     }
 
     /** Every row, each column as text (null as "null"). */
-    List<String[]> queryRows(String sql) {
+    synchronized List<String[]> queryRows(String sql) {
         return Flux.from(admin.createStatement(mark(sql)).execute())
                 .concatMap(result -> result.map((row, meta) -> {
                     int n = meta.getColumnMetadatas().size();
@@ -150,6 +201,26 @@ final class Target implements AutoCloseable {
             return queryStrings("SHOW " + name).get(0);
         } catch (RuntimeException e) {
             return "(hidden)";
+        }
+    }
+
+    /**
+     * Logs each table of {@code schema}: live and dead rows, the writes since its statistics were
+     * reset, its size and its indexes' size, and when (auto)vacuum and (auto)analyze last ran: what
+     * a long run's per-job costs depend on, beside them.
+     */
+    void logTables(String schema, String label) {
+        for (String[] row : queryRows("SELECT relname, n_live_tup, n_dead_tup, n_tup_ins, n_tup_upd, n_tup_hot_upd,"
+                + " n_tup_del, pg_size_pretty(pg_table_size(relid)), pg_size_pretty(pg_indexes_size(relid)),"
+                + " vacuum_count + autovacuum_count, to_char(greatest(last_vacuum, last_autovacuum), 'HH24:MI:SS'),"
+                + " analyze_count + autoanalyze_count, to_char(greatest(last_analyze, last_autoanalyze), 'HH24:MI:SS'),"
+                + " to_char(now(), 'HH24:MI:SS')"
+                + " FROM pg_stat_user_tables WHERE schemaname = '" + schema + "' AND n_tup_ins > 0 ORDER BY relname")) {
+            Object[] args = new Object[row.length + 1];
+            args[0] = label;
+            System.arraycopy(row, 0, args, 1, row.length);
+            Shootout.log("%s: table %s: %s live, %s dead; %s inserted, %s updated (%s HOT), %s deleted; heap %s,"
+                    + " indexes %s; %s vacuums (last %s), %s analyzes (last %s); now %s", args);
         }
     }
 

@@ -1,0 +1,311 @@
+package dev.durable.benchmarks.shootout;
+
+import dev.durable.DurableEngine;
+import dev.durable.EngineOptions;
+import dev.durable.JobDefinition;
+import dev.durable.JobRequest;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import reactor.core.publisher.Mono;
+
+/**
+ * Issue 31's scaling run: 1, 2 and 4 Durable engines, each in a JVM of its own
+ * ({@link ScalingEngine}), on one PostgreSQL with the same total connection budget split between
+ * them, at saturation. This JVM only inserts (its own small pool, outside the budget, as the
+ * shootout's inserting thread is) and measures.
+ *
+ * <p>Each configuration: a fresh schema; the engines start; a feeder keeps {@link #BACKLOG} rows
+ * in the hot table (counted in the database, as the engines run in other processes); after the
+ * warm-up the steady window measures the committed rate, PostgreSQL's CPU, WAL and index writes
+ * per job ({@link CostMeter}), the engines' CPU per job (their processes' CPU time), and the
+ * picks: calls and execution time per job from {@code pg_stat_statements}, and whether any pick
+ * ever waited: {@code pg_stat_activity} sampled every {@link #SAMPLE_MILLIS} ms, counting active
+ * picks and those waiting on a heavyweight lock ({@code Lock}: a row, tuple or transaction lock)
+ * or a lightweight one ({@code LWLock}: a buffer or other shared-memory lock).
+ *
+ * <pre>
+ * benchmarks/scaling [--engines 1,2,4] [--connections 20] [--seconds 60] [--steady-seconds 45]
+ *                    [--profile fast|durable]
+ * </pre>
+ *
+ * Standard output: a SCALING line per configuration, then a RATIO line (each configuration's rate
+ * over the first one's).
+ */
+public final class Scaling {
+
+    static final String SCHEMA = "scaling_durable";
+    static final int BACKLOG = 10_000;
+    static final int INSERT_BATCH = 1_000;
+    static final int SAMPLE_MILLIS = 20;
+    /**
+     * The pick statements: every pick starts with the candidates' priorities (CandidateSql). Matched on
+     * their opening, as {@code pg_stat_activity} keeps only a statement's first 1 KB.
+     */
+    static final String PICKS = "query LIKE '%WITH RECURSIVE priorities AS%'";
+
+    record Config(List<Integer> engines, int connections, int seconds, int steadySeconds, Target.Profile profile) {
+    }
+
+    private Scaling() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Config config = parse(args);
+        Shootout.log("scaling: engines=%s connections=%d seconds=%d steady_seconds=%d profile=%s cores=%d",
+                config.engines(), config.connections(), config.seconds(), config.steadySeconds(),
+                config.profile().label(), Runtime.getRuntime().availableProcessors());
+        Map<Integer, Double> rates = new LinkedHashMap<>();
+        try (Target target = Target.open(config.profile())) {
+            CostMeter meter = CostMeter.open(target);
+            for (int engines : config.engines()) {
+                String line = run(target, meter, config, engines, rates);
+                System.out.println(line);
+                System.out.flush();
+            }
+        }
+        StringBuilder ratio = new StringBuilder("RATIO");
+        int first = config.engines().get(0);
+        rates.forEach((engines, rate) -> {
+            if (engines != first) {
+                ratio.append(String.format(Locale.ROOT, " engines_%d/engines_%d=%.2f", engines, first,
+                        rate / rates.get(first)));
+            }
+        });
+        System.out.println(ratio);
+        System.exit(0);
+    }
+
+    private static String run(Target target, CostMeter meter, Config config, int engines, Map<Integer, Double> rates)
+            throws Exception {
+        String label = "scaling " + engines + " engine" + (engines == 1 ? "" : "s");
+        int pool = config.connections() / engines;
+        target.dropAndVacuum(SCHEMA);
+        DurableEngine inserter = DurableEngine.builder(EngineOptions.builder()
+                        .url(target.r2dbcUrl).schema(SCHEMA).poolMaxSize(4).build())
+                .register(JobDefinition.of("noop", Long.class, (Long seq) -> Mono.<Void>empty())
+                        .queue(DurableContender.QUEUE))
+                .build();
+        inserter.start().block(Duration.ofMinutes(2));
+        List<Process> children = new ArrayList<>();
+        Feeder feeder = new Feeder(target, inserter);
+        try {
+            for (int i = 0; i < engines; i++) {
+                children.add(startEngine(target, pool));
+            }
+            Shootout.log("%s: %d engines of %d connections each started", label, engines, pool);
+            feeder.start();
+            TimeUnit.SECONDS.sleep(config.seconds() - config.steadySeconds());
+            Sampler sampler = new Sampler(target);
+            CostMeter.Window window = meter.begin();
+            long enginesCpu = cpuNanos(children);
+            long start = System.nanoTime();
+            long first = committed(target);
+            sampler.start();
+            TimeUnit.SECONDS.sleep(config.steadySeconds());
+            long end = System.nanoTime();
+            long last = committed(target);
+            sampler.finish();
+            long jobs = last - first;
+            double enginesCpuMicros = (cpuNanos(children) - enginesCpu) / 1e3 / jobs;
+            Costs costs = meter.end(window, jobs, label);
+            target.logTables(SCHEMA, label);
+            List<String[]> picks = target.queryRows("SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0)"
+                    + " FROM pg_stat_statements WHERE " + PICKS);
+            long pickCalls = Long.parseLong(picks.get(0)[0]);
+            double pickMillis = Double.parseDouble(picks.get(0)[1]);
+            double seconds = (end - start) / 1e9;
+            rates.put(engines, jobs / seconds);
+            if (feeder.failure != null) {
+                throw new IllegalStateException("the feeder failed", feeder.failure);
+            }
+            return String.format(Locale.ROOT, "SCALING engines=%d connections_per_engine=%d profile=%s jobs=%d"
+                            + " seconds=%.3f jobs_per_s=%.1f %s engines_cpu_us_per_job=%.1f pick_calls_per_job=%.4f"
+                            + " pick_us_per_job=%.1f pick_ms_per_call=%.2f pick_samples_active=%d"
+                            + " pick_samples_lock_wait=%d pick_samples_lwlock_wait=%d",
+                    engines, pool, config.profile().label(), jobs, seconds, jobs / seconds, costs.columns(),
+                    enginesCpuMicros, pickCalls / (double) jobs, pickMillis * 1e3 / jobs,
+                    pickMillis / Math.max(1, pickCalls), sampler.active, sampler.lockWaits, sampler.lwlockWaits);
+        } finally {
+            feeder.finish();
+            for (Process child : children) {
+                stopEngine(child, label);
+            }
+            inserter.closeLater().block(Duration.ofMinutes(1));
+            target.dropAndVacuum(SCHEMA);
+        }
+    }
+
+    private static Process startEngine(Target target, int pool) throws IOException, InterruptedException {
+        Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
+        Process child = new ProcessBuilder(java.toString(), "-Xms512m", "-Xmx1g",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"),
+                ScalingEngine.class.getName(), target.r2dbcUrl, SCHEMA, Integer.toString(pool))
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
+        BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+        String line = out.readLine();
+        if (!"READY".equals(line)) {
+            child.destroyForcibly();
+            throw new IllegalStateException("an engine did not start: " + line);
+        }
+        return child;
+    }
+
+    private static void stopEngine(Process child, String label) throws IOException, InterruptedException {
+        child.getOutputStream().close();
+        BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+        for (String line = out.readLine(); line != null; line = out.readLine()) {
+            Shootout.log("%s: engine pid %d: %s", label, child.pid(), line);
+        }
+        if (!child.waitFor(2, TimeUnit.MINUTES)) {
+            child.destroyForcibly();
+        }
+    }
+
+    /** The CPU time the engines' processes have used so far. */
+    private static long cpuNanos(List<Process> children) {
+        long total = 0;
+        for (Process child : children) {
+            total += child.info().totalCpuDuration().map(Duration::toNanos).orElseThrow(
+                    () -> new IllegalStateException("this platform does not report a process's CPU time"));
+        }
+        return total;
+    }
+
+    private static long committed(Target target) {
+        return target.queryLong("SELECT count(*) FROM " + SCHEMA + ".durable_history WHERE status = 'done'");
+    }
+
+    /** Keeps {@link #BACKLOG} rows in the hot table, counted there (bounded: it reads at most that many). */
+    private static final class Feeder extends Thread {
+
+        private final Target target;
+        private final DurableEngine inserter;
+        private volatile boolean running = true;
+        private long seq;
+        volatile Throwable failure;
+
+        Feeder(Target target, DurableEngine inserter) {
+            super("scaling-feeder");
+            setDaemon(true);
+            this.target = target;
+            this.inserter = inserter;
+        }
+
+        @Override
+        public void run() {
+            try {
+                while (running) {
+                    long backlog = target.queryLong("SELECT count(*) FROM (SELECT 1 FROM " + SCHEMA
+                            + ".durable_instances LIMIT " + BACKLOG + ") b");
+                    if (backlog >= BACKLOG - INSERT_BATCH) {
+                        TimeUnit.MILLISECONDS.sleep(5);
+                        continue;
+                    }
+                    for (long n = backlog; n < BACKLOG; n += INSERT_BATCH) {
+                        List<JobRequest> requests = new ArrayList<>(INSERT_BATCH);
+                        for (int i = 0; i < INSERT_BATCH; i++) {
+                            requests.add(JobRequest.of("noop", seq++));
+                        }
+                        inserter.insertAll(requests).block(Duration.ofMinutes(1));
+                    }
+                }
+            } catch (Throwable e) {
+                failure = e;
+            }
+        }
+
+        void finish() throws InterruptedException {
+            running = false;
+            join(TimeUnit.MINUTES.toMillis(2));
+        }
+    }
+
+    /** Samples the picks' wait events while the window runs. */
+    private static final class Sampler extends Thread {
+
+        private final Target target;
+        private volatile boolean running = true;
+        volatile long active;
+        volatile long lockWaits;
+        volatile long lwlockWaits;
+
+        Sampler(Target target) {
+            super("scaling-sampler");
+            setDaemon(true);
+            this.target = target;
+        }
+
+        @Override
+        public void run() {
+            while (running) {
+                List<String[]> rows = target.queryRows("SELECT count(*), count(*) FILTER (WHERE wait_event_type = 'Lock'),"
+                        + " count(*) FILTER (WHERE wait_event_type = 'LWLock') FROM pg_stat_activity"
+                        + " WHERE state = 'active' AND pid <> pg_backend_pid() AND " + PICKS);
+                active += Long.parseLong(rows.get(0)[0]);
+                lockWaits += Long.parseLong(rows.get(0)[1]);
+                lwlockWaits += Long.parseLong(rows.get(0)[2]);
+                try {
+                    TimeUnit.MILLISECONDS.sleep(SAMPLE_MILLIS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }
+
+        void finish() throws InterruptedException {
+            running = false;
+            join(TimeUnit.MINUTES.toMillis(1));
+        }
+    }
+
+    static Config parse(String[] args) {
+        List<Integer> engines = List.of(1, 2, 4);
+        int connections = Shootout.DEFAULT_CONNECTIONS;
+        int seconds = Shootout.DEFAULT_SECONDS;
+        int steadySeconds = Shootout.DEFAULT_STEADY_SECONDS;
+        Target.Profile profile = Target.Profile.FAST;
+        for (int i = 0; i < args.length; i += 2) {
+            String value = i + 1 < args.length ? args[i + 1] : null;
+            if (value == null) {
+                throw new IllegalArgumentException(args[i] + " needs a value");
+            }
+            switch (args[i]) {
+                case "--engines" -> {
+                    List<Integer> parsed = new ArrayList<>();
+                    for (String part : value.split(",")) {
+                        parsed.add(Integer.parseInt(part.trim()));
+                    }
+                    engines = List.copyOf(parsed);
+                }
+                case "--connections" -> connections = Integer.parseInt(value);
+                case "--seconds" -> seconds = Integer.parseInt(value);
+                case "--steady-seconds" -> steadySeconds = Integer.parseInt(value);
+                case "--profile" -> profile = Target.Profile.parse(value);
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+            }
+        }
+        for (int n : engines) {
+            // Each engine needs its queue's pick, the commit lanes and one more (EngineOptions.poolMaxSize).
+            if (n < 1 || connections / n < 2 + DurableContender.COMMIT_PARALLELISM) {
+                throw new IllegalArgumentException(n + " engines cannot share " + connections + " connections: each needs "
+                        + (2 + DurableContender.COMMIT_PARALLELISM));
+            }
+        }
+        if (steadySeconds >= seconds) {
+            throw new IllegalArgumentException("--steady-seconds must be less than --seconds");
+        }
+        return new Config(engines, connections, seconds, steadySeconds, profile);
+    }
+}
