@@ -19,7 +19,11 @@ import reactor.core.publisher.Sinks;
  * statement, claim 100 with {@code FOR UPDATE SKIP LOCKED}, complete 100 by id; over R2DBC with
  * the same pool size as everyone else. No leases, retries, heartbeats or ownership checks. An idle
  * worker waits for an in-process poke from the inserter (like Durable's local poke), with a
- * 100 ms poll as the floor.
+ * 100 ms poll as the floor. Every {@link #VACUUM_EVERY} it VACUUMs its table once it holds
+ * {@link #VACUUM_AT} dead rows, as Durable's vacuumer does: without it a sustained run waits for
+ * autovacuum's next visit (a minute by default) and the claims step over millions of dead
+ * versions (19,800 instead of 40,000 jobs/s and 89 µs of server CPU per job in 60 s), which is no
+ * ceiling.
  */
 final class RawSqlContender implements Contender {
 
@@ -35,6 +39,10 @@ final class RawSqlContender implements Contender {
             + "        ORDER BY run_at, id LIMIT " + BATCH + " FOR UPDATE SKIP LOCKED) c"
             + " WHERE j.id = c.id RETURNING j.id, (j.args->>'seq')::bigint AS seq";
     private static final String COMPLETE = "UPDATE " + JOBS + " SET status = 'done' WHERE id = ANY($1)";
+    static final Duration VACUUM_EVERY = Duration.ofSeconds(2);
+    static final long VACUUM_AT = 10_000;
+    private static final String DEAD_ROWS = "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = '" + JOBS
+            + "'::regclass";
 
     private final Target target;
     private final int connections;
@@ -64,7 +72,8 @@ final class RawSqlContender implements Contender {
     @Override
     public String settings() {
         return "r2dbc pool max " + connections + ", " + workers + " claim loops, insert/claim/complete "
-                + BATCH + " per statement, idle wait = local poke or 100 ms poll";
+                + BATCH + " per statement, idle wait = local poke or 100 ms poll, VACUUM at " + VACUUM_AT
+                + " dead rows (checked every " + VACUUM_EVERY.toSeconds() + " s)";
     }
 
     @Override
@@ -81,6 +90,22 @@ final class RawSqlContender implements Contender {
             loops.add(Mono.defer(this::claimAndRun).repeat(() -> running)
                     .subscribe(null, error -> Shootout.log("raw_sql: claim loop failed: %s", error)));
         }
+        loops.add(Flux.interval(VACUUM_EVERY)
+                .onBackpressureDrop()
+                .concatMap(tick -> vacuumIfDead(), 0)
+                .subscribe(null, error -> Shootout.log("raw_sql: vacuum loop failed: %s", error)));
+    }
+
+    /** VACUUMs the table when it holds {@link #VACUUM_AT} dead rows (SKIP_LOCKED: autovacuum may hold it). */
+    private Mono<Void> vacuumIfDead() {
+        return Flux.usingWhen(pool.create(),
+                        connection -> Flux.from(connection.createStatement(DEAD_ROWS).execute())
+                                .concatMap(result -> result.map(row -> row.get(0, Long.class)))
+                                .filter(dead -> dead >= VACUUM_AT)
+                                .concatMap(dead -> Flux.from(connection.createStatement(
+                                        "VACUUM (SKIP_LOCKED) " + JOBS).execute()).flatMap(Result::getRowsUpdated)),
+                        Connection::close)
+                .then();
     }
 
     private Mono<Void> claimAndRun() {
