@@ -234,11 +234,39 @@ final class SustainedProtocol {
                         jobs);
             }
         }
+        logBySecond(phase, arrivals, origin);
         double[] startMillis = since(arrivals, Probe::loadStart);
         Arrays.sort(insertMillis);
         Shootout.log("%s: %d arrivals at %.0f/s in %d batches", phase, jobs, rate, batches.size());
         return new Load(contender.name(), config.profile().label(), share, rate, jobs, startMillis, settleMillis,
                 insertMillis);
+    }
+
+    /**
+     * The enqueue-to-start p50, p99 and max of each second of arrivals, on one line: whether a tail
+     * is spread over the phase or made by a few stalls (a vacuum, a GC, a checkpoint).
+     */
+    private static void logBySecond(String phase, long[] arrivals, long origin) {
+        StringBuilder seconds = new StringBuilder();
+        int from = 0;
+        for (int second = 0; from < arrivals.length; second++) {
+            long end = origin + TimeUnit.SECONDS.toNanos(second + 1);
+            int to = from;
+            while (to < arrivals.length && arrivals[to] < end) {
+                to++;
+            }
+            int first = from;
+            double[] millis = since(Arrays.copyOfRange(arrivals, from, to), i -> Probe.loadStart(first + i));
+            from = to;
+            if (millis.length == 0) {
+                continue;
+            }
+            seconds.append(String.format(Locale.ROOT, " %d:%s/%s/%s", second,
+                    Costs.format(Protocol.percentile(millis, 50), "%.0f"),
+                    Costs.format(Protocol.percentile(millis, 99), "%.0f"),
+                    Costs.format(millis[millis.length - 1], "%.0f")));
+        }
+        Shootout.log("%s: enqueue-to-start ms by second of arrival (p50/p99/max):%s", phase, seconds);
     }
 
     /** Inserts arrivals {@code from} to {@code to} as one batch; notes when each insert returned. */
