@@ -92,7 +92,10 @@ final class RawSqlContender implements Contender {
         }
         loops.add(Flux.interval(VACUUM_EVERY)
                 .onBackpressureDrop()
-                .concatMap(tick -> vacuumIfDead(), 0)
+                .concatMap(tick -> vacuumIfDead().onErrorResume(error -> {
+                    Shootout.log("raw_sql: vacuum failed, the next tick tries again: %s", error);
+                    return Mono.empty();
+                }), 0)
                 .subscribe(null, error -> Shootout.log("raw_sql: vacuum loop failed: %s", error)));
     }
 

@@ -48,6 +48,7 @@ public final class Scaling {
     static final int BACKLOG = 10_000;
     static final int INSERT_BATCH = 1_000;
     static final int SAMPLE_MILLIS = 20;
+    static final int FEED_POLL_MILLIS = 50;
     /**
      * The pick statements: every pick starts with the candidates' priorities (CandidateSql). Matched on
      * their opening, as {@code pg_stat_activity} keeps only a statement's first 1 KB.
@@ -91,14 +92,16 @@ public final class Scaling {
         String label = "scaling " + engines + " engine" + (engines == 1 ? "" : "s");
         int pool = config.connections() / engines;
         target.dropAndVacuum(SCHEMA);
+        // Inserts only: no maintenance of its own (the engines' vacuumers and reapers are the ones measured).
         DurableEngine inserter = DurableEngine.builder(EngineOptions.builder()
-                        .url(target.r2dbcUrl).schema(SCHEMA).poolMaxSize(4).build())
+                        .url(target.r2dbcUrl).schema(SCHEMA).poolMaxSize(4).runMaintenance(false).build())
                 .register(JobDefinition.of("noop", Long.class, (Long seq) -> Mono.<Void>empty())
                         .queue(DurableContender.QUEUE))
                 .build();
         inserter.start().block(Duration.ofMinutes(2));
         List<Process> children = new ArrayList<>();
         Feeder feeder = new Feeder(target, inserter);
+        Sampler sampler = new Sampler(target);
         try {
             for (int i = 0; i < engines; i++) {
                 children.add(startEngine(target, pool));
@@ -106,7 +109,6 @@ public final class Scaling {
             Shootout.log("%s: %d engines of %d connections each started", label, engines, pool);
             feeder.start();
             TimeUnit.SECONDS.sleep(config.seconds() - config.steadySeconds());
-            Sampler sampler = new Sampler(target);
             CostMeter.Window window = meter.begin();
             long enginesCpu = cpuNanos(children);
             long start = System.nanoTime();
@@ -131,12 +133,14 @@ public final class Scaling {
             }
             return String.format(Locale.ROOT, "SCALING engines=%d connections_per_engine=%d profile=%s jobs=%d"
                             + " seconds=%.3f jobs_per_s=%.1f %s engines_cpu_us_per_job=%.1f pick_calls_per_job=%.4f"
-                            + " pick_us_per_job=%.1f pick_ms_per_call=%.2f pick_samples_active=%d"
+                            + " pick_us_per_job=%.1f pick_ms_per_call=%.2f samples=%d pick_samples_active=%d"
                             + " pick_samples_lock_wait=%d pick_samples_lwlock_wait=%d",
-                    engines, pool, config.profile().label(), jobs, seconds, jobs / seconds, costs.columns(),
+                    engines, pool, target.profileLabel(), jobs, seconds, jobs / seconds, costs.columns(),
                     enginesCpuMicros, pickCalls / (double) jobs, pickMillis * 1e3 / jobs,
-                    pickMillis / Math.max(1, pickCalls), sampler.active, sampler.lockWaits, sampler.lwlockWaits);
+                    pickMillis / Math.max(1, pickCalls), sampler.samples, sampler.active, sampler.lockWaits,
+                    sampler.lwlockWaits);
         } finally {
+            sampler.finish();
             feeder.finish();
             for (Process child : children) {
                 stopEngine(child, label);
@@ -148,11 +152,13 @@ public final class Scaling {
 
     private static Process startEngine(Target target, int pool) throws IOException, InterruptedException {
         Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
-        Process child = new ProcessBuilder(java.toString(), "-Xms512m", "-Xmx1g",
+        ProcessBuilder builder = new ProcessBuilder(java.toString(), "-Xms512m", "-Xmx1g",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"),
-                ScalingEngine.class.getName(), target.r2dbcUrl, SCHEMA, Integer.toString(pool))
-                .redirectError(ProcessBuilder.Redirect.INHERIT)
-                .start();
+                ScalingEngine.class.getName(), SCHEMA, Integer.toString(pool))
+                .redirectError(ProcessBuilder.Redirect.INHERIT);
+        // The URL may carry a password: in the environment, not on a command line anyone can list.
+        builder.environment().put(ScalingEngine.URL_ENV, target.r2dbcUrl);
+        Process child = builder.start();
         BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
         String line = out.readLine();
         if (!"READY".equals(line)) {
@@ -210,7 +216,8 @@ public final class Scaling {
                     long backlog = target.queryLong("SELECT count(*) FROM (SELECT 1 FROM " + SCHEMA
                             + ".durable_instances LIMIT " + BACKLOG + ") b");
                     if (backlog >= BACKLOG - INSERT_BATCH) {
-                        TimeUnit.MILLISECONDS.sleep(5);
+                        // A count reads up to BACKLOG rows: not so often that it competes with the picks.
+                        TimeUnit.MILLISECONDS.sleep(FEED_POLL_MILLIS);
                         continue;
                     }
                     for (long n = backlog; n < BACKLOG; n += INSERT_BATCH) {
@@ -237,6 +244,7 @@ public final class Scaling {
 
         private final Target target;
         private volatile boolean running = true;
+        volatile long samples;
         volatile long active;
         volatile long lockWaits;
         volatile long lwlockWaits;
@@ -250,9 +258,11 @@ public final class Scaling {
         @Override
         public void run() {
             while (running) {
-                List<String[]> rows = target.queryRows("SELECT count(*), count(*) FILTER (WHERE wait_event_type = 'Lock'),"
+                List<String[]> rows = target.queryRows("SELECT count(*),"
+                        + " count(*) FILTER (WHERE wait_event_type = 'Lock'),"
                         + " count(*) FILTER (WHERE wait_event_type = 'LWLock') FROM pg_stat_activity"
                         + " WHERE state = 'active' AND pid <> pg_backend_pid() AND " + PICKS);
+                samples++;
                 active += Long.parseLong(rows.get(0)[0]);
                 lockWaits += Long.parseLong(rows.get(0)[1]);
                 lwlockWaits += Long.parseLong(rows.get(0)[2]);
@@ -266,7 +276,9 @@ public final class Scaling {
 
         void finish() throws InterruptedException {
             running = false;
-            join(TimeUnit.MINUTES.toMillis(1));
+            if (isAlive()) {
+                join(TimeUnit.MINUTES.toMillis(1));
+            }
         }
     }
 
@@ -285,13 +297,13 @@ public final class Scaling {
                 case "--engines" -> {
                     List<Integer> parsed = new ArrayList<>();
                     for (String part : value.split(",")) {
-                        parsed.add(Integer.parseInt(part.trim()));
+                        parsed.add(positive(args[i], part.trim()));
                     }
                     engines = List.copyOf(parsed);
                 }
-                case "--connections" -> connections = Integer.parseInt(value);
-                case "--seconds" -> seconds = Integer.parseInt(value);
-                case "--steady-seconds" -> steadySeconds = Integer.parseInt(value);
+                case "--connections" -> connections = positive(args[i], value);
+                case "--seconds" -> seconds = positive(args[i], value);
+                case "--steady-seconds" -> steadySeconds = positive(args[i], value);
                 case "--profile" -> profile = Target.Profile.parse(value);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
@@ -299,13 +311,25 @@ public final class Scaling {
         for (int n : engines) {
             // Each engine needs its queue's pick, the commit lanes and one more (EngineOptions.poolMaxSize).
             if (n < 1 || connections / n < 2 + DurableContender.COMMIT_PARALLELISM) {
-                throw new IllegalArgumentException(n + " engines cannot share " + connections + " connections: each needs "
-                        + (2 + DurableContender.COMMIT_PARALLELISM));
+                throw new IllegalArgumentException(n + " engines cannot share " + connections
+                        + " connections: each needs " + (2 + DurableContender.COMMIT_PARALLELISM));
             }
         }
         if (steadySeconds >= seconds) {
             throw new IllegalArgumentException("--steady-seconds must be less than --seconds");
         }
         return new Config(engines, connections, seconds, steadySeconds, profile);
+    }
+
+    private static int positive(String option, String value) {
+        try {
+            int n = Integer.parseInt(value);
+            if (n > 0) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // Reported below.
+        }
+        throw new IllegalArgumentException(option + " must be positive integers, was " + value);
     }
 }

@@ -16,22 +16,27 @@ import reactor.core.scheduler.Schedulers;
  * closes the engine and prints its picks.
  *
  * <pre>
- * java -cp benchmarks.jar dev.durable.benchmarks.shootout.ScalingEngine R2DBC_URL SCHEMA POOL_SIZE
+ * SCALING_R2DBC_URL=r2dbc:postgresql://... \
+ *     java -cp benchmarks.jar dev.durable.benchmarks.shootout.ScalingEngine SCHEMA POOL_SIZE
  * </pre>
  */
 public final class ScalingEngine {
+
+    /** The environment variable that carries the database URL (it may hold a password). */
+    static final String URL_ENV = "SCALING_R2DBC_URL";
 
     private ScalingEngine() {
     }
 
     public static void main(String[] args) throws IOException {
-        if (args.length != 3) {
-            throw new IllegalArgumentException("usage: ScalingEngine R2DBC_URL SCHEMA POOL_SIZE");
+        String url = System.getenv(URL_ENV);
+        if (args.length != 2 || url == null) {
+            throw new IllegalArgumentException("usage: " + URL_ENV + "=R2DBC_URL ScalingEngine SCHEMA POOL_SIZE");
         }
         DurableEngine engine = DurableEngine.builder(EngineOptions.builder()
-                        .url(args[0])
-                        .schema(args[1])
-                        .poolMaxSize(Integer.parseInt(args[2]))
+                        .url(url)
+                        .schema(args[0])
+                        .poolMaxSize(Integer.parseInt(args[1]))
                         .handlerScheduler(Schedulers.parallel())
                         .commitBatchSize(DurableContender.COMMIT_BATCH)
                         .commitParallelism(DurableContender.COMMIT_PARALLELISM)

@@ -54,11 +54,14 @@ final class SustainedProtocol {
     private final Target target;
     private final CostMeter meter;
     private final Shootout.Config config;
+    /** The server's commit profile, as its settings make it (Target#profileLabel). */
+    private final String profile;
 
     SustainedProtocol(Target target, CostMeter meter, Shootout.Config config) {
         this.target = target;
         this.meter = meter;
         this.config = config;
+        this.profile = target.profileLabel();
     }
 
     /** One load phase's figures, printed as a LOAD line. */
@@ -133,7 +136,7 @@ final class SustainedProtocol {
         double seconds = (end - start) / 1e9;
         Shootout.log("%s: steady window %.1f s: %d jobs committed (%.0f jobs/s), %d inserted over the run", label,
                 seconds, jobs, jobs / seconds, feeder.inserted);
-        return Result.of(contender.name(), "sustained", config.profile().label(), round, jobs, seconds, Double.NaN,
+        return Result.of(contender.name(), "sustained", profile, round, jobs, seconds, Double.NaN,
                 Double.NaN, costs);
     }
 
@@ -176,9 +179,16 @@ final class SustainedProtocol {
             }
         }
 
+        /** Stops it; fails if it failed or did not stop (an insert hung). */
         void finish() throws InterruptedException {
             running = false;
             join(TimeUnit.MINUTES.toMillis(2));
+            if (isAlive()) {
+                throw new IllegalStateException("the feeder did not stop within 2 minutes");
+            }
+            if (failure != null) {
+                throw new IllegalStateException("the feeder failed", failure);
+            }
         }
     }
 
@@ -238,7 +248,7 @@ final class SustainedProtocol {
         double[] startMillis = since(arrivals, Probe::loadStart);
         Arrays.sort(insertMillis);
         Shootout.log("%s: %d arrivals at %.0f/s in %d batches", phase, jobs, rate, batches.size());
-        return new Load(contender.name(), config.profile().label(), share, rate, jobs, startMillis, settleMillis,
+        return new Load(contender.name(), profile, share, rate, jobs, startMillis, settleMillis,
                 insertMillis);
     }
 
