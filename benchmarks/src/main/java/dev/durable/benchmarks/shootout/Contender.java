@@ -49,6 +49,11 @@ interface Contender {
     default void reportSettles() {
     }
 
+    /** What its workers did so far, for the per-second log of a load phase; empty when it cannot say. */
+    default String activity() {
+        return "";
+    }
+
     /** Stops its workers and closes its pools. */
     void stop() throws Exception;
 

@@ -101,6 +101,21 @@ final class CostMeter {
         return jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : 0;
     }
 
+    /** The server's CPU time so far in nanoseconds, -1 when it is not local; for per-second logs. */
+    long serverCpuNanos() {
+        return serverCpu == null ? -1 : serverCpu.sampleNanos();
+    }
+
+    /** This process's CPU time so far, in nanoseconds. */
+    long processCpuNanos() {
+        return os.getProcessCpuTime();
+    }
+
+    /** Milliseconds the garbage collectors have spent so far. */
+    long collectorMillis() {
+        return gcMillis();
+    }
+
     /** Where a window starts: checkpoint and reset first, then the readings. Call before the clock starts. */
     Window begin() {
         if (checkpoint) {

@@ -153,6 +153,15 @@ final class DurableContender implements Contender {
     }
 
     @Override
+    public String activity() {
+        return engine.queueStats().stream()
+                .map(stats -> "picks " + stats.picks() + " (" + stats.picked() + " rows), pokes " + stats.pokesHandled()
+                        + " (" + stats.pokesDropped() + " dropped), running " + stats.running() + ", buffered "
+                        + stats.buffered() + ", completed " + stats.completed())
+                .findFirst().orElse("");
+    }
+
+    @Override
     public String settleSource() {
         return "COMPLETED events (published once the outcome's commit has answered), matched by id";
     }

@@ -26,6 +26,8 @@ import java.util.function.IntToLongFunction;
  *       the database at both ends) over its length, with the {@link CostMeter}'s per-job costs
  *       (the feeder's inserts included, as in production);
  *   <li>the backlog drains;
+ *   <li>an unmeasured load phase of {@link #LOAD_WARMUP_SECONDS} s at the lowest share, so the
+ *       load path (small batches, settles watched) is compiled before it is measured;
  *   <li><b>latency under load</b>, once per {@code --load-shares} (default 50 % and 80 %) of the
  *       rate just measured: jobs arrive on a fixed schedule for {@code --load-seconds} (default
  *       20), open loop: every {@link #TICK_MILLIS} ms a pacer hands what has come due, as one
@@ -50,6 +52,8 @@ final class SustainedProtocol {
      * second take most of the machine for every system); 2 ms adds at most 2 ms to a latency.
      */
     static final int TICK_MILLIS = 2;
+    /** The unmeasured load phase before the measured ones, at the lowest share. */
+    static final int LOAD_WARMUP_SECONDS = 10;
 
     private final Target target;
     private final CostMeter meter;
@@ -107,9 +111,16 @@ final class SustainedProtocol {
             Protocol.awaitCommitted(target, contender, inserted, 0, inserted);
             List<Load> loads = new ArrayList<>();
             long total = inserted;
+            // The saturated phase compiled the bulk path; the load path (small batches, settles
+            // watched) is compiled here, unmeasured, at the lowest share, not in the first phase.
+            double lowest = config.loadShares().stream().mapToDouble(Double::doubleValue).min().orElseThrow();
+            contender.watchSettles();
+            total += load(contender, lowest, lowest * saturation.jobsPerSecond(), total,
+                    Math.min(LOAD_WARMUP_SECONDS, config.loadSeconds()), label + " warm-up").jobs();
             for (double share : config.loadShares()) {
                 contender.watchSettles();
-                Load load = load(contender, share, share * saturation.jobsPerSecond(), total, label);
+                Load load = load(contender, share, share * saturation.jobsPerSecond(), total, config.loadSeconds(),
+                        label);
                 total += load.jobs();
                 loads.add(load);
             }
@@ -193,8 +204,9 @@ final class SustainedProtocol {
     }
 
     /** One open-loop phase at {@code rate} jobs/s; {@code inserted} jobs came before it. */
-    private Load load(Contender contender, double share, double rate, long inserted, String label) throws Exception {
-        int jobs = (int) Math.max(1, Math.round(rate * config.loadSeconds()));
+    private Load load(Contender contender, double share, double rate, long inserted, int seconds, String label)
+            throws Exception {
+        int jobs = (int) Math.max(1, Math.round(rate * seconds));
         Probe.resetLoad(jobs);
         long[] arrivals = new long[jobs];
         long origin = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50);
@@ -205,6 +217,8 @@ final class SustainedProtocol {
         int batchSize = contender.insertBatchSize();
         List<Future<?>> batches = new ArrayList<>();
         ExecutorService inserters = Executors.newFixedThreadPool(INSERTERS);
+        Monitor monitor = new Monitor(label + String.format(Locale.ROOT, " load %.0f%%", share * 100), contender);
+        monitor.start();
         try {
             long tick = TimeUnit.MILLISECONDS.toNanos(TICK_MILLIS);
             int sent = 0;
@@ -225,6 +239,7 @@ final class SustainedProtocol {
             }
         } finally {
             inserters.shutdownNow();
+            monitor.finish();
         }
         String phase = String.format(Locale.ROOT, "%s load %.0f%%", label, share * 100);
         Protocol.await(phase + " starts", Duration.ofMinutes(5), () -> allSet(jobs, Probe::loadStart));
@@ -250,6 +265,63 @@ final class SustainedProtocol {
         Shootout.log("%s: %d arrivals at %.0f/s in %d batches", phase, jobs, rate, batches.size());
         return new Load(contender.name(), profile, share, rate, jobs, startMillis, settleMillis,
                 insertMillis);
+    }
+
+    /**
+     * Logs, once a second while a load phase inserts, what might stall it: this JVM's CPU, GC and
+     * JIT time, the server's CPU, the VACUUMs and autovacuum workers running (and on what), and what
+     * the contender's workers did ({@link Contender#activity}). Read beside the phase's
+     * enqueue-to-start by second of arrival.
+     */
+    private final class Monitor extends Thread {
+
+        private final String phase;
+        private final Contender contender;
+        private volatile boolean running = true;
+
+        Monitor(String phase, Contender contender) {
+            super("shootout-monitor");
+            setDaemon(true);
+            this.phase = phase;
+            this.contender = contender;
+        }
+
+        @Override
+        public void run() {
+            long cpu = meter.processCpuNanos();
+            long gc = meter.collectorMillis();
+            long jit = meter.jitMillis();
+            long pg = meter.serverCpuNanos();
+            for (int second = 0; running; second++) {
+                try {
+                    Thread.sleep(1_000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                long cpuNow = meter.processCpuNanos();
+                long gcNow = meter.collectorMillis();
+                long jitNow = meter.jitMillis();
+                long pgNow = meter.serverCpuNanos();
+                List<String> vacuums = target.queryStrings("SELECT coalesce(string_agg(CASE WHEN backend_type ="
+                        + " 'autovacuum worker' THEN 'auto ' ELSE '' END || left(query, 80), '; '), '')"
+                        + " FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state = 'active'"
+                        + " AND (backend_type = 'autovacuum worker' OR query ILIKE 'VACUUM%')");
+                Shootout.log("%s: second %d: JVM CPU %d ms, GC %d ms, JIT %d ms; server CPU %s ms; vacuums [%s]; %s",
+                        phase, second, (cpuNow - cpu) / 1_000_000, gcNow - gc, jitNow - jit,
+                        pg < 0 ? "n/a" : Long.toString((pgNow - pg) / 1_000_000), vacuums.get(0),
+                        contender.activity());
+                cpu = cpuNow;
+                gc = gcNow;
+                jit = jitNow;
+                pg = pgNow;
+            }
+        }
+
+        void finish() throws InterruptedException {
+            running = false;
+            interrupt();
+            join(TimeUnit.SECONDS.toMillis(10));
+        }
     }
 
     /**
