@@ -116,6 +116,21 @@ final class CostMeter {
         return gcMillis();
     }
 
+    /** Starts counting statements afresh (a load phase's, outside any window); false when it cannot. */
+    boolean resetStatements() {
+        if (statements) {
+            target.execute("SELECT pg_stat_statements_reset()");
+        }
+        return statements;
+    }
+
+    /** Logs the five costliest statements since the last reset, per job of {@code jobs}. */
+    void logStatements(long jobs, String label) {
+        if (statements) {
+            logTopStatements(jobs, label);
+        }
+    }
+
     /** Where a window starts: checkpoint and reset first, then the readings. Call before the clock starts. */
     Window begin() {
         if (checkpoint) {

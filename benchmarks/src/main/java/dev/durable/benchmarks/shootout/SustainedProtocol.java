@@ -218,6 +218,7 @@ final class SustainedProtocol {
         List<Future<?>> batches = new ArrayList<>();
         ExecutorService inserters = Executors.newFixedThreadPool(INSERTERS);
         Monitor monitor = new Monitor(label + String.format(Locale.ROOT, " load %.0f%%", share * 100), contender);
+        meter.resetStatements();
         monitor.start();
         try {
             long tick = TimeUnit.MILLISECONDS.toNanos(TICK_MILLIS);
@@ -260,6 +261,7 @@ final class SustainedProtocol {
             }
         }
         logBySecond(phase, arrivals, origin);
+        meter.logStatements(jobs, phase);
         double[] startMillis = since(arrivals, Probe::loadStart);
         Arrays.sort(insertMillis);
         Shootout.log("%s: %d arrivals at %.0f/s in %d batches", phase, jobs, rate, batches.size());
