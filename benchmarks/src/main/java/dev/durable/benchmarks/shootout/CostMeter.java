@@ -116,12 +116,11 @@ final class CostMeter {
         return gcMillis();
     }
 
-    /** Starts counting statements afresh (a load phase's, outside any window); false when it cannot. */
-    boolean resetStatements() {
+    /** Starts counting statements afresh (a load phase's, outside any window), where it can. */
+    void resetStatements() {
         if (statements) {
             target.execute("SELECT pg_stat_statements_reset()");
         }
-        return statements;
     }
 
     /** Logs the five costliest statements since the last reset, per job of {@code jobs}. */

@@ -99,7 +99,7 @@ public final class Scaling {
                         .queue(DurableContender.QUEUE))
                 .build();
         inserter.start().block(Duration.ofMinutes(2));
-        List<Process> children = new ArrayList<>();
+        List<EngineProcess> children = new ArrayList<>();
         Feeder feeder = new Feeder(target, inserter);
         Sampler sampler = new Sampler(target);
         try {
@@ -142,15 +142,30 @@ public final class Scaling {
         } finally {
             sampler.finish();
             feeder.finish();
-            for (Process child : children) {
-                stopEngine(child, label);
+            for (EngineProcess child : children) {
+                child.stop(label);
             }
             inserter.closeLater().block(Duration.ofMinutes(1));
             target.dropAndVacuum(SCHEMA);
         }
     }
 
-    private static Process startEngine(Target target, int pool) throws IOException, InterruptedException {
+    /** An engine's JVM and the reader of its standard output (one reader: it may have read ahead). */
+    private record EngineProcess(Process process, BufferedReader out) {
+
+        /** Closes its standard input, logs what it prints as it closes, and waits for it (2 minutes, then kills it). */
+        void stop(String label) throws IOException, InterruptedException {
+            process.getOutputStream().close();
+            for (String line = out.readLine(); line != null; line = out.readLine()) {
+                Shootout.log("%s: engine pid %d: %s", label, process.pid(), line);
+            }
+            if (!process.waitFor(2, TimeUnit.MINUTES)) {
+                process.destroyForcibly();
+            }
+        }
+    }
+
+    private static EngineProcess startEngine(Target target, int pool) throws IOException {
         Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
         ProcessBuilder builder = new ProcessBuilder(java.toString(), "-Xms512m", "-Xmx1g",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"),
@@ -165,25 +180,14 @@ public final class Scaling {
             child.destroyForcibly();
             throw new IllegalStateException("an engine did not start: " + line);
         }
-        return child;
-    }
-
-    private static void stopEngine(Process child, String label) throws IOException, InterruptedException {
-        child.getOutputStream().close();
-        BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
-        for (String line = out.readLine(); line != null; line = out.readLine()) {
-            Shootout.log("%s: engine pid %d: %s", label, child.pid(), line);
-        }
-        if (!child.waitFor(2, TimeUnit.MINUTES)) {
-            child.destroyForcibly();
-        }
+        return new EngineProcess(child, out);
     }
 
     /** The CPU time the engines' processes have used so far. */
-    private static long cpuNanos(List<Process> children) {
+    private static long cpuNanos(List<EngineProcess> children) {
         long total = 0;
-        for (Process child : children) {
-            total += child.info().totalCpuDuration().map(Duration::toNanos).orElseThrow(
+        for (EngineProcess child : children) {
+            total += child.process().info().totalCpuDuration().map(Duration::toNanos).orElseThrow(
                     () -> new IllegalStateException("this platform does not report a process's CPU time"));
         }
         return total;
@@ -297,13 +301,13 @@ public final class Scaling {
                 case "--engines" -> {
                     List<Integer> parsed = new ArrayList<>();
                     for (String part : value.split(",")) {
-                        parsed.add(positive(args[i], part.trim()));
+                        parsed.add(Shootout.positive(args[i], part.trim()));
                     }
                     engines = List.copyOf(parsed);
                 }
-                case "--connections" -> connections = positive(args[i], value);
-                case "--seconds" -> seconds = positive(args[i], value);
-                case "--steady-seconds" -> steadySeconds = positive(args[i], value);
+                case "--connections" -> connections = Shootout.positive(args[i], value);
+                case "--seconds" -> seconds = Shootout.positive(args[i], value);
+                case "--steady-seconds" -> steadySeconds = Shootout.positive(args[i], value);
                 case "--profile" -> profile = Target.Profile.parse(value);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
@@ -319,17 +323,5 @@ public final class Scaling {
             throw new IllegalArgumentException("--steady-seconds must be less than --seconds");
         }
         return new Config(engines, connections, seconds, steadySeconds, profile);
-    }
-
-    private static int positive(String option, String value) {
-        try {
-            int n = Integer.parseInt(value);
-            if (n > 0) {
-                return n;
-            }
-        } catch (NumberFormatException e) {
-            // Reported below.
-        }
-        throw new IllegalArgumentException(option + " must be positive integers, was " + value);
     }
 }

@@ -240,7 +240,8 @@ public final class Shootout {
         return value;
     }
 
-    private static int positive(String option, String value) {
+    /** {@code value} as a positive integer, or an error naming {@code option}. */
+    static int positive(String option, String value) {
         int n;
         try {
             n = Integer.parseInt(require(option, value));
