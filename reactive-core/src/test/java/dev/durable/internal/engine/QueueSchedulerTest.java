@@ -43,6 +43,9 @@ class QueueSchedulerTest {
     private final Map<Long, Sinks.One<Executor.RunResult>> runs = new ConcurrentHashMap<>();
     private final AtomicLong nextId = new AtomicLong();
     private Duration beatTakes = Duration.ZERO;
+    /** Runs end as they start (a run that finds at once it has nothing to do), without a thread hop. */
+    private boolean runsEndAtOnce;
+    private final AtomicLong runsStarted = new AtomicLong();
     /** What the heartbeat answers: held rows not in {@code lost} are renewed; those in {@code cancel} flagged. */
     private final java.util.Set<Long> lost = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final java.util.Set<Long> cancel = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -101,6 +104,10 @@ class QueueSchedulerTest {
                 (row, cancellation, claimLost) -> {
                     cancellations.put(row.id(), cancellation);
                     claimsLost.put(row.id(), claimLost);
+                    runsStarted.incrementAndGet();
+                    if (runsEndAtOnce) {
+                        return Mono.just(Executor.RunResult.COMMITTED);
+                    }
                     return runs.computeIfAbsent(row.id(), id -> Sinks.one()).asMono();
                 },
                 pokes.asFlux(), HEARTBEAT, LEASE, POKE_WINDOW, time,
@@ -224,6 +231,18 @@ class QueueSchedulerTest {
     }
 
     @Test
+    void runsThatEndAsTheyStartDrainABigBufferWithoutNesting() {
+        runsEndAtOnce = true;
+        start(queue(1, 20_000, 1));
+        backlog.add(rows(20_001)); // one slot: each run's end starts the next from inside the last
+        time.advanceTimeBy(POLL);
+        assertThat(runsStarted).hasValue(20_001);
+        assertThat(scheduler.running()).isZero();
+        assertThat(scheduler.buffered()).isZero();
+        assertThat(scheduler.stats().completed()).isEqualTo(20_001);
+    }
+
+    @Test
     void closeGivesBufferedRowsBackAndWaitsForRunningOnesUpToTheDrainTimeout() {
         start(QueueOptions.builder("q").concurrency(1).prefetch(2).pollInterval(POLL)
                 .drainTimeout(Duration.ofSeconds(5)).build());
@@ -239,6 +258,7 @@ class QueueSchedulerTest {
         time.advanceTimeBy(Duration.ofSeconds(2)); // past the drain timeout: the run is left to the reaper
         assertThat(closed[0]).isTrue();
         assertThat(scheduler.stats().drainAbandoned()).isEqualTo(1);
+        assertThat(runs.get(1L).currentSubscriberCount()).as("the abandoned run is disposed").isZero();
         int picksAfterClose = picks.size();
         time.advanceTimeBy(Duration.ofSeconds(10));
         assertThat(picks).hasSize(picksAfterClose);
