@@ -56,31 +56,71 @@ final class ClaimColumns {
     private ClaimColumns() {
     }
 
-    static ClaimedRow read(Readable row) {
-        String[] awaited = row.get("awaited_signals", String[].class);
-        String[][] inbox = row.get("inbox", String[][].class);
+    /** The columns {@link #read} reads, in the order of the indexes below. */
+    private static final ColumnPositions POSITIONS = new ColumnPositions("id", "claimed_by", "type", "type_version",
+            "queue", "priority", "eligible_micros", "step", "state", "attempt", "max_attempts", "concurrency_key",
+            "parent_id", "awaited_signals", "inbox", "children", "gate_name", "gate_shard", "rate_limit",
+            "rate_weight", "rate_partition", "window_name", "window_weight", "window_partition", "trace_context",
+            "trace_last");
+    private static final int ID = 0;
+    private static final int CLAIMED_BY = 1;
+    private static final int TYPE = 2;
+    private static final int TYPE_VERSION = 3;
+    private static final int QUEUE = 4;
+    private static final int PRIORITY = 5;
+    private static final int ELIGIBLE_MICROS = 6;
+    private static final int STEP = 7;
+    private static final int STATE = 8;
+    private static final int ATTEMPT = 9;
+    private static final int MAX_ATTEMPTS = 10;
+    private static final int CONCURRENCY_KEY = 11;
+    private static final int PARENT_ID = 12;
+    private static final int AWAITED_SIGNALS = 13;
+    private static final int INBOX = 14;
+    private static final int CHILDREN = 15;
+    private static final int GATE_NAME = 16;
+    private static final int GATE_SHARD = 17;
+    private static final int RATE_LIMIT = 18;
+    private static final int RATE_WEIGHT = 19;
+    private static final int RATE_PARTITION = 20;
+    private static final int WINDOW_NAME = 21;
+    private static final int WINDOW_WEIGHT = 22;
+    private static final int WINDOW_PARTITION = 23;
+    private static final int TRACE_CONTEXT = 24;
+    private static final int TRACE_LAST = 25;
+
+    static ClaimedRow read(Readable readable) {
+        ColumnPositions.Values row = POSITIONS.of(readable);
+        String[] awaited = row.get(AWAITED_SIGNALS, String[].class);
+        String[][] inbox = row.get(INBOX, String[][].class);
+        String gate = row.get(GATE_NAME, String.class);
+        String rate = row.get(RATE_LIMIT, String.class);
+        String window = row.get(WINDOW_NAME, String.class);
         return new ClaimedRow(
-                row.get("id", Long.class),
-                row.get("claimed_by", String.class),
-                row.get("type", String.class),
-                row.get("type_version", Integer.class),
-                row.get("queue", String.class),
-                row.get("priority", Integer.class),
-                row.get("eligible_micros", Long.class),
-                row.get("step", String.class),
-                row.get("state", String.class),
-                row.get("attempt", Integer.class),
-                row.get("max_attempts", Integer.class),
-                row.get("concurrency_key", String.class),
-                row.get("parent_id", Long.class),
+                row.get(ID, Long.class),
+                row.get(CLAIMED_BY, String.class),
+                row.get(TYPE, String.class),
+                row.get(TYPE_VERSION, Integer.class),
+                row.get(QUEUE, String.class),
+                row.get(PRIORITY, Integer.class),
+                row.get(ELIGIBLE_MICROS, Long.class),
+                row.get(STEP, String.class),
+                row.get(STATE, String.class),
+                row.get(ATTEMPT, Integer.class),
+                row.get(MAX_ATTEMPTS, Integer.class),
+                row.get(CONCURRENCY_KEY, String.class),
+                row.get(PARENT_ID, Long.class),
                 Arrays.asList(awaited == null ? NO_STRINGS : awaited),
                 inbox(inbox),
-                children(row.get("children", String[][].class)),
-                gateSlot(row),
-                rateSlot(row),
-                windowSlot(row),
-                row.get("trace_context", String.class),
-                row.get("trace_last", String.class),
+                children(row.get(CHILDREN, String[][].class)),
+                gate == null ? null : new GateSlot(gate, row.get(CONCURRENCY_KEY, String.class),
+                        orZero(row.get(GATE_SHARD, Integer.class))),
+                rate == null ? null : new RateSlot(rate, emptyAsNull(row.get(RATE_PARTITION, String.class)),
+                        orZero(row.get(RATE_WEIGHT, Integer.class))),
+                window == null ? null : new WindowSlot(window, emptyAsNull(row.get(WINDOW_PARTITION, String.class)),
+                        orZero(row.get(WINDOW_WEIGHT, Integer.class))),
+                row.get(TRACE_CONTEXT, String.class),
+                row.get(TRACE_LAST, String.class),
                 signalTraces(inbox));
     }
 

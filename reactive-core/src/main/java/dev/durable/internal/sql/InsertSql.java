@@ -245,12 +245,16 @@ public final class InsertSql {
         });
     }
 
-    static Inserted unclaimed(Readable row) {
-        return new Inserted(row.get("id", Long.class), Boolean.TRUE.equals(row.get("due", Boolean.class)), null);
+    private static final ColumnPositions POSITIONS = new ColumnPositions("id", "due", "claimed_by");
+
+    static Inserted unclaimed(Readable readable) {
+        ColumnPositions.Values row = POSITIONS.of(readable);
+        return new Inserted(row.get(0, Long.class), Boolean.TRUE.equals(row.get(1, Boolean.class)), null);
     }
 
-    static Inserted inserted(Readable row) {
-        return new Inserted(row.get("id", Long.class), Boolean.TRUE.equals(row.get("due", Boolean.class)),
-                row.get("claimed_by", String.class) == null ? null : ClaimColumns.read(row));
+    static Inserted inserted(Readable readable) {
+        ColumnPositions.Values row = POSITIONS.of(readable);
+        return new Inserted(row.get(0, Long.class), Boolean.TRUE.equals(row.get(1, Boolean.class)),
+                row.get(2, String.class) == null ? null : ClaimColumns.read(readable));
     }
 }

@@ -9,7 +9,6 @@ import dev.durable.limit.GateSlot;
 import dev.durable.limit.RateSlot;
 import dev.durable.limit.WindowSlot;
 import io.r2dbc.spi.Readable;
-import io.r2dbc.spi.Row;
 import java.util.List;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
@@ -157,12 +156,13 @@ public final class Rows {
             this(id, queue, status, null);
         }
 
+        private static final ColumnPositions POSITIONS = new ColumnPositions("id", "queue", "status", "type");
+
         /** From a statement returning {@code id, queue, status} and perhaps {@code type}. */
-        static Transition read(Readable row) {
-            String type = row instanceof Row typed && typed.getMetadata().contains("type")
-                    ? row.get("type", String.class) : null;
-            return new Transition(row.get("id", Long.class), row.get("queue", String.class),
-                    InstanceStatus.fromSql(row.get("status", String.class)), type);
+        static Transition read(Readable readable) {
+            ColumnPositions.Values row = POSITIONS.of(readable);
+            return new Transition(row.get(0, Long.class), row.get(1, String.class),
+                    InstanceStatus.fromSql(row.get(2, String.class)), row.has(3) ? row.get(3, String.class) : null);
         }
     }
 
