@@ -5,7 +5,7 @@ package dev.durable.internal.sql;
  * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}}, {@code {history}} and
  * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}}, {@code {permits}}, {@code {windows}} and
  * {@code {fair_keys}} placeholders and rendered once per engine, so no
- * statement is assembled on a hot path.
+ * statement is assembled on a hot path; rendering also compacts the text ({@link SqlText}).
  */
 public final class Tables {
 
@@ -21,7 +21,7 @@ public final class Tables {
     }
 
     String render(String template) {
-        return template
+        return SqlText.compact(template
                 .replace("{instances}", table("durable_instances"))
                 .replace("{signals}", table("durable_signals"))
                 .replace("{gate_slots}", table("durable_gate_slots"))
@@ -35,6 +35,6 @@ public final class Tables {
                 .replace("{forks}", table("durable_forks"))
                 .replace("{permits}", table("durable_limit_permits"))
                 .replace("{windows}", table("durable_window_counters"))
-                .replace("{fair_keys}", table("durable_fair_keys"));
+                .replace("{fair_keys}", table("durable_fair_keys")));
     }
 }
