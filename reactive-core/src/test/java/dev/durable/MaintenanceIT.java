@@ -201,6 +201,34 @@ class MaintenanceIT {
     }
 
     @Test
+    void gcSweepsSignalsWhoseInstanceIsGoneAndNoOthers() {
+        DurableEngine engine = engines.start(engines.options("orphans").runMaintenance(false)
+                .retention(Duration.ofHours(1))
+                .garbageCollector(TaskOptions.every(Duration.ofHours(1)).withBatchSize(2)), noop("orphans"));
+        long live = engine.insert(JobRequest.of("noop", "later").runIn(Duration.ofHours(1))).block();
+        Sql.update(db, "UPDATE {schema}.durable_instances SET has_signals = true WHERE id = $1", live);
+        // Interleaved in id order: signals of the live row, and of rows gone without their triggers.
+        for (long instance : new long[] {live, -1, live, -2, -3, live}) {
+            Sql.update(db, "INSERT INTO {schema}.durable_signals (instance_id, name) VALUES ($1, 'x')", instance);
+        }
+        Maintenance maintenance = engine.maintenance().orElseThrow();
+        // Each batch (one per pass here: no settled rows to take) sweeps the next two signals.
+        for (int pass = 0; pass < 3; pass++) {
+            maintenance.collectGarbage().block();
+        }
+        assertThat(Sql.query(db, "SELECT instance_id FROM {schema}.durable_signals ORDER BY id",
+                row -> row.get(0, Long.class))).containsExactly(live, live, live);
+
+        // Past the last signal the sweep starts over: one gone since is found on the next round.
+        Sql.update(db, "INSERT INTO {schema}.durable_signals (instance_id, name) VALUES (-4, 'x')");
+        for (int pass = 0; pass < 4; pass++) {
+            maintenance.collectGarbage().block();
+        }
+        assertThat(Sql.query(db, "SELECT instance_id FROM {schema}.durable_signals ORDER BY id",
+                row -> row.get(0, Long.class))).containsExactly(live, live, live);
+    }
+
+    @Test
     void eachTaskHasItsOwnSwitchAndGcIsCounted() {
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         // A node that wants the reaper but not GC.

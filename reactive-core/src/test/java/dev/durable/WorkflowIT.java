@@ -214,6 +214,47 @@ class WorkflowIT {
     }
 
     @Test
+    void aSignalDeliveredWhileItsInstanceSettlesLeavesWithIt() throws Exception {
+        Sinks.Empty<Void> gate = Sinks.empty();
+        AtomicInteger running = new AtomicInteger();
+        WorkflowDefinition<String> flow = WorkflowDefinition.builder("settling", String.class).queue("settling")
+                .step("work", ctx -> Mono.defer(() -> {
+                    running.incrementAndGet();
+                    return gate.asMono().thenReturn(Outcome.done(ctx.state()));
+                }))
+                .build();
+        DurableEngine engine = engines.start(options("settler", "settling"), flow);
+        long id = engine.insert(JobRequest.of("settling", "s")).block(WAIT);
+        Eventually.until("the step running", WAIT, () -> running.get() == 1);
+
+        // A delivery (as another node's, or the delivery statement itself) that has stored its signal
+        // under the row's lock but not committed: the settling commit takes its snapshot now, waits for
+        // the lock, and moves the row once the delivery commits. The signal committed after the
+        // settle's snapshot was taken must leave with the row all the same.
+        Connection delivering = Mono.from(db.connectionFactory().create()).block(WAIT);
+        try {
+            Mono.from(delivering.beginTransaction()).block(WAIT);
+            for (String statement : List.of(
+                    "SELECT id FROM " + db.schema() + ".durable_instances WHERE id = " + id + " FOR UPDATE",
+                    "INSERT INTO " + db.schema() + ".durable_signals (instance_id, name) VALUES (" + id + ", 'late')",
+                    "UPDATE " + db.schema() + ".durable_instances SET has_signals = true WHERE id = " + id)) {
+                Flux.from(delivering.createStatement(statement).execute()).concatMap(Result::getRowsUpdated)
+                        .blockLast(WAIT);
+            }
+            gate.tryEmitEmpty();
+            Eventually.until("the settling commit waits for the delivery", WAIT, () -> !Sql.query(db,
+                    "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH moved AS%'",
+                    row -> 1).isEmpty());
+            Mono.from(delivering.commitTransaction()).block(WAIT);
+        } finally {
+            Mono.from(delivering.close()).block(WAIT);
+        }
+        assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_signals WHERE instance_id = $1",
+                row -> row.get(0, Long.class), id)).as("signals left behind").containsExactly(0L);
+    }
+
+    @Test
     void aDedupKeyRefusesRedeliveryAfterTheSignalWasConsumed() {
         WorkflowDefinition<String> twoStage = WorkflowDefinition.builder("two-stage", String.class).queue("dedup")
                 .step("first", ctx -> Mono.just(Outcome.await(Set.of("a"), "second", ctx.state())))

@@ -1,2 +1,2 @@
--- Undo of the test-only V2.
+-- Undo of the test-only V3.
 ALTER TABLE durable_engines DROP COLUMN probe;

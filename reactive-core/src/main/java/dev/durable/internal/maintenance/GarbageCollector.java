@@ -4,13 +4,20 @@ import dev.durable.Maintenance.TaskOptions;
 import dev.durable.internal.sql.MaintenanceSql;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
+import reactor.util.Logger;
+import reactor.util.Loggers;
 
 /**
- * The garbage collector: settled instances older than the retention are deleted with their
- * signals, oldest first, sparing children whose parent is still live (its join reads them).
+ * The garbage collector: settled instances older than the retention are deleted (their signals
+ * with them), oldest first, sparing children whose parent is still live (its join reads them).
  * Counted by {@code durable.gc.deleted}.
+ *
+ * <p>Each batch also sweeps the next stretch of the signals, in id order and round again from the
+ * start, for signals whose instance is gone: none should be, so finding one is logged as a warning
+ * (a delete with triggers off, or what version 1 of the schema let a settle leave).
  *
  * <p><b>Safe on all nodes</b>: each batch locks the rows it deletes with {@code FOR UPDATE SKIP
  * LOCKED}, so concurrent collectors split the backlog between them instead of deleting a row twice
@@ -19,8 +26,12 @@ import reactor.core.scheduler.Scheduler;
  */
 public final class GarbageCollector extends MaintenanceService {
 
+    private static final Logger log = Loggers.getLogger(GarbageCollector.class);
+
     private final MaintenanceSql sql;
     private final long retentionMillis;
+    /** The last signal id the orphan sweep looked at (0: start over). */
+    private final AtomicLong swept = new AtomicLong();
 
     public GarbageCollector(TaskOptions options, Lane lane, Scheduler timer, MeterRegistry meters, MaintenanceSql sql,
             Duration retention) {
@@ -31,6 +42,18 @@ public final class GarbageCollector extends MaintenanceService {
 
     @Override
     protected Mono<Long> batch(int limit, Duration timeout) {
-        return sql.collectGarbage(retentionMillis, limit, timeout);
+        return sql.collectGarbage(retentionMillis, limit, timeout)
+                .flatMap(deleted -> sweepOrphanSignals(limit, timeout).thenReturn(deleted));
+    }
+
+    private Mono<Void> sweepOrphanSignals(int limit, Duration timeout) {
+        long after = swept.get();
+        return sql.sweepOrphanSignals(after, limit, timeout).doOnNext(sweep -> {
+            swept.compareAndSet(after, sweep.lastSeen() == null ? 0 : sweep.lastSeen());
+            if (sweep.deleted() > 0) {
+                log.warn("gc: deleted {} signals whose instance was gone (a delete with triggers off?)",
+                        sweep.deleted());
+            }
+        }).then();
     }
 }

@@ -62,10 +62,10 @@ public final class AdminActionSql {
     private final String retry;
 
     /**
-     * Deletes the given settled instances from either table, with the signals of hot rows (history rows
-     * have none), their recorded attempts and step inputs and their fork links, sparing children whose
-     * parent is live. Index: both primary keys; the signals and the attempts by instance; the step inputs'
-     * and the forks' primary keys.
+     * Deletes the given settled instances from either table, with their recorded attempts and step
+     * inputs and their fork links (a hot row's signals go with it: trigger durable_signals_forgotten),
+     * sparing children whose parent is live. Index: both primary keys; the attempts by instance; the
+     * step inputs' and the forks' primary keys.
      * Locks: the deleted rows.
      */
     private final String delete;
@@ -131,9 +131,7 @@ public final class AdminActionSql {
                     RETURNING h.id
                 ), k AS (
                     DELETE FROM {instances} i WHERE i.id = ANY ($1::bigint[]) AND i.status IN %s AND NOT %s
-                    RETURNING i.id, i.has_signals
-                ), s AS (
-                    DELETE FROM {signals} s USING k WHERE s.instance_id = k.id AND k.has_signals
+                    RETURNING i.id
                 ), a AS (
                     DELETE FROM {attempts} a WHERE a.instance_id = ANY (ARRAY(SELECT id FROM h UNION ALL SELECT id FROM k))
                 ), r AS (

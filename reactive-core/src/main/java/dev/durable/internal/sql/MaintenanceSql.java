@@ -7,6 +7,7 @@ import io.r2dbc.spi.Connection;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -33,15 +34,28 @@ public final class MaintenanceSql {
 
     /**
      * Deletes up to $2 settled instances older than $1 ms from the history table, and up to $2
-     * from the hot table (settled rows whose correlation key stays occupied, with their signals),
+     * from the hot table (settled rows whose correlation key stays occupied; their signals go with them:
+     * trigger durable_signals_forgotten),
      * sparing children whose parent is still live: its join reads them, and the recorded attempts, step
      * inputs and fork links of both. Index: the history's BRIN index on settlement time (no order: any old
-     * rows do), the hot table's GC index, oldest first; the parents' primary key; the inbox by instance; the
+     * rows do), the hot table's GC index, oldest first; the parents' primary key; the
      * attempts by instance, the step inputs' and the forks' primary keys (one probe each per deleted row;
      * most instances have none: jobs never have step inputs). Locks: the deleted rows, skipping rows
      * another transaction holds.
      */
     private final String collectGarbage;
+
+    /**
+     * Deletes the signals whose instance is gone among the next $2 signals after id $1 (in id order).
+     * There should be none: an instance's signals leave with it (trigger durable_signals_forgotten).
+     * A delete with triggers off (session_replication_role = replica, a restore) leaves some, as did
+     * the settle of version 1 when a delivery committed while it waited. A signal this statement sees
+     * was delivered to a row that was live then, and the row is visible to this statement unless it
+     * is gone since. Answers the last id it looked at (null past the last signal: the next sweep
+     * starts over) and how many it deleted. Index: the signals' primary key (a range), the instances'
+     * primary key (one probe per signal). Locks: the deleted signals.
+     */
+    private final String sweepOrphanSignals;
 
     /**
      * Deletes up to $5 buckets of the rate limits this engine knows ($1-$3: name, tokens a second,
@@ -103,8 +117,6 @@ public final class MaintenanceSql {
                      ORDER BY i.updated_at
                      LIMIT $2
                        FOR UPDATE SKIP LOCKED
-                ), signals AS (
-                    DELETE FROM {signals} s USING doomed d WHERE s.instance_id = d.id
                 ), hot AS (
                     DELETE FROM {instances} i USING doomed d WHERE i.id = d.id RETURNING i.id
                 ), attempts AS (
@@ -115,6 +127,15 @@ public final class MaintenanceSql {
                     DELETE FROM {forks} f WHERE f.id = ANY (ARRAY(SELECT id FROM archive UNION ALL SELECT id FROM hot))
                 )
                 SELECT (SELECT count(*) FROM archive) + (SELECT count(*) FROM hot)""");
+        this.sweepOrphanSignals = tables.render("""
+                WITH seen AS (
+                    SELECT s.id, s.instance_id FROM {signals} s WHERE s.id > $1 ORDER BY s.id LIMIT $2
+                ), orphaned AS (
+                    DELETE FROM {signals} s USING seen o
+                     WHERE s.id = o.id AND NOT EXISTS (SELECT 1 FROM {instances} i WHERE i.id = o.instance_id)
+                    RETURNING s.id
+                )
+                SELECT (SELECT max(id) FROM seen) AS last_seen, (SELECT count(*) FROM orphaned) AS deleted""");
         this.sweepBuckets = tables.render("""
                 WITH idle AS (
                     SELECT b.name, b.partition_key
@@ -164,6 +185,20 @@ public final class MaintenanceSql {
                                 .bind(0, retentionMillis).bind(1, limit).execute()))
                         .concatMap(result -> result.map(row -> row.get(0, Long.class))))
                 .reduce(0L, Long::sum);
+    }
+
+    /** What a sweep of orphaned signals looked at and did. */
+    public record OrphanSweep(@Nullable Long lastSeen, long deleted) {
+    }
+
+    /** Deletes the orphaned signals among the {@code limit} signals after id {@code afterId} ({@link #sweepOrphanSignals}). */
+    public Mono<OrphanSweep> sweepOrphanSignals(long afterId, int limit, Duration timeout) {
+        return db.inTransaction(connection -> boundStatements(connection, timeout)
+                        .thenMany(Flux.from(connection.createStatement(sweepOrphanSignals)
+                                .bind(0, afterId).bind(1, limit).execute()))
+                        .concatMap(result -> result.map(row -> new OrphanSweep(row.get(0, Long.class),
+                                row.get(1, Long.class)))))
+                .single();
     }
 
     /**

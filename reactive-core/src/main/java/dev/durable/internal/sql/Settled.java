@@ -7,9 +7,12 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>A statement that may settle rows does it in three data-modifying CTEs of its own statement,
  * so the move is atomic with the decision: {@link #move} deletes the rows that settle from the hot
- * table (the delete triggers count a child off its parent and give a gate slot back), inserts them
- * into the history table with their final values and the names of the signals its steps consumed
- * (in delivery order), and deletes their signals (a settled instance is no signal's target any more). Rows whose correlation key stays occupied in their final status
+ * table (the delete triggers count a child off its parent, give a gate slot back and delete the
+ * row's signals: a settled instance is no signal's target any more), and inserts them into the
+ * history table with their final values and the names of the signals its steps consumed (in
+ * delivery order). The signals are not deleted here: this statement's snapshot misses a signal
+ * whose delivery locked the row first and committed while this statement waited for it, and the
+ * trigger's own statement sees it. Rows whose correlation key stays occupied in their final status
  * are not moved: the hot table's unique index must keep holding the key, so the statement updates
  * them in place like any other transition ({@link #settlesWhere} is false for them).
  */
@@ -34,11 +37,11 @@ final class Settled {
     }
 
     /**
-     * The CTEs {@code moved}, {@code archived} and {@code forgotten}: deletes the rows of
+     * The CTEs {@code moved} and {@code archived}: deletes the rows of
      * {@code {instances} i} joined to {@code using} (none when null) that match {@code where} and settle with
      * {@code status}, archives them with the given final values (SQL expressions over {@code i} and
-     * the {@code using} relations) and the limits they ran under (so a retry in place keeps them),
-     * and deletes their signals. {@code moved} returns id, queue and
+     * the {@code using} relations) and the limits they ran under (so a retry in place keeps them).
+     * {@code moved} returns id, queue and
      * the final status, for the statement's answer.
      */
     static String move(String using, String where, String status, String step, String state, String result,
@@ -62,11 +65,9 @@ final class Settled {
                               END AS signals,
                               i.gate_name, i.gate_shard, i.rate_limit, i.rate_weight, i.rate_partition,
                               i.trace_context, %s AS trace_last, i.fairness_key,
-                              i.window_name, i.window_weight, i.window_partition, i.has_signals
+                              i.window_name, i.window_weight, i.window_partition
                 ), archived AS (
                     INSERT INTO {history} (%s) SELECT %s FROM moved
-                ), forgotten AS (
-                    DELETE FROM {signals} s USING moved m WHERE s.instance_id = m.id AND m.has_signals
                 )""".formatted(using == null ? "" : " USING " + using, where, settlesWhere(status), status, step, state, result, error, attempt,
                 traceLast, COLUMNS, COLUMNS);
     }

@@ -50,7 +50,7 @@ class BaselineCatalogIT {
     void theBaselineMakesTheSchemaThePreReleaseMigrationsMade(TestDatabase db) {
         try (TestDatabase preRelease = TestPostgres.newDatabase("pre_release")) {
             Db sql = new Db(db.connectionFactory(), WAIT);
-            assertThat(new Migrator(sql, db.schema()).migrate().block(WAIT)).isEqualTo(1);
+            assertThat(new Migrator(sql, db.schema()).migrate(1).block(WAIT)).isEqualTo(1);
             assertThat(new Migrator(sql, preRelease.schema(), PRE_RELEASE).migrate().block(WAIT)).isEqualTo(16);
 
             SortedMap<String, String> baseline = SchemaCatalog.of(db, db.schema());

@@ -48,9 +48,15 @@ class MigratorIT {
     /** Rows a deployment at version n leaves behind: {@code V<n>.sql} here, when there is one. */
     private static final String ROWS = "/dev/durable/migration-rows/";
 
-    /** The test-only V2 after the baseline. */
-    private static final List<Migration> WITH_PROBE = List.of(Migrator.MIGRATIONS.get(0),
-            new Migration(2, "probe", "/dev/durable/test-migrations/"));
+    /** The newest version this library ships. */
+    private static final int LATEST = Migrator.MIGRATIONS.size();
+
+    /**
+     * The shipped versions and a test-only one after the newest (its files are named for its number:
+     * renamed when a release adds a version).
+     */
+    private static final List<Migration> WITH_PROBE = java.util.stream.Stream.concat(Migrator.MIGRATIONS.stream(),
+            java.util.stream.Stream.of(new Migration(LATEST + 1, "probe", "/dev/durable/test-migrations/"))).toList();
 
     /**
      * The path to each version from the one before it, as an upgrade takes it: the version applies
@@ -134,51 +140,76 @@ class MigratorIT {
     }
 
     /**
-     * A release's V2 applies on top of the baseline alone (the baseline is not run again), over rows,
-     * and its undo takes back only what it did.
+     * Version 2 collects the signals version 1's settles could leave behind (their instance gone),
+     * and no others; from then on a row takes its signals with it however it goes.
+     */
+    @Test
+    void version2CollectsTheSignalsVersion1LeftAndRowsTakeTheirSignalsFromThenOn(TestDatabase db) {
+        try (TestDatabase upgraded = TestPostgres.newDatabase("signals_v2")) {
+            Db sql = new Db(db.connectionFactory(), WAIT);
+            Migrator migrator = new Migrator(sql, upgraded.schema());
+            assertThat(migrator.migrate(1).block(WAIT)).isEqualTo(1);
+            String schema = '"' + upgraded.schema() + '"';
+            upgraded.execute("SET search_path TO " + schema + ";"
+                    + " INSERT INTO durable_instances (id, type, queue, step, max_attempts, has_signals)"
+                    + " VALUES (1, 'flow', 'q', 'wait', 1, true), (2, 'flow', 'q', 'wait', 1, true);"
+                    + " INSERT INTO durable_signals (instance_id, name) VALUES (1, 'kept'), (3, 'left'), (2, 'gone');");
+            assertThat(migrator.migrate().block(WAIT)).isEqualTo(2);
+            assertThat(Sql.query(db, "SELECT name FROM " + schema + ".durable_signals ORDER BY id",
+                    row -> row.get(0, String.class))).containsExactly("kept", "gone");
+
+            upgraded.execute("DELETE FROM " + schema + ".durable_instances WHERE id = 2");
+            assertThat(Sql.query(db, "SELECT name FROM " + schema + ".durable_signals ORDER BY id",
+                    row -> row.get(0, String.class))).containsExactly("kept");
+        }
+    }
+
+    /**
+     * A release's next version applies on top of the newest shipped one alone (the earlier ones are
+     * not run again), over rows, and its undo takes back only what it did.
      */
     @Test
     void aLaterVersionAppliesOnTopOfTheBaseline(TestDatabase db) {
         try (TestDatabase probed = TestPostgres.newDatabase("later_version")) {
             Db sql = new Db(db.connectionFactory(), WAIT);
-            assertThat(new Migrator(sql, probed.schema()).migrate().block(WAIT)).isEqualTo(1);
+            assertThat(new Migrator(sql, probed.schema()).migrate().block(WAIT)).isEqualTo(LATEST);
             probed.execute("INSERT INTO \"" + probed.schema() + "\".durable_engines (origin, name, queues, types, versions,"
                     + " expires_at) VALUES ('e', 'e', '{}', '{}', '{}', now())");
 
             Migrator later = new Migrator(sql, probed.schema(), WITH_PROBE);
-            assertThat(later.migrate().block(WAIT)).isEqualTo(2);
+            assertThat(later.migrate().block(WAIT)).isEqualTo(LATEST + 1);
             assertThat(Sql.query(db, "SELECT version || ' ' || description FROM \"" + probed.schema()
                     + "\".durable_schema_version ORDER BY version", row -> row.get(0, String.class)))
-                    .containsExactly("1 baseline", "2 probe");
+                    .containsExactly("1 baseline", "2 signals_leave_with_their_instance", "3 probe");
             assertThat(Sql.query(db, "SELECT probe FROM \"" + probed.schema() + "\".durable_engines",
-                    row -> row.get(0, String.class))).containsExactly("added by V2");
+                    row -> row.get(0, String.class))).containsExactly("added by V3");
 
-            assertThat(later.migrateDown(1).block(WAIT)).isEqualTo(1);
+            assertThat(later.migrateDown(LATEST).block(WAIT)).isEqualTo(LATEST);
             assertThat(Sql.query(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1"
                     + " AND column_name = 'probe'", row -> row.get(0, Long.class), probed.schema())).containsExactly(0L);
             assertThat(Sql.query(db, "SELECT count(*) FROM \"" + probed.schema() + "\".durable_engines",
                     row -> row.get(0, Long.class))).containsExactly(1L);
-            assertThat(new Migrator(sql, probed.schema()).migrate().block(WAIT)).isEqualTo(1);
+            assertThat(new Migrator(sql, probed.schema()).migrate().block(WAIT)).isEqualTo(LATEST);
         }
     }
 
     /**
-     * A schema a newer Durable migrated (here to the test's V2) is neither migrated, nor undone, nor
+     * A schema a newer Durable migrated (here to the test's probe version) is neither migrated, nor undone, nor
      * started on by this library: each says so with a typed error, and leaves the schema as it was.
      */
     @Test
     void aSchemaNewerThanTheLibraryIsRefused(TestDatabase db) {
         try (TestDatabase newer = TestPostgres.newDatabase("newer_schema")) {
             Db sql = new Db(db.connectionFactory(), WAIT);
-            assertThat(new Migrator(sql, newer.schema(), WITH_PROBE).migrate().block(WAIT)).isEqualTo(2);
+            assertThat(new Migrator(sql, newer.schema(), WITH_PROBE).migrate().block(WAIT)).isEqualTo(LATEST + 1);
             Migrator ours = new Migrator(sql, newer.schema());
 
             assertThatThrownBy(() -> ours.migrate().block(WAIT)).isInstanceOfSatisfying(SchemaVersionException.class,
                     refused -> {
-                        assertThat(refused.recordedVersion()).isEqualTo(2);
-                        assertThat(refused.knownVersion()).isEqualTo(1);
-                        assertThat(refused).hasMessageContaining("\"" + newer.schema() + "\" is at version 2 ('probe'),"
-                                + " newer than the newest this library ships, 1")
+                        assertThat(refused.recordedVersion()).isEqualTo(LATEST + 1);
+                        assertThat(refused.knownVersion()).isEqualTo(LATEST);
+                        assertThat(refused).hasMessageContaining("\"" + newer.schema() + "\" is at version " + (LATEST + 1)
+                                + " ('probe'), newer than the newest this library ships, " + LATEST)
                                 .hasMessageContaining("applyMigrations(false)");
                     });
             assertThatThrownBy(() -> ours.migrateDown(0).block(WAIT)).isInstanceOf(SchemaVersionException.class);
@@ -189,7 +220,7 @@ class MigratorIT {
             } finally {
                 engine.closeLater().block(WAIT);
             }
-            assertThat(ours.version().block(WAIT)).isEqualTo(2);
+            assertThat(ours.version().block(WAIT)).isEqualTo(LATEST + 1);
             assertThat(Sql.query(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1"
                     + " AND column_name = 'probe'", row -> row.get(0, Long.class), newer.schema())).containsExactly(1L);
         }
@@ -211,7 +242,7 @@ class MigratorIT {
             assertThatThrownBy(() -> new Migrator(sql, preRelease.schema()).migrate().block(WAIT))
                     .isInstanceOfSatisfying(SchemaVersionException.class, refused -> {
                         assertThat(refused.recordedVersion()).isEqualTo(16);
-                        assertThat(refused.knownVersion()).isEqualTo(1);
+                        assertThat(refused.knownVersion()).isEqualTo(LATEST);
                         assertThat(refused).hasMessageContaining("records version 1 as 'durable_schema' (and versions"
                                         + " up to 16), but this library's version 1 is 'baseline'")
                                 .hasMessageContaining("recording it as version 1 'baseline' instead is enough");
