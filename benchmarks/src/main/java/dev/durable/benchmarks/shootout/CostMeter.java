@@ -167,7 +167,8 @@ final class CostMeter {
         }
         Shootout.log("%s: window JVM: %.1f us/job CPU, JIT %d ms, GC %d ms", label,
                 jvmCpu / 1e3 / jobs, jitMillis, gcMillis);
-        return new Costs(pgCpuMicros, jvmCpu / 1e3 / jobs, walBytes, indexWrites, statementsPerJob);
+        return new Costs(pgCpuMicros, jvmCpu / 1e3 / jobs, jitMillis * 1e3 / jobs, walBytes, indexWrites,
+                statementsPerJob);
     }
 
     /**

@@ -63,23 +63,24 @@ class ShootoutOutputTest {
     @Test
     void theResultLineIsKeyValuePairsWithNaAsNotAvailable() {
         Result result = Result.of("durable", "short", "fast", 2, 20_000, 4.0, 3.25, 12.5,
-                new Costs(81.24, 150.0, 1_234.4, 6.9, Double.NaN));
+                new Costs(81.24, 150.0, 4.25, 1_234.4, 6.9, Double.NaN));
         Map<String, String> fields = fields(result.line());
         assertEquals(List.of("name", "mode", "profile", "round", "jobs", "seconds", "jobs_per_s", "p50_ms", "p99_ms",
-                "pg_cpu_us_per_job", "jvm_cpu_us_per_job", "wal_bytes_per_job", "index_writes_per_job",
+                "pg_cpu_us_per_job", "jvm_cpu_us_per_job", "jit_us_per_job", "wal_bytes_per_job", "index_writes_per_job",
                 "statements_per_job"), List.copyOf(fields.keySet()));
         assertEquals("2", fields.get("round"));
         assertEquals("5000.0", fields.get("jobs_per_s"));
         assertEquals("81.2", fields.get("pg_cpu_us_per_job"));
+        assertEquals("4.3", fields.get("jit_us_per_job"));
         assertEquals("1234", fields.get("wal_bytes_per_job"));
         assertEquals("n/a", fields.get("statements_per_job"));
     }
 
     @Test
     void theMedianLineTakesEachColumnOnItsOwnAndSkipsWhatWasNotMeasured() {
-        Result a = Result.of("raw_sql", "short", "fast", 1, 100, 1.0, 1, 10, new Costs(10, 1, 100, 4, Double.NaN));
-        Result b = Result.of("raw_sql", "short", "fast", 2, 100, 2.0, 3, 30, new Costs(30, 3, 300, 4, Double.NaN));
-        Result c = Result.of("raw_sql", "short", "fast", 3, 100, 4.0, 2, 20, new Costs(Double.NaN, 2, 200, 4, Double.NaN));
+        Result a = Result.of("raw_sql", "short", "fast", 1, 100, 1.0, 1, 10, new Costs(10, 1, 0.5, 100, 4, Double.NaN));
+        Result b = Result.of("raw_sql", "short", "fast", 2, 100, 2.0, 3, 30, new Costs(30, 3, 1.5, 300, 4, Double.NaN));
+        Result c = Result.of("raw_sql", "short", "fast", 3, 100, 4.0, 2, 20, new Costs(Double.NaN, 2, 1.0, 200, 4, Double.NaN));
         Result median = Result.median(List.of(a, b, c));
         assertEquals("median", median.round());
         assertEquals(2.0, median.seconds());
