@@ -219,13 +219,15 @@ class MaintenanceIT {
         assertThat(Sql.query(db, "SELECT instance_id FROM {schema}.durable_signals ORDER BY id",
                 row -> row.get(0, Long.class))).containsExactly(live, live, live);
 
-        // Past the last signal the sweep starts over: one gone since is found on the next round.
-        Sql.update(db, "INSERT INTO {schema}.durable_signals (instance_id, name) VALUES (-4, 'x')");
-        for (int pass = 0; pass < 4; pass++) {
+        // Past the last signal the sweep starts over: one orphaned since, behind where it got to, is
+        // found on the next round (a pass that finds the end, then one from the start).
+        Sql.update(db, "UPDATE {schema}.durable_signals SET instance_id = -4"
+                + " WHERE id = (SELECT min(id) FROM {schema}.durable_signals)");
+        for (int pass = 0; pass < 2; pass++) {
             maintenance.collectGarbage().block();
         }
         assertThat(Sql.query(db, "SELECT instance_id FROM {schema}.durable_signals ORDER BY id",
-                row -> row.get(0, Long.class))).containsExactly(live, live, live);
+                row -> row.get(0, Long.class))).containsExactly(live, live);
     }
 
     @Test

@@ -243,8 +243,9 @@ class WorkflowIT {
             }
             gate.tryEmitEmpty();
             Eventually.until("the settling commit waits for the delivery", WAIT, () -> !Sql.query(db,
-                    "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH moved AS%'",
-                    row -> 1).isEmpty());
+                    "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                            + " AND query LIKE 'WITH moved AS%' AND query LIKE '%' || $1 || '%'",
+                    row -> 1, db.schema()).isEmpty());
             Mono.from(delivering.commitTransaction()).block(WAIT);
         } finally {
             Mono.from(delivering.close()).block(WAIT);

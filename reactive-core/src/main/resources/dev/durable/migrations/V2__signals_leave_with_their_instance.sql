@@ -9,6 +9,13 @@
 -- every signal committed before the row went. Only rows that ever had a signal fire it (a plain job
 -- pays the WHEN clause), and every path that deletes a live row goes through it: a settle, the
 -- collector, the admin's delete.
+
+-- What the race left under version 1: signals whose instance is gone. First, before the trigger
+-- locks the hot table against writes until this migration commits; what a version-1 settle leaves
+-- in between, the collector's sweep finds.
+DELETE FROM durable_signals s
+ WHERE NOT EXISTS (SELECT 1 FROM durable_instances i WHERE i.id = s.instance_id);
+
 CREATE FUNCTION durable_signals_forget() RETURNS trigger
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
@@ -22,7 +29,3 @@ CREATE TRIGGER durable_signals_forgotten
     FOR EACH ROW
     WHEN (OLD.has_signals)
     EXECUTE FUNCTION durable_signals_forget();
-
--- What the race left under version 1: signals whose instance is gone.
-DELETE FROM durable_signals s
- WHERE NOT EXISTS (SELECT 1 FROM durable_instances i WHERE i.id = s.instance_id);

@@ -12,10 +12,9 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
-import reactor.core.Disposable;
-import reactor.core.Disposables;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -93,8 +92,13 @@ public final class QueueScheduler {
     private final Sinks.Empty<Void> drained = Sinks.empty();
     /** The poll, pokes and heartbeats. */
     private final SchedulerLoops loops;
-    /** The runs going: a close that gives up on them disposes them. */
-    private final Disposable.Composite runs = Disposables.composite();
+    /**
+     * The runs going: a close that gives up on them disposes them. A set, not Reactor's composite
+     * (a list: removing a finished run would walk it, the cost the flatMap had).
+     */
+    private final Set<RunSubscriber> runs = ConcurrentHashMap.newKeySet();
+    /** The runs were disposed (a close gave up on them): a run started since is disposed at once. */
+    private volatile boolean runsDisposed;
 
     QueueScheduler(QueueOptions options, String worker, Picker picker, Beat beat, Releaser releaser, Runner runner,
             Flux<String> pokes, Duration heartbeatInterval, Duration leaseTtl, Duration pokeWindow, Scheduler timer,
@@ -256,10 +260,10 @@ public final class QueueScheduler {
                     dispatching = next != null;
                 }
             }
-        } catch (RuntimeException | Error e) {
+        } catch (Throwable e) {
+            // The triggers left waiting are served by the next dispatch.
             synchronized (this) {
                 dispatching = false;
-                missedTriggers.clear();
             }
             throw e;
         }
@@ -293,10 +297,7 @@ public final class QueueScheduler {
             HeldRows.giveBackLapsed(queue(), lapsed, releaser, counters);
         }
         for (ClaimedRow row : toRun) {
-            RunSubscriber run = new RunSubscriber();
-            if (runs.add(run)) {
-                run(row).subscribe(run);
-            }
+            start(row);
         }
         if (pickDone != null) {
             pick(pickSize, trigger, pickDone);
@@ -431,6 +432,19 @@ public final class QueueScheduler {
         dispatch(Trigger.DEMAND);
     }
 
+    /** Runs a row taken from the buffer, unless a close has given up on the runs (then it goes back). */
+    private void start(ClaimedRow row) {
+        RunSubscriber run = new RunSubscriber();
+        runs.add(run);
+        if (runsDisposed) {
+            runs.remove(run);
+            held.finished(row);
+            releaser.release(List.of(row)).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
+            return;
+        }
+        run(row).subscribe(run);
+    }
+
     /** One run's subscriber: leaves the runs going when its run ends or is disposed. */
     private final class RunSubscriber extends BaseSubscriber<Void> {
         @Override
@@ -479,7 +493,8 @@ public final class QueueScheduler {
             closed = Mono.when(giveBack, drain)
                     .doFinally(signal -> {
                         loops.stop();
-                        runs.dispose();
+                        runsDisposed = true;
+                        runs.forEach(RunSubscriber::dispose);
                     })
                     .cache();
             closing = closed;

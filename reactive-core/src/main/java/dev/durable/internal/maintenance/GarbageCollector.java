@@ -49,11 +49,17 @@ public final class GarbageCollector extends MaintenanceService {
     private Mono<Void> sweepOrphanSignals(int limit, Duration timeout) {
         long after = swept.get();
         return sql.sweepOrphanSignals(after, limit, timeout).doOnNext(sweep -> {
-            swept.compareAndSet(after, sweep.lastSeen() == null ? 0 : sweep.lastSeen());
-            if (sweep.deleted() > 0) {
-                log.warn("gc: deleted {} signals whose instance was gone (a delete with triggers off?)",
-                        sweep.deleted());
-            }
-        }).then();
+                    swept.compareAndSet(after, sweep.lastSeen() == null ? 0 : sweep.lastSeen());
+                    if (sweep.deleted() > 0) {
+                        log.warn("gc: deleted {} signals whose instance was gone (a delete with triggers off?)",
+                                sweep.deleted());
+                    }
+                })
+                .then()
+                // The batch's instances are deleted and counted whatever the sweep does; the next batch sweeps again.
+                .onErrorResume(error -> {
+                    log.warn("gc: the sweep for orphaned signals failed: {}", error.toString());
+                    return Mono.empty();
+                });
     }
 }
