@@ -31,7 +31,8 @@ record Costs(double pgCpuMicros, double jvmCpuMicros, double jitMicros, double w
     /** Each column's median over rounds, on its own (not the costs of one median round). */
     static Costs median(List<Costs> rounds) {
         return new Costs(median(rounds, Costs::pgCpuMicros), median(rounds, Costs::jvmCpuMicros),
-                median(rounds, Costs::jitMicros), median(rounds, Costs::walBytes), median(rounds, Costs::indexWrites), median(rounds, Costs::statements));
+                median(rounds, Costs::jitMicros), median(rounds, Costs::walBytes), median(rounds, Costs::indexWrites),
+                median(rounds, Costs::statements));
     }
 
     static <T> double median(List<T> items, ToDoubleFunction<T> column) {

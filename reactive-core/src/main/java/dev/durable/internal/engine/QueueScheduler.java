@@ -33,12 +33,12 @@ import reactor.util.Loggers;
  * {@code minDemand}, or at once when fully idle ({@link Demand}). A finished run frees its slot,
  * which the buffer fills with no round trip. Each run is subscribed on its own, not through a
  * {@code flatMap}: flatMap's drain walks every active inner when one completes, which at 256 runs
- * cost an eighth of the engine's CPU at saturation. The rows held, and what a heartbeat's verdict on them
- * is, are {@link HeldRows}: a buffered row whose lease no beat renewed in time (the database slow or
- * away) is never started, it is given back and counted lost. The idle poll (doubled while idle
- * picks find nothing), the pokes and the heartbeat are {@link SchedulerLoops}: all of them call into
- * the same decision, which is made under this object's lock; every pick, release and emission
- * happens after the lock is let go.
+ * cost an eighth of the engine's CPU at saturation. The rows held, and what a heartbeat's verdict
+ * on them is, are {@link HeldRows}: a buffered row whose lease no beat renewed in time (the
+ * database slow or away) is never started, it is given back and counted lost. The idle poll
+ * (doubled while idle picks find nothing), the pokes and the heartbeat are {@link SchedulerLoops}:
+ * all of them call into the same decision, which is made under this object's lock; every pick,
+ * release and run start happens after the lock is let go.
  *
  * <p>The I/O is the collaborators': the {@link Picker} claims, the {@link Beat} renews leases, the
  * {@link Releaser} gives unstarted rows back and the {@link Runner} runs a row to its committed
@@ -439,7 +439,8 @@ public final class QueueScheduler {
         if (runsDisposed) {
             runs.remove(run);
             held.finished(row);
-            releaser.release(List.of(row)).subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
+            releaser.release(List.of(row))
+                    .subscribe(null, error -> log.warn("queue {}: release failed", queue(), error));
             return;
         }
         run(row).subscribe(run);

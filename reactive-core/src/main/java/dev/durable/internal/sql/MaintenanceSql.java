@@ -34,14 +34,13 @@ public final class MaintenanceSql {
 
     /**
      * Deletes up to $2 settled instances older than $1 ms from the history table, and up to $2
-     * from the hot table (settled rows whose correlation key stays occupied; their signals go with them:
-     * trigger durable_signals_forgotten),
-     * sparing children whose parent is still live: its join reads them, and the recorded attempts, step
-     * inputs and fork links of both. Index: the history's BRIN index on settlement time (no order: any old
-     * rows do), the hot table's GC index, oldest first; the parents' primary key; the
-     * attempts by instance, the step inputs' and the forks' primary keys (one probe each per deleted row;
-     * most instances have none: jobs never have step inputs). Locks: the deleted rows, skipping rows
-     * another transaction holds.
+     * from the hot table (settled rows whose correlation key stays occupied; their signals go with
+     * them: trigger durable_signals_forgotten), sparing children whose parent is still live: its join
+     * reads them, and the recorded attempts, step inputs and fork links of both. Index: the history's
+     * BRIN index on settlement time (no order: any old rows do), the hot table's GC index, oldest
+     * first; the parents' primary key; the attempts by instance, the step inputs' and the forks'
+     * primary keys (one probe each per deleted row; most instances have none: jobs never have step
+     * inputs). Locks: the deleted rows, skipping rows another transaction holds.
      */
     private final String collectGarbage;
 
@@ -191,7 +190,10 @@ public final class MaintenanceSql {
     public record OrphanSweep(@Nullable Long lastSeen, long deleted) {
     }
 
-    /** Deletes the orphaned signals among the {@code limit} signals after id {@code afterId} ({@link #sweepOrphanSignals}). */
+    /**
+     * Deletes the orphaned signals among the {@code limit} signals after id {@code afterId}
+     * ({@link #sweepOrphanSignals}).
+     */
     public Mono<OrphanSweep> sweepOrphanSignals(long afterId, int limit, Duration timeout) {
         return db.inTransaction(connection -> boundStatements(connection, timeout)
                         .thenMany(Flux.from(connection.createStatement(sweepOrphanSignals)
