@@ -167,6 +167,46 @@ class KeyWaitIT {
                 .containsExactly(0L);
     }
 
+    /**
+     * Issue 32's unexplained sighting, on purpose: a waiting row's delete (a cancel, a settle of a
+     * row that never ran) takes no key lock and elects nothing, so an election running beside it can
+     * choose that row to promote. The promotion then finds the row gone; the election must look
+     * again, or the key keeps its waiting rows behind no head, written down nowhere, until an
+     * insert into the key or the key healer.
+     */
+    @Test
+    void anElectionWhoseChosenRowIsDeletedMeanwhileElectsTheNextOne() throws Exception {
+        DurableEngine schema = engines.build(engines.options("schema"));
+        schema.migrate().block(WAIT);
+        long running = insert("gone", 0, "now() - interval '1 hour'");
+        claim(running);
+        long best = insert("gone", 0, "now() - interval '2 seconds'");
+        long next = insert("gone", 1, "now() - interval '1 second'");
+        assertThat(waiting("gone")).containsExactly(best, next);
+        Connection cancelling = Mono.from(db.connectionFactory().create()).block(WAIT);
+        java.util.concurrent.CompletableFuture<Long> settle;
+        try {
+            Mono.from(cancelling.beginTransaction()).block(WAIT);
+            Integer pid = Flux.from(cancelling.createStatement("SELECT pg_backend_pid()").execute())
+                    .flatMap(result -> result.map(row -> row.get(0, Integer.class))).blockLast(WAIT);
+            Flux.from(cancelling.createStatement("DELETE FROM " + db.schema() + ".durable_instances WHERE id = "
+                    + best).execute()).flatMap(Result::getRowsUpdated).blockLast(WAIT);
+            // The running row settles (a move to history deletes it): its election chooses the best
+            // waiting row, which the open delete still leaves visible, and waits to promote it.
+            settle = Mono.fromCallable(() -> Sql.update(db, "DELETE FROM {schema}.durable_instances WHERE id = $1",
+                    running)).subscribeOn(Schedulers.boundedElastic()).toFuture();
+            Eventually.until("the settle's election waits for the delete", WAIT, () -> !Sql.query(db,
+                    "SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))", row -> 1, pid).isEmpty());
+            Mono.from(cancelling.commitTransaction()).block(WAIT);
+        } finally {
+            Mono.from(cancelling.close()).block(WAIT);
+        }
+        assertThat(settle.get(2, java.util.concurrent.TimeUnit.MINUTES)).isEqualTo(1L);
+        assertThat(head("gone")).isEqualTo(next);
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_key_skips", row -> row.get(0, Long.class)))
+                .containsExactly(0L);
+    }
+
     @Test
     void rowsOfABusyKeyAreNotPickCandidates() {
         DurableEngine schema = engines.build(engines.options("schema"));
@@ -219,24 +259,16 @@ class KeyWaitIT {
                             .pollInterval(Duration.ofMillis(30)).build()), keyed));
         }
         AtomicBoolean running = new AtomicBoolean(true);
-        // Keys seen with other than one head, and for how long: a key in that state for more than the
-        // retry of skipped elections takes (every second) is broken. A shorter sighting is logged with
-        // the key's rows: one run in about fifteen on a loaded machine showed key 'a' so for three
-        // samples, not written down as skipped, and nothing explained it (see the session-7 notes).
+        // Keys seen with other than one head, in any committed state, with their rows: none. (One run
+        // in about fifteen used to show a key with waiting rows and no head for a few samples: an
+        // election chose a waiting row that a cancel deleted meanwhile. Schema version 3 elects again;
+        // anElectionWhoseChosenRowIsDeletedMeanwhileElectsTheNextOne makes that race on purpose.)
         List<String> broken = Collections.synchronizedList(new ArrayList<>());
-        Map<String, Long> brokenSince = new ConcurrentHashMap<>();
         Thread watcher = new Thread(() -> {
             while (running.get()) {
                 List<String> now = Sql.query(db, BROKEN_KEYS, row -> row.get(0, String.class));
-                brokenSince.keySet().retainAll(now);
-                for (String key : now) {
-                    long since = brokenSince.computeIfAbsent(key, k -> System.nanoTime());
-                    if (System.nanoTime() - since > Duration.ofSeconds(3).toNanos()) {
-                        broken.add(key);
-                    }
-                }
                 if (!now.isEmpty()) {
-                    System.err.println("KeyWaitIT: keys with other than one head " + now + ": " + Sql.query(db,
+                    broken.add(now + ": " + Sql.query(db,
                             "SELECT id || ' ' || concurrency_key || ' ' || status || ' waiting=' || key_waiting"
                                     + " || ' by=' || coalesce(claimed_by, '-') FROM {schema}.durable_instances"
                                     + " WHERE concurrency_key = ANY ($1::text[]) ORDER BY concurrency_key, id",
@@ -280,7 +312,7 @@ class KeyWaitIT {
             Thread.currentThread().interrupt();
         }
         assertThat(overlaps.get()).as("rows of one key running at once").isZero();
-        assertThat(broken).as("keys without exactly one head for more than 3 s").isEmpty();
+        assertThat(broken).as("keys seen with other than one head, and their rows").isEmpty();
         Eventually.until("no election left undone", WAIT, () -> Sql.query(db,
                 "SELECT count(*) FROM {schema}.durable_key_skips", row -> row.get(0, Long.class)).get(0) == 0);
         assertThat(Sql.count(db, "queue = 'keyed' AND status = 'failed'")).isZero();

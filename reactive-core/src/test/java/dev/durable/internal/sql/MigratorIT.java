@@ -154,7 +154,7 @@ class MigratorIT {
                     + " INSERT INTO durable_instances (id, type, queue, step, max_attempts, has_signals)"
                     + " VALUES (1, 'flow', 'q', 'wait', 1, true), (2, 'flow', 'q', 'wait', 1, true);"
                     + " INSERT INTO durable_signals (instance_id, name) VALUES (1, 'kept'), (3, 'left'), (2, 'gone');");
-            assertThat(migrator.migrate().block(WAIT)).isEqualTo(2);
+            assertThat(migrator.migrate(2).block(WAIT)).isEqualTo(2);
             assertThat(Sql.query(db, "SELECT name FROM " + schema + ".durable_signals ORDER BY id",
                     row -> row.get(0, String.class))).containsExactly("kept", "gone");
 
@@ -180,9 +180,10 @@ class MigratorIT {
             assertThat(later.migrate().block(WAIT)).isEqualTo(LATEST + 1);
             assertThat(Sql.query(db, "SELECT version || ' ' || description FROM \"" + probed.schema()
                     + "\".durable_schema_version ORDER BY version", row -> row.get(0, String.class)))
-                    .containsExactly("1 baseline", "2 signals_leave_with_their_instance", "3 probe");
+                    .containsExactly("1 baseline", "2 signals_leave_with_their_instance",
+                            "3 key_election_survives_a_deleted_choice", "4 probe");
             assertThat(Sql.query(db, "SELECT probe FROM \"" + probed.schema() + "\".durable_engines",
-                    row -> row.get(0, String.class))).containsExactly("added by V3");
+                    row -> row.get(0, String.class))).containsExactly("added by V4");
 
             assertThat(later.migrateDown(LATEST).block(WAIT)).isEqualTo(LATEST);
             assertThat(Sql.query(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1"
