@@ -268,6 +268,10 @@ final class ChaosRun implements AutoCloseable {
         // Key election: one that gave up on a held key lock is done again once the lock is free
         // (SkippedKeyElections, every second): none is left after the recovery.
         invariants.put("key_skips", count("SELECT count(*) FROM S.durable_key_skips"));
+        // Signals leave with their instance (a trigger; the collector sweeps any left): none whose
+        // instance is gone.
+        invariants.put("orphan_signals", count("SELECT count(*) FROM S.durable_signals s"
+                + " WHERE NOT EXISTS (SELECT 1 FROM S.durable_instances i WHERE i.id = s.instance_id)"));
         // Live rows never leave the hot table (a settle moves them out): lost and stuck read it alone.
         invariants.put("lost", count(ChaosSchema.render("SELECT count(*) FROM S.durable_instances"
                 + " WHERE status NOT IN ('done', 'failed', 'cancelled') AND inserted_at < $1", schema), recoveryStart));

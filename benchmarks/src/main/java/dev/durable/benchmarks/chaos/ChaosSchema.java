@@ -56,6 +56,9 @@ package dev.durable.benchmarks.chaos;
  *   <li><b>vanished</b>: live rows deleted from the hot table that the history never received,
  *       history rows that did not leave the hot table in the same statement, and rows in both
  *       tables (see {@link #vanished});
+ *   <li><b>key_heads</b> / <b>key_skips</b>: ungated keys with other than one head; elections given
+ *       up on a held key lock and not done again by the end;
+ *   <li><b>orphan_signals</b>: signals whose instance left the hot table (they leave with it);
  *   <li><b>lost</b> / <b>stuck</b> (liveness): rows not settled after the recovery time; rows
  *       executing with an expired lease.
  * </ul>
