@@ -168,9 +168,9 @@ final class HeldRows {
     /**
      * Hands up to {@code wanted} buffered rows to runs (into {@code toRun}); a row whose lease may have
      * run out by {@code now} goes to {@code lapsed} instead: the reaper may have given it to another
-     * worker, so it must not start here. Returns how many went to runs.
+     * worker, so it must not start here.
      */
-    int take(long wanted, long now, List<ClaimedRow> toRun, List<ClaimedRow> lapsed) {
+    void take(int wanted, long now, List<ClaimedRow> toRun, List<ClaimedRow> lapsed) {
         int taken = 0;
         while (taken < wanted && !buffer.isEmpty()) {
             ClaimedRow row = buffer.poll();
@@ -183,7 +183,6 @@ final class HeldRows {
             toRun.add(row);
             taken++;
         }
-        return taken;
     }
 
     /**

@@ -71,8 +71,6 @@ public final class QueueScheduler {
     private final HeldRows held;
     // Guarded by this.
     private boolean started;
-    /** Run slots free: {@code concurrency} less the rows handed to runs and not finished. */
-    private int freeSlots;
     /**
      * A dispatch is under way (on any thread, or further up this one's stack: a run that ended at
      * once); the triggers that came meanwhile wait here, each kind once, and it serves them in turn.
@@ -161,7 +159,6 @@ public final class QueueScheduler {
     public void start() {
         synchronized (this) {
             started = true;
-            freeSlots = options.concurrency();
         }
         dispatch(Trigger.DEMAND);
         loops.start(this::currentPoll, () -> dispatch(Trigger.POLL), pokes, () -> dispatch(Trigger.POKE),
@@ -279,11 +276,13 @@ public final class QueueScheduler {
             if (closed) {
                 return;
             }
+            // The free run slots: concurrency less the rows handed to runs and not finished.
+            int freeSlots = options.concurrency() - held.running();
             if (started && freeSlots > 0 && held.buffered() > 0) {
                 toRun = new ArrayList<>();
                 lapsed = new ArrayList<>();
                 // A row no beat renewed for a lease (the database is slow or away) is not started.
-                freeSlots -= held.take(freeSlots, now(), toRun, lapsed);
+                held.take(freeSlots, now(), toRun, lapsed);
             }
             pickSize = pickSize(trigger);
             if (pickSize > 0) {
@@ -423,7 +422,6 @@ public final class QueueScheduler {
         counters.completed.incrementAndGet();
         boolean empty;
         synchronized (this) {
-            freeSlots++;
             empty = closed && held.running() == 0;
         }
         if (empty) {

@@ -56,12 +56,10 @@ final class ClaimColumns {
     private ClaimColumns() {
     }
 
-    /** The columns {@link #read} reads, in the order of the indexes below. */
+    /** The columns {@link #read} reads, in the order of the indexes below (the limits: {@link #LIMITS}). */
     private static final ColumnPositions POSITIONS = new ColumnPositions("id", "claimed_by", "type", "type_version",
             "queue", "priority", "eligible_micros", "step", "state", "attempt", "max_attempts", "concurrency_key",
-            "parent_id", "awaited_signals", "inbox", "children", "gate_name", "gate_shard", "rate_limit",
-            "rate_weight", "rate_partition", "window_name", "window_weight", "window_partition", "trace_context",
-            "trace_last");
+            "parent_id", "awaited_signals", "inbox", "children", "trace_context", "trace_last");
     private static final int ID = 0;
     private static final int CLAIMED_BY = 1;
     private static final int TYPE = 2;
@@ -78,24 +76,27 @@ final class ClaimColumns {
     private static final int AWAITED_SIGNALS = 13;
     private static final int INBOX = 14;
     private static final int CHILDREN = 15;
-    private static final int GATE_NAME = 16;
-    private static final int GATE_SHARD = 17;
-    private static final int RATE_LIMIT = 18;
-    private static final int RATE_WEIGHT = 19;
-    private static final int RATE_PARTITION = 20;
-    private static final int WINDOW_NAME = 21;
-    private static final int WINDOW_WEIGHT = 22;
-    private static final int WINDOW_PARTITION = 23;
-    private static final int TRACE_CONTEXT = 24;
-    private static final int TRACE_LAST = 25;
+    private static final int TRACE_CONTEXT = 16;
+    private static final int TRACE_LAST = 17;
+
+    /** The limit slots' columns of a claimed row or a pick's candidate, in the order of the indexes below. */
+    private static final ColumnPositions LIMITS = new ColumnPositions("gate_name", "concurrency_key", "gate_shard",
+            "rate_limit", "rate_partition", "rate_weight", "window_name", "window_partition", "window_weight");
+    private static final int GATE_NAME = 0;
+    private static final int GATE_KEY = 1;
+    private static final int GATE_SHARD = 2;
+    private static final int RATE_LIMIT = 3;
+    private static final int RATE_PARTITION = 4;
+    private static final int RATE_WEIGHT = 5;
+    private static final int WINDOW_NAME = 6;
+    private static final int WINDOW_PARTITION = 7;
+    private static final int WINDOW_WEIGHT = 8;
 
     static ClaimedRow read(Readable readable) {
         ColumnPositions.Values row = POSITIONS.of(readable);
         String[] awaited = row.get(AWAITED_SIGNALS, String[].class);
         String[][] inbox = row.get(INBOX, String[][].class);
-        String gate = row.get(GATE_NAME, String.class);
-        String rate = row.get(RATE_LIMIT, String.class);
-        String window = row.get(WINDOW_NAME, String.class);
+        ColumnPositions.Values limits = LIMITS.of(readable);
         return new ClaimedRow(
                 row.get(ID, Long.class),
                 row.get(CLAIMED_BY, String.class),
@@ -113,12 +114,9 @@ final class ClaimColumns {
                 Arrays.asList(awaited == null ? NO_STRINGS : awaited),
                 inbox(inbox),
                 children(row.get(CHILDREN, String[][].class)),
-                gate == null ? null : new GateSlot(gate, row.get(CONCURRENCY_KEY, String.class),
-                        orZero(row.get(GATE_SHARD, Integer.class))),
-                rate == null ? null : new RateSlot(rate, emptyAsNull(row.get(RATE_PARTITION, String.class)),
-                        orZero(row.get(RATE_WEIGHT, Integer.class))),
-                window == null ? null : new WindowSlot(window, emptyAsNull(row.get(WINDOW_PARTITION, String.class)),
-                        orZero(row.get(WINDOW_WEIGHT, Integer.class))),
+                gateSlot(limits),
+                rateSlot(limits),
+                windowSlot(limits),
                 row.get(TRACE_CONTEXT, String.class),
                 row.get(TRACE_LAST, String.class),
                 signalTraces(inbox));
@@ -168,31 +166,33 @@ final class ClaimColumns {
         return children;
     }
 
-    /**
-     * The gate slot of a row read with {@code gate_name, concurrency_key, gate_shard} (a claim or a
-     * pick's candidate), or null.
-     */
-    static @Nullable GateSlot gateSlot(Readable row) {
-        String gate = row.get("gate_name", String.class);
-        return gate == null ? null : new GateSlot(gate, row.get("concurrency_key", String.class),
-                orZero(row.get("gate_shard", Integer.class)));
+    /** The limit slots' columns of a claimed row or a pick's candidate, to read with the three below. */
+    static ColumnPositions.Values limits(Readable row) {
+        return LIMITS.of(row);
+    }
+
+    /** The gate slot of a row with {@code gate_name, concurrency_key, gate_shard}, or null. */
+    static @Nullable GateSlot gateSlot(ColumnPositions.Values limits) {
+        String gate = limits.get(GATE_NAME, String.class);
+        return gate == null ? null : new GateSlot(gate, limits.get(GATE_KEY, String.class),
+                orZero(limits.get(GATE_SHARD, Integer.class)));
     }
 
     /**
-     * The rate slot of a row read with {@code rate_limit, rate_partition, rate_weight}, or null; the
+     * The rate slot of a row with {@code rate_limit, rate_partition, rate_weight}, or null; the
      * shared bucket's partition, read as NULL or (a candidate's) '', is null.
      */
-    static @Nullable RateSlot rateSlot(Readable row) {
-        String name = row.get("rate_limit", String.class);
-        return name == null ? null : new RateSlot(name, emptyAsNull(row.get("rate_partition", String.class)),
-                orZero(row.get("rate_weight", Integer.class)));
+    static @Nullable RateSlot rateSlot(ColumnPositions.Values limits) {
+        String name = limits.get(RATE_LIMIT, String.class);
+        return name == null ? null : new RateSlot(name, emptyAsNull(limits.get(RATE_PARTITION, String.class)),
+                orZero(limits.get(RATE_WEIGHT, Integer.class)));
     }
 
-    /** The window slot of a row read with {@code window_name, window_partition, window_weight}, or null. */
-    static @Nullable WindowSlot windowSlot(Readable row) {
-        String name = row.get("window_name", String.class);
-        return name == null ? null : new WindowSlot(name, emptyAsNull(row.get("window_partition", String.class)),
-                orZero(row.get("window_weight", Integer.class)));
+    /** The window slot of a row with {@code window_name, window_partition, window_weight}, or null. */
+    static @Nullable WindowSlot windowSlot(ColumnPositions.Values limits) {
+        String name = limits.get(WINDOW_NAME, String.class);
+        return name == null ? null : new WindowSlot(name, emptyAsNull(limits.get(WINDOW_PARTITION, String.class)),
+                orZero(limits.get(WINDOW_WEIGHT, Integer.class)));
     }
 
     private static @Nullable String emptyAsNull(@Nullable String partition) {

@@ -118,8 +118,9 @@ public final class LockedPickSql {
     }
 
     private static Candidate toCandidate(Readable row) {
+        ColumnPositions.Values limits = ClaimColumns.limits(row);
         return new Candidate(row.get("id", Long.class), row.get("type", String.class), row.get("priority", Integer.class),
-                row.get("eligible_micros", Long.class), ClaimColumns.gateSlot(row), ClaimColumns.rateSlot(row),
-                ClaimColumns.windowSlot(row));
+                row.get("eligible_micros", Long.class), ClaimColumns.gateSlot(limits), ClaimColumns.rateSlot(limits),
+                ClaimColumns.windowSlot(limits));
     }
 }
