@@ -36,10 +36,15 @@ import reactor.core.publisher.Flux;
  *
  * <pre>
  * benchmarks/chaos [--minutes M] [--engines N] [--fault-every D] [--redis] [--rounds R] [--faults KIND,...]
+ *                  [--recovery-minutes M] [--burn-ms MS] [--load-factor F]
  * </pre>
  * With {@code --minutes}, load for that long, a fault every D seconds, cycling through the kinds;
  * with {@code --rounds} (and no minutes), load until R rounds of every kind have struck (the suite's
- * short run, {@code ChaosIT}). Exit status 1 when an invariant broke. The run's files (the server's
+ * short run, {@code ChaosIT}). Overload: {@code --burn-ms} makes every plain job spend that much CPU,
+ * {@code --load-factor} inserts that many times the plain jobs (with {@code --engines 8} on two
+ * cores, more than the machine serves); the recovery that follows (default 3 minutes) must still
+ * settle everything. Once a minute the harness samples its heap after a collection, its threads,
+ * the server's connections and the backlog: a SOAK line sums them up (the trend past warm-up). Exit status 1 when an invariant broke. The run's files (the server's
  * data and logs, the worker JVMs' logs) live in one temporary directory, removed after a clean run
  * and kept, and named, after a failed one.
  */
@@ -57,28 +62,37 @@ public final class Chaos {
      * How long to load (a soak) or how many rounds of faults to inject (a count-based run, which
      * loads until every fault has struck, within a generous cap), how long recovery may take, how
      * often a fault strikes, how many in-process engines, whether Redis runs (limiter, pokes, its
-     * restarts), and which kinds of fault.
+     * restarts), which kinds of fault, and the overload knobs: the CPU each plain job burns and how
+     * many times the usual plain jobs are inserted.
      */
     public record Config(Duration load, int rounds, Duration recovery, Duration faultEvery, int engines,
-            boolean redis, List<Fault> kinds) {
+            boolean redis, List<Fault> kinds, Duration burn, int loadFactor) {
 
         /** The short run of the test suite: one round of every kind, however long a loaded machine takes (at most 15 minutes). */
         public static Config shortRun() {
             return new Config(Duration.ofMinutes(15), 1, Duration.ofMinutes(3), Duration.ofSeconds(2), 3, false,
-                    Fault.round(false));
+                    Fault.round(false), Duration.ZERO, 1);
         }
 
         public static Config soak(double minutes, int engines, Duration faultEvery, boolean redis) {
             return new Config(Duration.ofMillis((long) (minutes * 60_000)), Integer.MAX_VALUE, Duration.ofMinutes(3),
-                    faultEvery, engines, redis, Fault.round(redis));
+                    faultEvery, engines, redis, Fault.round(redis), Duration.ZERO, 1);
         }
 
         Config withRounds(int rounds) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds);
+            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor);
         }
 
         Config withKinds(List<Fault> kinds) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds);
+            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor);
+        }
+
+        Config withRecovery(Duration recovery) {
+            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor);
+        }
+
+        Config withOverload(Duration burn, int loadFactor) {
+            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor);
         }
 
         /** How many faults a count-based run injects. */
@@ -94,6 +108,9 @@ public final class Chaos {
         boolean redis = false;
         int rounds = -1;
         List<Fault> only = null;
+        Duration recovery = null;
+        Duration burn = Duration.ZERO;
+        int loadFactor = 1;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             String value = i + 1 < args.length ? args[i + 1] : null;
@@ -103,6 +120,9 @@ public final class Chaos {
                 case "--fault-every" -> faultEvery = Duration.ofMillis((long) (Double.parseDouble(require(arg, value, i++)) * 1000));
                 case "--rounds" -> rounds = Integer.parseInt(require(arg, value, i++));
                 case "--redis" -> redis = true;
+                case "--recovery-minutes" -> recovery = Duration.ofMillis((long) (Double.parseDouble(require(arg, value, i++)) * 60_000));
+                case "--burn-ms" -> burn = Duration.ofMillis(Long.parseLong(require(arg, value, i++)));
+                case "--load-factor" -> loadFactor = Integer.parseInt(require(arg, value, i++));
                 case "--faults" -> {
                     only = new ArrayList<>();
                     for (String kind : require(arg, value, i++).split(",")) {
@@ -110,15 +130,20 @@ public final class Chaos {
                     }
                 }
                 default -> throw new IllegalArgumentException("unknown argument " + arg + "; usage: benchmarks/chaos"
-                        + " [--minutes M] [--engines N] [--fault-every SECONDS] [--redis] [--rounds R] [--faults KIND,...]");
+                        + " [--minutes M] [--engines N] [--fault-every SECONDS] [--redis] [--rounds R] [--faults KIND,...]"
+                        + " [--recovery-minutes M] [--burn-ms MS] [--load-factor F]");
             }
         }
-        if (engines < 1) {
-            throw new IllegalArgumentException("--engines must be at least 1");
+        if (engines < 1 || loadFactor < 1 || burn.isNegative()) {
+            throw new IllegalArgumentException("--engines and --load-factor must be at least 1, --burn-ms at least 0");
         }
         Config config = minutes > 0 ? Config.soak(minutes, engines, faultEvery, redis)
                 : new Config(Duration.ofMinutes(30), rounds > 0 ? rounds : 1, Duration.ofMinutes(3), faultEvery,
-                        engines, redis, Fault.round(redis));
+                        engines, redis, Fault.round(redis), Duration.ZERO, 1);
+        config = config.withOverload(burn, loadFactor);
+        if (recovery != null) {
+            config = config.withRecovery(recovery);
+        }
         if (minutes > 0 && rounds > 0) {
             config = config.withRounds(rounds);
         }
@@ -133,6 +158,9 @@ public final class Chaos {
         }
         Report report = run(config, line -> System.err.println(line));
         System.out.println(report.details());
+        if (!report.minutes().isEmpty()) {
+            System.out.println(report.soakLine());
+        }
         System.out.println(report.line());
         System.exit(report.ok() ? 0 : 1);
     }
@@ -170,7 +198,7 @@ public final class Chaos {
 
     /**
      * The options of every chaos engine: 3 s leases beaten every 500 ms, calls bounded by 4 s, the
-     * gate and the rate limit (in PostgreSQL, or in Redis when {@code redisUri} is set: every engine
+     * gate, the rate limit and the sliding window (in PostgreSQL, or in Redis when {@code redisUri} is set: every engine
      * that runs limited rows uses the same limiter), the shared queues, and the solo queue in the
      * worker JVM only.
      */
@@ -196,6 +224,7 @@ public final class Chaos {
                 .applyMigrations(false)
                 .gate(ChaosWorkload.GATE, ChaosWorkload.GATE_CAPACITY)
                 .rateLimit(ChaosWorkload.RATE, ChaosWorkload.RATE_PER_SECOND, ChaosWorkload.RATE_BURST)
+                .window(ChaosWorkload.WINDOW, ChaosWorkload.WINDOW_LIMIT, ChaosWorkload.WINDOW_LENGTH)
                 .pokeTransport(pokes(pokes, redisUri));
         for (QueueOptions.Builder queue : queues) {
             options.queue(queue.pollInterval(Duration.ofMillis(100)).maxPollInterval(Duration.ofSeconds(1))

@@ -15,6 +15,8 @@ import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.spi.Connection;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -135,8 +137,9 @@ final class ChaosRun implements AutoCloseable {
         DurableEngine.Builder builder = DurableEngine.builder(EngineOptions.builder().connectionFactory(pool)
                 .schema(schema).name(name).runMaintenance(false).applyMigrations(migrates).pokeTransport(pokes)
                 .gate(ChaosWorkload.GATE, ChaosWorkload.GATE_CAPACITY)
-                .rateLimit(ChaosWorkload.RATE, ChaosWorkload.RATE_PER_SECOND, ChaosWorkload.RATE_BURST).build());
-        for (Definition definition : new ChaosWorkload(name, harness, schema, false).definitions()) {
+                .rateLimit(ChaosWorkload.RATE, ChaosWorkload.RATE_PER_SECOND, ChaosWorkload.RATE_BURST)
+                .window(ChaosWorkload.WINDOW, ChaosWorkload.WINDOW_LIMIT, ChaosWorkload.WINDOW_LENGTH).build());
+        for (Definition definition : new ChaosWorkload(name, harness, schema, false, config.burn()).definitions()) {
             builder.register(definition);
         }
         return builder.build();
@@ -178,6 +181,7 @@ final class ChaosRun implements AutoCloseable {
                 loop("chaos-insert", 100, this::insertSome),
                 loop("chaos-signal", 50, this::signalOrCancel),
                 loop("chaos-sample", 250, this::sample),
+                loop("chaos-minute", 60_000, this::sampleMinute),
                 loop("chaos-jvm-watch", 500, this::watchJvm));
         threads.forEach(Thread::start);
         long started = System.nanoTime();
@@ -215,8 +219,9 @@ final class ChaosRun implements AutoCloseable {
             fault(Fault.JVM_KILL, JVM_PATTERN, this::killAndRestartJvm);
         }
 
+        String nonTerminalNow = "SELECT count(*) FROM S.durable_instances WHERE status NOT IN ('done', 'failed', 'cancelled')";
         log.accept("chaos: load over after " + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started)
-                + " s, recovering (up to " + config.recovery() + ")");
+                + " s, recovering (up to " + config.recovery() + ", " + countSafely(nonTerminalNow) + " rows to settle)");
         OffsetDateTime recoveryStart = OffsetDateTime.now(ZoneOffset.UTC);
         String nonTerminal = ChaosSchema.render("SELECT count(*) FROM S.durable_instances"
                 + " WHERE status NOT IN ('done', 'failed', 'cancelled') AND inserted_at < $1", schema);
@@ -254,6 +259,7 @@ final class ChaosRun implements AutoCloseable {
         invariants.put("overlap", count(ChaosSchema.intersectingCommits(schema)) + counter("key overlap samples"));
         invariants.put("gate_over", counter("gate over samples"));
         invariants.put("rate_over", rateOver());
+        invariants.put("window_over", windowOver());
         invariants.put("stale_start", count(ChaosSchema.staleStarts(schema, GRACE.toMillis())));
         long logged = server.pickRowLockWaits();
         invariants.put("pick_waits", counter("pick wait samples") + Math.max(0, logged));
@@ -268,6 +274,9 @@ final class ChaosRun implements AutoCloseable {
         // Key election: one that gave up on a held key lock is done again once the lock is free
         // (SkippedKeyElections, every second): none is left after the recovery.
         invariants.put("key_skips", count("SELECT count(*) FROM S.durable_key_skips"));
+        // Key election, while it ran: samples that saw an ungated key with waiting rows and neither a
+        // head nor an executing row, its election not given up (every transition elects in its statement).
+        invariants.put("key_headless", counter("key headless samples"));
         // Signals leave with their instance (a trigger; the collector sweeps any left): none whose
         // instance is gone.
         invariants.put("orphan_signals", count("SELECT count(*) FROM S.durable_signals s"
@@ -300,7 +309,8 @@ final class ChaosRun implements AutoCloseable {
                         + " WHERE e.seen_status IS DISTINCT FROM 'executing' OR e.seen_attempt <> e.attempt")
                 + "; counters " + counters + (notes.isEmpty() ? "" : "; " + String.join("; ", notes))
                 + (ok ? "" : "; the run's files are kept in " + work);
-        return new Report(jobs, terminal, executions, duplicates, Map.copyOf(faults), invariants, details, work, !ok);
+        return new Report(jobs, terminal, executions, duplicates, Map.copyOf(faults), invariants, List.copyOf(minutes),
+                details, work, !ok);
     }
 
     /**
@@ -310,7 +320,37 @@ final class ChaosRun implements AutoCloseable {
      * are left out: Redis comes back empty, every bucket full again.
      */
     private long rateOver() {
-        double slackSeconds = redis != null ? 1.0 : 0.5;
+        return overBudget("rate", ChaosSchema.rateClaims(schema), Long.MAX_VALUE, (spanMillis, weight) ->
+                weight > ChaosWorkload.RATE_BURST + ChaosWorkload.RATE_PER_SECOND * (spanMillis / 1000.0 + slackSeconds()));
+    }
+
+    /**
+     * Spans shorter than the sliding window (less the same slack) in which the claims of one window
+     * partition counted more than its limit: a window is never exceeded over any of its lengths of
+     * time. Spans across a Redis restart are left out, as for the buckets.
+     */
+    private long windowOver() {
+        long span = ChaosWorkload.WINDOW_LENGTH.toMillis() - (long) (slackSeconds() * 1000);
+        return overBudget("window", ChaosSchema.windowClaims(schema), span, (spanMillis, weight) ->
+                weight > ChaosWorkload.WINDOW_LIMIT);
+    }
+
+    private double slackSeconds() {
+        return redis != null ? 1.0 : 0.5;
+    }
+
+    /** Whether claims of total {@code weight} over {@code spanMillis} break a limit. */
+    @FunctionalInterface
+    private interface Budget {
+        boolean over(long spanMillis, long weight);
+    }
+
+    /**
+     * Counts the claims (name, partition, weight, epoch ms; from {@code claimsSql}) that begin a span
+     * of claims of their partition, shorter than {@code maxSpanMillis}, over {@code budget}, leaving out
+     * spans across a Redis restart.
+     */
+    private long overBudget(String kind, String claimsSql, long maxSpanMillis, Budget budget) {
         List<long[]> restarts = new ArrayList<>();
         for (String window : strings("SELECT (extract(epoch FROM started_at) * 1000)::bigint || ',' ||"
                 + " (extract(epoch FROM COALESCE(ended_at, now())) * 1000)::bigint FROM S.chaos_faults"
@@ -319,8 +359,7 @@ final class ChaosRun implements AutoCloseable {
             restarts.add(new long[] {Long.parseLong(parts[0]), Long.parseLong(parts[1])});
         }
         Map<String, List<long[]>> claims = new LinkedHashMap<>();
-        Flux.usingWhen(harness.create(), (Connection c) -> Flux.from(c.createStatement(ChaosSchema.rateClaims(schema))
-                                .execute())
+        Flux.usingWhen(harness.create(), (Connection c) -> Flux.from(c.createStatement(claimsSql).execute())
                         .flatMap(result -> result.map((row, meta) -> {
                             claims.computeIfAbsent(row.get(0, String.class) + "/" + row.get(1, String.class),
                                     k -> new ArrayList<>()).add(new long[] {row.get(3, Long.class),
@@ -338,15 +377,17 @@ final class ChaosRun implements AutoCloseable {
                     weight += times.get(j)[1];
                     long from = times.get(i)[0];
                     long to = times.get(j)[0];
-                    if (restarts.stream().anyMatch(r -> r[0] <= to && r[1] + 1000 >= from)) {
+                    if (to - from >= maxSpanMillis) {
                         break;
                     }
-                    double budget = ChaosWorkload.RATE_BURST
-                            + ChaosWorkload.RATE_PER_SECOND * ((to - from) / 1000.0 + slackSeconds);
-                    if (weight > budget) {
+                    if (budget.over(to - from, weight)) {
+                        // Crossing a restart is for good once it starts: checked only when it matters.
+                        if (restarts.stream().anyMatch(r -> r[0] <= to && r[1] + 1000 >= from)) {
+                            break;
+                        }
                         over++;
                         if (over <= 3) {
-                            note("rate over budget in " + partition.getKey() + ": " + weight + " tokens in "
+                            note(kind + " over budget in " + partition.getKey() + ": " + weight + " in "
                                     + (to - from) + " ms");
                         }
                         break;
@@ -398,8 +439,9 @@ final class ChaosRun implements AutoCloseable {
 
     private void insertSome() {
         long n = inserts.incrementAndGet();
+        int plain = 4 * config.loadFactor();
         List<JobRequest> requests = new ArrayList<>();
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < plain; i++) {
             requests.add(ChaosWorkload.randomJob());
         }
         requests.add(ChaosWorkload.randomFlow());
@@ -409,9 +451,10 @@ final class ChaosRun implements AutoCloseable {
         if (n % 30 == 0) {
             requests.add(ChaosWorkload.soloJob());
         }
+        requests.addAll(ChaosWorkload.bursts(n));
         List<Long> ids = insert(requests);
-        remember(recentIds, ids.subList(0, 4));
-        remember(recentFlows, ids.subList(4, 5));
+        remember(recentIds, ids.subList(0, plain));
+        remember(recentFlows, ids.subList(plain, plain + 1));
     }
 
     private List<Long> insert(List<JobRequest> requests) {
@@ -457,6 +500,31 @@ final class ChaosRun implements AutoCloseable {
             note("gate over K: " + String.join(" | ", strings(ChaosSchema.gateOverDetail(schema))));
         }
         tally("pick wait samples", count(ChaosSchema.pickWaitSample(schema)));
+        long headless = count(ChaosSchema.keyHeadlessSample(schema));
+        tally("key headless samples", headless);
+        if (headless > 0) {
+            note("headless keys: " + String.join(" | ", strings(ChaosSchema.keyHeadlessDetail(schema))));
+        }
+    }
+
+    private final List<Report.Minute> minutes = new CopyOnWriteArrayList<>();
+    private final long loadStarted = System.nanoTime();
+
+    /** Once a minute: this JVM's heap right after a full collection and its threads, the server's connections, the backlog. */
+    private void sampleMinute() {
+        MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
+        memory.gc();
+        long heapMb = memory.getHeapMemoryUsage().getUsed() >> 20;
+        int threads = ManagementFactory.getThreadMXBean().getThreadCount();
+        long engineConnections = count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                + " AND application_name = $1", Chaos.ENGINE_APP);
+        long harnessConnections = count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                + " AND application_name = $1", Chaos.HARNESS_APP);
+        long backlog = count("SELECT count(*) FROM S.durable_instances WHERE status NOT IN ('done', 'failed', 'cancelled')");
+        Report.Minute minute = new Report.Minute((int) TimeUnit.NANOSECONDS.toMinutes(System.nanoTime() - loadStarted),
+                heapMb, threads, engineConnections, harnessConnections, backlog);
+        minutes.add(minute);
+        log.accept("chaos: minute " + minute);
     }
 
     // ---- faults -------------------------------------------------------------------------------
@@ -638,7 +706,7 @@ final class ChaosRun implements AutoCloseable {
             ConnectionPool pool = Chaos.pool(slot.proxy.proxiedUrl(server.url), Chaos.ENGINE_APP, 8);
             DurableEngine.Builder builder = DurableEngine.builder(Chaos.engineOptions(pool, schema,
                     "chaos-e" + slot.index, redis == null ? null : redis.uri(), slot.pokes, false).build());
-            for (Definition definition : new ChaosWorkload(label, harness, schema, false).definitions()) {
+            for (Definition definition : new ChaosWorkload(label, harness, schema, false, config.burn()).definitions()) {
                 builder.register(definition);
             }
             builder.schedule(ChaosWorkload.tick());
@@ -665,7 +733,7 @@ final class ChaosRun implements AutoCloseable {
             List<String> command = List.of(Jvms.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC",
                     "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                     "-cp", Jvms.classpath(), ChaosWorker.class.getName(), jvmProxy.proxiedUrl(server.url), server.url,
-                    schema, label, redis == null ? "-" : redis.uri());
+                    schema, label, redis == null ? "-" : redis.uri(), Long.toString(config.burn().toMillis()));
             try {
                 jvm = new ProcessBuilder(command)
                         .redirectErrorStream(true)

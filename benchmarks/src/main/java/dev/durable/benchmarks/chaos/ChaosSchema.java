@@ -40,9 +40,10 @@ package dev.durable.benchmarks.chaos;
  *       in order, the state tokens their transitions wrote;
  *   <li><b>overlap</b>: pairs of committed executions of one row whose [start, commit] intervals
  *       intersect, and samples that saw two executing rows of one ungated concurrency key;
- *   <li><b>gate_over</b> / <b>rate_over</b>: samples that saw more than K live claims (executing
- *       rows with a lease not run out) of one gate key; windows in which claims of one rate limit
- *       and partition took more tokens than its bucket holds (burst + rate × window);
+ *   <li><b>gate_over</b> / <b>rate_over</b> / <b>window_over</b>: samples that saw more than K live
+ *       claims (executing rows with a lease not run out) of one gate key; windows in which claims of
+ *       one rate limit and partition took more tokens than its bucket holds (burst + rate × window);
+ *       spans shorter than a sliding window in which one of its partitions claimed more than its limit;
  *   <li><b>stale_start</b>: executions that started on a claim that was not current, on an engine no
  *       fault struck (within its window and a grace after it): a healthy worker never runs a row it
  *       no longer holds;
@@ -56,8 +57,9 @@ package dev.durable.benchmarks.chaos;
  *   <li><b>vanished</b>: live rows deleted from the hot table that the history never received,
  *       history rows that did not leave the hot table in the same statement, and rows in both
  *       tables (see {@link #vanished});
- *   <li><b>key_heads</b> / <b>key_skips</b>: ungated keys with other than one head; elections given
- *       up on a held key lock and not done again by the end;
+ *   <li><b>key_heads</b> / <b>key_skips</b> / <b>key_headless</b>: ungated keys with other than one
+ *       head at the end; elections given up on a held key lock and not done again by the end; samples,
+ *       while it ran, of keys with waiting rows and neither a head nor an executing row (not given up);
  *   <li><b>orphan_signals</b>: signals whose instance left the hot table (they leave with it);
  *   <li><b>lost</b> / <b>stuck</b> (liveness): rows not settled after the recovery time; rows
  *       executing with an expired lease.
@@ -120,6 +122,9 @@ final class ChaosSchema {
                     rate_limit     text,
                     rate_partition text,
                     rate_weight    integer,
+                    window_name    text,
+                    window_partition text,
+                    window_weight  integer,
                     unpaired       boolean NOT NULL DEFAULT false,
                     at             timestamptz NOT NULL);
                 CREATE INDEX ON S.chaos_audit (instance_id);
@@ -140,21 +145,25 @@ final class ChaosSchema {
                 BEGIN
                     INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
                                                old_claimed_by, new_claimed_by, old_attempt, new_attempt, token,
-                                               reaped, rate_limit, rate_partition, rate_weight, at)
+                                               reaped, rate_limit, rate_partition, rate_weight, window_name,
+                                               window_partition, window_weight, at)
                     VALUES (NEW.id, OLD.status, NEW.status, OLD.step, NEW.step, OLD.claimed_by, NEW.claimed_by,
                             OLD.attempt, NEW.attempt, S.chaos_token(OLD, NEW),
                             NEW.last_error IS DISTINCT FROM OLD.last_error
                                 AND NEW.last_error LIKE 'worker % lost: its lease expired%',
-                            NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, clock_timestamp());
+                            NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, NEW.window_name,
+                            NEW.window_partition, NEW.window_weight, clock_timestamp());
                     RETURN NULL;
                 END
                 $$;
                 CREATE FUNCTION S.chaos_audit_insert() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN
                     INSERT INTO S.chaos_audit (instance_id, new_status, new_step, new_claimed_by, new_attempt,
-                                               reaped, rate_limit, rate_partition, rate_weight, at)
+                                               reaped, rate_limit, rate_partition, rate_weight, window_name,
+                                               window_partition, window_weight, at)
                     VALUES (NEW.id, NEW.status, NEW.step, NEW.claimed_by, NEW.attempt, false,
-                            NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, clock_timestamp());
+                            NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, NEW.window_name,
+                            NEW.window_partition, NEW.window_weight, clock_timestamp());
                     RETURN NULL;
                 END
                 $$;
@@ -193,12 +202,14 @@ final class ChaosSchema {
                     n.claimed_by := NULL;
                     INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
                                                old_claimed_by, new_claimed_by, old_attempt, new_attempt, token,
-                                               reaped, rate_limit, rate_partition, rate_weight, at)
+                                               reaped, rate_limit, rate_partition, rate_weight, window_name,
+                                               window_partition, window_weight, at)
                     VALUES (NEW.id, o.status, n.status, o.step, n.step, o.claimed_by, NULL, o.attempt, n.attempt,
                             S.chaos_token(o, n),
                             n.last_error IS DISTINCT FROM o.last_error
                                 AND n.last_error LIKE 'worker % lost: its lease expired%',
-                            o.rate_limit, o.rate_partition, o.rate_weight, clock_timestamp());
+                            o.rate_limit, o.rate_partition, o.rate_weight, o.window_name, o.window_partition,
+                            o.window_weight, clock_timestamp());
                     RETURN NULL;
                 END
                 $$;
@@ -241,6 +252,30 @@ final class ChaosSchema {
                 + " WHERE status = 'executing' AND concurrency_key IS NOT NULL AND gate_name IS NULL"
                 + " GROUP BY concurrency_key HAVING count(*) > 1) k", schema);
     }
+
+    /**
+     * Ungated keys with waiting rows and neither a head nor an executing row, now, whose election was
+     * not given up on a held lock (those wait in {@code durable_key_skips} for maintenance): every
+     * transition that changes a key elects its head in its own statement, so no committed state
+     * shows such a key.
+     */
+    static String keyHeadlessSample(String schema) {
+        return render("SELECT count(*) FROM (" + HEADLESS_KEYS + ") k", schema);
+    }
+
+    /** The keys {@link #keyHeadlessSample} counts, with their rows (id, status, waiting, priority, eligible in ms). */
+    static String keyHeadlessDetail(String schema) {
+        return render("SELECT i.concurrency_key || ' #' || i.id || ' ' || i.status || CASE WHEN i.key_waiting"
+                + " THEN ' waiting' ELSE '' END || ' eligible in ' || (extract(epoch FROM i.eligible_at - now())"
+                + " * 1000)::bigint || ' ms' FROM S.durable_instances i WHERE i.gate_name IS NULL"
+                + " AND i.concurrency_key IN (" + HEADLESS_KEYS + ") ORDER BY i.concurrency_key, i.id", schema);
+    }
+
+    private static final String HEADLESS_KEYS = "SELECT concurrency_key FROM S.durable_instances"
+            + " WHERE concurrency_key IS NOT NULL AND gate_name IS NULL AND status IN ('runnable', 'executing')"
+            + " GROUP BY concurrency_key"
+            + " HAVING bool_or(key_waiting) AND NOT bool_or(NOT key_waiting)"
+            + " AND concurrency_key NOT IN (SELECT s.concurrency_key FROM S.durable_key_skips s)";
 
     /**
      * More than K live claims for one gate key, now: executing rows whose lease has not run out. A
@@ -411,6 +446,14 @@ final class ChaosSchema {
         return render("SELECT count(*) FROM S.chaos_exec e WHERE NOT (" + CURRENT_AT_START + ") OR EXISTS ("
                 + " SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e.instance_id AND a.reaped AND " + SAME_CLAIM
                 + ")", schema);
+    }
+
+    /** Claims of windowed rows: window, partition, weight, epoch milliseconds, in time order. */
+    static String windowClaims(String schema) {
+        return render("SELECT window_name, COALESCE(window_partition, ''), window_weight,"
+                + " (extract(epoch FROM at) * 1000)::bigint FROM S.chaos_audit"
+                + " WHERE window_name IS NOT NULL AND new_status = 'executing'"
+                + " AND old_status IS DISTINCT FROM 'executing' ORDER BY at", schema);
     }
 
     /** Claims of rate-limited rows: limit, partition, weight, epoch milliseconds, in time order. */

@@ -9,6 +9,8 @@ import dev.durable.RecurringJob;
 import dev.durable.WorkflowDefinition;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,8 +34,10 @@ import reactor.core.publisher.Mono;
  * <ul>
  *   <li>{@value #JOB} on {@value #JOBS}: plain, keyed (an ungated concurrency key), gated (a gate of
  *       {@value #GATE_CAPACITY} per key), rate limited (per partition), flaky (errors, retried),
- *       long, and doomed ones (always fail, two attempts: the only jobs meant to fail); also the
- *       recurring job's runs and the workflows' children;
+ *       long, and doomed ones (always fail, two attempts: the only jobs meant to fail); bursts into
+ *       a sliding window, a gate key and a bucket, more than each takes at once (see {@link #bursts});
+ *       also the recurring job's runs and the workflows' children.
+ *       With a burn (overload runs), each of them also spends that much CPU;
  *   <li>{@value #FLOW} on {@value #FLOWS}: an inline chain that takes a concurrency key, a step
  *       through the queue, children and their join, a {@code retry} outcome on the join's first
  *       run, an await of {@value #GO} with a timeout, then done;
@@ -61,6 +65,12 @@ final class ChaosWorkload {
     static final String RATE = "chaos-rate";
     static final double RATE_PER_SECOND = 4;
     static final int RATE_BURST = 4;
+    static final String WINDOW = "chaos-window";
+    static final int WINDOW_LIMIT = 4;
+    static final Duration WINDOW_LENGTH = Duration.ofSeconds(2);
+    static final int WINDOW_BURST = 6;
+    static final int GATE_BURST = 5;
+    static final int RATE_BURST_JOBS = 10;
     static final String TICK = "chaos-tick";
     /** The error of a failed attempt carries its token after this. */
     static final String TOKEN_MARK = "chaos-token:";
@@ -87,23 +97,27 @@ final class ChaosWorkload {
     private final ConnectionFactory recorder;
     private final String schema;
     private final boolean halts;
+    private final Duration burn;
 
     /**
      * @param label    who runs the handlers: unique per engine incarnation, stored with each execution
      * @param recorder where executions are recorded (never through an engine's faulted connections)
      * @param halts    whether the poison job really halts this JVM (only in the worker JVM)
+     * @param burn     the CPU each plain job spends on top of its sleep (zero but in overload runs)
      */
-    ChaosWorkload(String label, ConnectionFactory recorder, String schema, boolean halts) {
+    ChaosWorkload(String label, ConnectionFactory recorder, String schema, boolean halts, Duration burn) {
         this.label = label;
         this.recorder = recorder;
         this.schema = schema;
         this.halts = halts;
+        this.burn = burn;
     }
 
     List<Definition> definitions() {
         JobDefinition<JobArgs, Map<String, String>> job = JobDefinition.<JobArgs, Map<String, String>>of(JOB,
                         JobArgs.class, (args, ctx) -> started(ctx.id(), JOB, JobDefinition.STEP, ctx.attempt())
                                 .flatMap(run -> Mono.delay(Duration.ofMillis(args.sleepMs()))
+                                        .then(Mono.fromRunnable(this::burn))
                                         .then(Mono.defer(() -> finish(run.token(), args.fate())))))
                 .queue(JOBS)
                 .backoff(Backoff.fixed(Duration.ofMillis(200)))
@@ -166,6 +180,22 @@ final class ChaosWorkload {
                 .timeout(Duration.ofSeconds(30));
     }
 
+    /**
+     * Spends {@link #burn} of this thread's CPU time (not of wall time: on a starved machine the
+     * demand stays what was asked), on the scheduler thread the handler runs on, as a handler that
+     * computes does.
+     */
+    private void burn() {
+        if (burn.isZero()) {
+            return;
+        }
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        long until = threads.getCurrentThreadCpuTime() + burn.toNanos();
+        while (threads.getCurrentThreadCpuTime() < until) {
+            Thread.onSpinWait();
+        }
+    }
+
     private Mono<Map<String, String>> finish(String token, String fate) {
         boolean fails = "doomed".equals(fate)
                 || "flaky".equals(fate) && ThreadLocalRandom.current().nextInt(10) < 3;
@@ -208,6 +238,34 @@ final class ChaosWorkload {
             request = request.concurrencyKey("wf" + random.nextInt(4));
         }
         return request;
+    }
+
+    /**
+     * The bursts of insert tick {@code tick} (one every 100 ms): every 2 s, {@value #WINDOW_BURST}
+     * short jobs into one partition of the sliding window, more than it takes ({@value #WINDOW_LIMIT}
+     * per {@link #WINDOW_LENGTH}); every 2 s, {@value #GATE_BURST} slow ones into one gate key, more
+     * than its {@value #GATE_CAPACITY} slots; every 4 s, {@value #RATE_BURST_JOBS} into one bucket
+     * partition, more than its burst. So each limit always has rows to hold back, and one that lets
+     * too many through shows it; each burst drains before the next of its kind.
+     */
+    static List<JobRequest> bursts(long tick) {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        List<JobRequest> burst = new ArrayList<>();
+        if (tick % 20 == 0) {
+            for (int i = 0; i < WINDOW_BURST; i++) {
+                burst.add(JobRequest.of(JOB, new JobArgs(10 + random.nextInt(50), "ok"))
+                        .window(WINDOW, "w" + (tick / 20) % 2));
+            }
+        } else if (tick % 20 == 7) {
+            for (int i = 0; i < GATE_BURST; i++) {
+                burst.add(JobRequest.of(JOB, new JobArgs(300 + random.nextInt(300), "ok")).gate(GATE, "gb"));
+            }
+        } else if (tick % 40 == 14) {
+            for (int i = 0; i < RATE_BURST_JOBS; i++) {
+                burst.add(JobRequest.of(JOB, new JobArgs(10 + random.nextInt(50), "ok")).rateLimit(RATE, 1, "pb"));
+            }
+        }
+        return burst;
     }
 
     static JobRequest deepJob() {
