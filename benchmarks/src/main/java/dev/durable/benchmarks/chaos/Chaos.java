@@ -36,14 +36,17 @@ import reactor.core.publisher.Flux;
  *
  * <pre>
  * benchmarks/chaos [--minutes M] [--engines N] [--fault-every D] [--redis] [--rounds R] [--faults KIND,...]
- *                  [--recovery-minutes M] [--burn-ms MS] [--load-factor F]
+ *                  [--recovery-minutes M] [--burn-ms MS] [--load-factor F] [--skew]
  * </pre>
  * With {@code --minutes}, load for that long, a fault every D seconds, cycling through the kinds;
  * with {@code --rounds} (and no minutes), load until R rounds of every kind have struck (the suite's
  * short run, {@code ChaosIT}). Overload: {@code --burn-ms} makes every plain job spend that much CPU,
  * {@code --load-factor} inserts that many times the plain jobs (with {@code --engines 8} on two
  * cores, more than the machine serves); the recovery that follows (default 3 minutes) must still
- * settle everything. Once a minute the harness samples its heap after a collection, its threads,
+ * settle everything. Version skew: {@code --skew} runs two releases of the workload side by side
+ * (the second has version 2 of the workflow, with a new step and a migration from version 1): half
+ * the in-process engines and every other worker JVM run each, and an engine replaced by a fault comes
+ * back as the other release, as a rolling deploy and its rollback do. Once a minute the harness samples its heap after a collection, its threads,
  * the server's connections and the backlog: a SOAK line sums them up (the trend past warm-up). Exit status 1 when an invariant broke. The run's files (the server's
  * data and logs, the worker JVMs' logs) live in one temporary directory, removed after a clean run
  * and kept, and named, after a failed one.
@@ -62,37 +65,45 @@ public final class Chaos {
      * How long to load (a soak) or how many rounds of faults to inject (a count-based run, which
      * loads until every fault has struck, within a generous cap), how long recovery may take, how
      * often a fault strikes, how many in-process engines, whether Redis runs (limiter, pokes, its
-     * restarts), which kinds of fault, and the overload knobs: the CPU each plain job burns and how
-     * many times the usual plain jobs are inserted.
+     * restarts), which kinds of fault, the overload knobs (the CPU each plain job burns and how
+     * many times the usual plain jobs are inserted), and whether two releases run side by side.
      */
     public record Config(Duration load, int rounds, Duration recovery, Duration faultEvery, int engines,
-            boolean redis, List<Fault> kinds, Duration burn, int loadFactor) {
+            boolean redis, List<Fault> kinds, Duration burn, int loadFactor, boolean skew) {
 
-        /** The short run of the test suite: one round of every kind, however long a loaded machine takes (at most 15 minutes). */
+        /**
+         * The short run of the test suite: one round of every kind, however long a loaded machine
+         * takes (at most 15 minutes), with two releases side by side and plain jobs that burn a
+         * little CPU (the overload knob, not an overload: that is {@code benchmarks/chaos}'s).
+         */
         public static Config shortRun() {
             return new Config(Duration.ofMinutes(15), 1, Duration.ofMinutes(3), Duration.ofSeconds(2), 3, false,
-                    Fault.round(false), Duration.ZERO, 1);
+                    Fault.round(false), Duration.ofMillis(2), 1, true);
         }
 
         public static Config soak(double minutes, int engines, Duration faultEvery, boolean redis) {
             return new Config(Duration.ofMillis((long) (minutes * 60_000)), Integer.MAX_VALUE, Duration.ofMinutes(3),
-                    faultEvery, engines, redis, Fault.round(redis), Duration.ZERO, 1);
+                    faultEvery, engines, redis, Fault.round(redis), Duration.ZERO, 1, false);
         }
 
         Config withRounds(int rounds) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor);
+            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
         }
 
         Config withKinds(List<Fault> kinds) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor);
+            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
         }
 
         Config withRecovery(Duration recovery) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor);
+            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
+        }
+
+        Config withSkew(boolean skew) {
+            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
         }
 
         Config withOverload(Duration burn, int loadFactor) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor);
+            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
         }
 
         /** How many faults a count-based run injects. */
@@ -111,6 +122,7 @@ public final class Chaos {
         Duration recovery = null;
         Duration burn = Duration.ZERO;
         int loadFactor = 1;
+        boolean skew = false;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             String value = i + 1 < args.length ? args[i + 1] : null;
@@ -120,6 +132,7 @@ public final class Chaos {
                 case "--fault-every" -> faultEvery = Duration.ofMillis((long) (Double.parseDouble(require(arg, value, i++)) * 1000));
                 case "--rounds" -> rounds = Integer.parseInt(require(arg, value, i++));
                 case "--redis" -> redis = true;
+                case "--skew" -> skew = true;
                 case "--recovery-minutes" -> recovery = Duration.ofMillis((long) (Double.parseDouble(require(arg, value, i++)) * 60_000));
                 case "--burn-ms" -> burn = Duration.ofMillis(Long.parseLong(require(arg, value, i++)));
                 case "--load-factor" -> loadFactor = Integer.parseInt(require(arg, value, i++));
@@ -131,7 +144,7 @@ public final class Chaos {
                 }
                 default -> throw new IllegalArgumentException("unknown argument " + arg + "; usage: benchmarks/chaos"
                         + " [--minutes M] [--engines N] [--fault-every SECONDS] [--redis] [--rounds R] [--faults KIND,...]"
-                        + " [--recovery-minutes M] [--burn-ms MS] [--load-factor F]");
+                        + " [--recovery-minutes M] [--burn-ms MS] [--load-factor F] [--skew]");
             }
         }
         if (engines < 1 || loadFactor < 1 || burn.isNegative()) {
@@ -139,8 +152,8 @@ public final class Chaos {
         }
         Config config = minutes > 0 ? Config.soak(minutes, engines, faultEvery, redis)
                 : new Config(Duration.ofMinutes(30), rounds > 0 ? rounds : 1, Duration.ofMinutes(3), faultEvery,
-                        engines, redis, Fault.round(redis), Duration.ZERO, 1);
-        config = config.withOverload(burn, loadFactor);
+                        engines, redis, Fault.round(redis), Duration.ZERO, 1, false);
+        config = config.withOverload(burn, loadFactor).withSkew(skew);
         if (recovery != null) {
             config = config.withRecovery(recovery);
         }

@@ -126,20 +126,24 @@ final class ChaosRun implements AutoCloseable {
         this.producerPool = Chaos.pool(server.url, Chaos.ENGINE_APP, 6);
         this.signallerPool = Chaos.pool(server.url, Chaos.ENGINE_APP, 4);
         // The producer's inserts poke the other engines over NOTIFY; the signaller's signals over Redis.
-        this.producer = client(producerPool, "chaos-producer", PokeTransports.postgresNotify(), true);
+        // With --skew the producer runs the second release (it inserts version 2 flows), the signaller
+        // the first (it inserts every other flow, at version 1).
+        this.producer = client(producerPool, "chaos-producer", PokeTransports.postgresNotify(), true,
+                config.skew() ? 2 : 1);
         this.signaller = client(signallerPool, "chaos-signaller", redis != null
-                ? RedisPokeTransports.redis(redis.uri()) : PokeTransports.postgresNotify(), false);
+                ? RedisPokeTransports.redis(redis.uri()) : PokeTransports.postgresNotify(), false, 1);
         this.jvmProxy = TcpProxy.forUrl(server.url);
     }
 
     private DurableEngine client(ConnectionPool pool, String name, dev.durable.poke.PokeTransportFactory pokes,
-            boolean migrates) {
+            boolean migrates, int generation) {
         DurableEngine.Builder builder = DurableEngine.builder(EngineOptions.builder().connectionFactory(pool)
                 .schema(schema).name(name).runMaintenance(false).applyMigrations(migrates).pokeTransport(pokes)
                 .gate(ChaosWorkload.GATE, ChaosWorkload.GATE_CAPACITY)
                 .rateLimit(ChaosWorkload.RATE, ChaosWorkload.RATE_PER_SECOND, ChaosWorkload.RATE_BURST)
                 .window(ChaosWorkload.WINDOW, ChaosWorkload.WINDOW_LIMIT, ChaosWorkload.WINDOW_LENGTH).build());
-        for (Definition definition : new ChaosWorkload(name, harness, schema, false, config.burn()).definitions()) {
+        for (Definition definition : new ChaosWorkload(name, harness, schema, false, config.burn(), generation)
+                .definitions()) {
             builder.register(definition);
         }
         return builder.build();
@@ -264,6 +268,7 @@ final class ChaosRun implements AutoCloseable {
         long logged = server.pickRowLockWaits();
         invariants.put("pick_waits", counter("pick wait samples") + Math.max(0, logged));
         invariants.put("over_attempts", count(ChaosSchema.overAttempts(schema)));
+        invariants.put("version_skew", count(ChaosSchema.versionSkew(schema)));
         invariants.put("unexpected_failed", count(ChaosSchema.unexpectedFailed(schema)));
         invariants.put("unknown_commits", count(ChaosSchema.unknownTokens(schema)));
         invariants.put("vanished", count(ChaosSchema.vanished(schema)));
@@ -291,6 +296,15 @@ final class ChaosRun implements AutoCloseable {
         String types = String.join(", ", strings("SELECT type || '=' || count(*) FROM S.durable_instances_all"
                 + " GROUP BY type ORDER BY type"));
         boolean ok = invariants.values().stream().allMatch(v -> v == 0);
+        Map<String, Long> releases = new LinkedHashMap<>();
+        if (config.skew()) {
+            releases.put("first", count("SELECT count(*) FROM S.chaos_exec WHERE generation = 1"));
+            releases.put("second", count("SELECT count(*) FROM S.chaos_exec WHERE generation = 2"));
+            releases.put("new_step", count("SELECT count(*) FROM S.chaos_exec WHERE step = '" + ChaosWorkload.AUDIT + "'"));
+            releases.put("migrated", count("SELECT count(DISTINCT a.instance_id) FROM S.chaos_exec a JOIN S.chaos_exec b"
+                    + " ON b.instance_id = a.instance_id WHERE a.seen_version = 1 AND b.seen_version = 2"
+                    + " AND a.type = '" + ChaosWorkload.FLOW + "'"));
+        }
         if (invariants.get("stale_start") > 0) {
             notes.add("stale starts: " + strings(ChaosSchema.staleStartExamples(schema, GRACE.toMillis()))
                     + "; fault windows: " + strings("SELECT kind || ' ' || COALESCE(label, 'all') || ' '"
@@ -307,10 +321,11 @@ final class ChaosRun implements AutoCloseable {
                         + " 'durable.cron:%'")
                 + "; executions that started on a lost claim " + count("SELECT count(*) FROM S.chaos_exec e"
                         + " WHERE e.seen_status IS DISTINCT FROM 'executing' OR e.seen_attempt <> e.attempt")
+                + (releases.isEmpty() ? "" : "; releases " + releases)
                 + "; counters " + counters + (notes.isEmpty() ? "" : "; " + String.join("; ", notes))
                 + (ok ? "" : "; the run's files are kept in " + work);
-        return new Report(jobs, terminal, executions, duplicates, Map.copyOf(faults), invariants, List.copyOf(minutes),
-                details, work, !ok);
+        return new Report(jobs, terminal, executions, duplicates, Map.copyOf(faults), invariants, releases,
+                List.copyOf(minutes), details, work, !ok);
     }
 
     /**
@@ -452,13 +467,19 @@ final class ChaosRun implements AutoCloseable {
             requests.add(ChaosWorkload.soloJob());
         }
         requests.addAll(ChaosWorkload.bursts(n));
-        List<Long> ids = insert(requests);
+        if (config.skew() && n % 2 == 0) {
+            JobRequest flow = requests.remove(plain);
+            remember(recentFlows, insert(signaller, List.of(flow)));
+            remember(recentIds, insert(producer, requests).subList(0, plain));
+            return;
+        }
+        List<Long> ids = insert(producer, requests);
         remember(recentIds, ids.subList(0, plain));
         remember(recentFlows, ids.subList(plain, plain + 1));
     }
 
-    private List<Long> insert(List<JobRequest> requests) {
-        List<Long> ids = producer.insertAll(requests).block(Duration.ofSeconds(20));
+    private List<Long> insert(DurableEngine client, List<JobRequest> requests) {
+        List<Long> ids = client.insertAll(requests).block(Duration.ofSeconds(20));
         tally("inserted", ids.size());
         return ids;
     }
@@ -540,7 +561,7 @@ final class ChaosRun implements AutoCloseable {
                 fault(fault, JVM_PATTERN, this::killAndRestartJvm);
                 // Then a poison job: its two attempts halt the new JVM twice, then it fails. Inserted
                 // here, so its halts never cut a fault on the JVM short.
-                insert(List.of(ChaosWorkload.poisonJob()));
+                insert(producer, List.of(ChaosWorkload.poisonJob()));
             }
             case JVM_STOP -> fault(fault, JVM_PATTERN, this::stopAndContinueJvm);
             case PARTITION -> {
@@ -694,8 +715,11 @@ final class ChaosRun implements AutoCloseable {
         DurableEngine old = slot.engine;
         slot.pool.dispose();
         // Stops its loops; its buffered rows cannot be released and its runs cannot commit any more.
-        old.closeLater().subscribe(null, error -> tally("zombie close errors", 1));
+        // Kept until its close ends (then the end's close need not wait for it, and a soak's heap
+        // does not keep every engine a fault ever replaced).
         zombies.add(old);
+        old.closeLater().doFinally(signal -> zombies.remove(old))
+                .subscribe(null, error -> tally("zombie close errors", 1));
         slot.generation++;
         startSlot(slot);
     }
@@ -706,7 +730,8 @@ final class ChaosRun implements AutoCloseable {
             ConnectionPool pool = Chaos.pool(slot.proxy.proxiedUrl(server.url), Chaos.ENGINE_APP, 8);
             DurableEngine.Builder builder = DurableEngine.builder(Chaos.engineOptions(pool, schema,
                     "chaos-e" + slot.index, redis == null ? null : redis.uri(), slot.pokes, false).build());
-            for (Definition definition : new ChaosWorkload(label, harness, schema, false, config.burn()).definitions()) {
+            for (Definition definition : new ChaosWorkload(label, harness, schema, false, config.burn(),
+                    generation(slot.index + slot.generation)).definitions()) {
                 builder.register(definition);
             }
             builder.schedule(ChaosWorkload.tick());
@@ -725,6 +750,14 @@ final class ChaosRun implements AutoCloseable {
         Chaos.retry("register " + label, () -> Chaos.registerWorkers(harness, schema, label, slot.engine));
     }
 
+    /**
+     * The release of the workload the engine incarnation {@code n} runs: 1 without {@code --skew};
+     * with it, the two alternate (so an engine a fault replaces comes back as the other release).
+     */
+    private int generation(int n) {
+        return config.skew() ? 1 + (n + 1) % 2 : 1;
+    }
+
     // ---- the worker JVM -----------------------------------------------------------------------
 
     private void startJvm() {
@@ -733,7 +766,8 @@ final class ChaosRun implements AutoCloseable {
             List<String> command = List.of(Jvms.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC",
                     "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                     "-cp", Jvms.classpath(), ChaosWorker.class.getName(), jvmProxy.proxiedUrl(server.url), server.url,
-                    schema, label, redis == null ? "-" : redis.uri(), Long.toString(config.burn().toMillis()));
+                    schema, label, redis == null ? "-" : redis.uri(), Long.toString(config.burn().toMillis()),
+                    Integer.toString(generation(jvmCount - 1)));
             try {
                 jvm = new ProcessBuilder(command)
                         .redirectErrorStream(true)

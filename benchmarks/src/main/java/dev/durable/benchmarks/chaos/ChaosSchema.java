@@ -7,8 +7,9 @@ package dev.durable.benchmarks.chaos;
  * <ul>
  *   <li>{@code chaos_exec}: one row per handler execution, written by the handler before it works:
  *       its token, instance, step, the attempt it ran as, the label of the engine incarnation that
- *       ran it, {@code started_at = clock_timestamp()}, and the claim the row showed at that moment
- *       ({@code seen_*}: status, step, attempt, claimed_by);
+ *       ran it and the release of the workload it runs, {@code started_at = clock_timestamp()}, and
+ *       the claim the row showed at that moment ({@code seen_*}: status, step, attempt, claimed_by,
+ *       type version);
  *   <li>{@code chaos_workers}: the worker ids (claimed_by values) of each label, as LIKE patterns: a
  *       worker JVM registers the pattern of its process's ids before its engine starts (a poison job
  *       may halt it before it could register the ids themselves), every engine its ids once started;
@@ -50,6 +51,8 @@ package dev.durable.benchmarks.chaos;
  *   <li><b>pick_waits</b>: samples that saw a pick waiting on another transaction's row lock (picks
  *       skip locked rows; they never queue behind each other);
  *   <li><b>over_attempts</b>: executions of an attempt past the row's max attempts;
+ *   <li><b>version_skew</b>: executions by an engine of the first release of an instance at the
+ *       second release's version (with {@code --skew}, half the engines run each release);
  *   <li><b>unexpected_failed</b>: failed rows the workload did not mean to fail (only doomed and
  *       poison jobs are);
  *   <li><b>unknown_commits</b>: tokens committed that no recorded execution wrote (the harness
@@ -82,13 +85,15 @@ final class ChaosSchema {
                     step            text NOT NULL,
                     attempt         integer NOT NULL,
                     label           text NOT NULL,
+                    generation      integer NOT NULL,
                     started_at      timestamptz NOT NULL,
                     ended_at        timestamptz,
                     outcome         text,
                     seen_status     text,
                     seen_step       text,
                     seen_attempt    integer,
-                    seen_claimed_by text);
+                    seen_claimed_by text,
+                    seen_version    integer);
                 CREATE INDEX ON S.chaos_exec (instance_id, step);
                 CREATE TABLE S.chaos_workers (
                     label  text NOT NULL,
@@ -420,6 +425,16 @@ final class ChaosSchema {
     private static final String CURRENT_AT_START = "e.seen_status = 'executing' AND e.seen_step = e.step"
             + " AND e.seen_attempt = e.attempt AND EXISTS (SELECT 1 FROM S.chaos_workers w"
             + " WHERE w.label = e.label AND e.seen_claimed_by LIKE w.worker)";
+
+    /**
+     * Executions by an engine of the first release (it knows version 1 of the workflow only) of an
+     * instance at a newer version, on a claim current when they started: a node never runs a
+     * version it does not know (its pick skips them; a newer node migrates older ones as it claims them).
+     */
+    static String versionSkew(String schema) {
+        return render("SELECT count(*) FROM S.chaos_exec e WHERE e.generation = 1 AND e.seen_version > 1 AND "
+                + CURRENT_AT_START, schema);
+    }
 
     static String overAttempts(String schema) {
         return render("SELECT count(*) FROM S.chaos_exec e JOIN S.durable_instances_all i ON i.id = e.instance_id"

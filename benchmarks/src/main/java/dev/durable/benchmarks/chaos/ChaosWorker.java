@@ -12,7 +12,7 @@ import org.jspecify.annotations.Nullable;
  * come back to it), registers its worker ids, and runs until the harness kills it, stops it, or a
  * poison job halts it. Its engine's connections go through the harness's proxy; its recorder's do
  * not. Arguments: the engine's R2DBC URL, the recorder's, the schema, the label of this
- * incarnation, the Redis URI or "-", the CPU milliseconds each plain job burns.
+ * incarnation, the Redis URI or "-", the CPU milliseconds each plain job burns, the workload's release.
  */
 public final class ChaosWorker {
 
@@ -26,6 +26,7 @@ public final class ChaosWorker {
         String label = args[3];
         @Nullable String redisUri = args[4].equals("-") ? null : args[4];
         Duration burn = Duration.ofMillis(Long.parseLong(args[5]));
+        int generation = Integer.parseInt(args[6]);
         ConnectionPool recorder = Chaos.pool(recorderUrl, Chaos.HARNESS_APP, 4);
         // Before the engine claims anything: a poison job may halt this JVM before it registers its ids.
         Chaos.retry("register this process", () -> Chaos.execute(recorder, "INSERT INTO " + ChaosSchema.q(schema)
@@ -37,7 +38,7 @@ public final class ChaosWorker {
             ConnectionPool enginePool = Chaos.pool(engineUrl, Chaos.ENGINE_APP, 10);
             DurableEngine.Builder builder = DurableEngine.builder(Chaos.engineOptions(enginePool, schema, "chaos-jvm",
                     redisUri, redisUri != null ? Chaos.Pokes.REDIS : Chaos.Pokes.NOTIFY, true).build());
-            for (Definition definition : new ChaosWorkload(label, recorder, schema, true, burn).definitions()) {
+            for (Definition definition : new ChaosWorkload(label, recorder, schema, true, burn, generation).definitions()) {
                 builder.register(definition);
             }
             builder.schedule(ChaosWorkload.tick());

@@ -6,6 +6,7 @@ import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
 import dev.durable.Outcome;
 import dev.durable.RecurringJob;
+import dev.durable.StateMigration;
 import dev.durable.WorkflowDefinition;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
@@ -60,6 +61,8 @@ final class ChaosWorkload {
     static final String SOLO = "chaos.solo";
     static final String POISON = "chaos.poison";
     static final String GO = "go";
+    /** The step version 2 of {@value #FLOW} adds (see {@link #generation}). */
+    static final String AUDIT = "audit";
     static final String GATE = "chaos-gate";
     static final int GATE_CAPACITY = 2;
     static final String RATE = "chaos-rate";
@@ -98,19 +101,24 @@ final class ChaosWorkload {
     private final String schema;
     private final boolean halts;
     private final Duration burn;
+    private final int generation;
 
     /**
      * @param label    who runs the handlers: unique per engine incarnation, stored with each execution
      * @param recorder where executions are recorded (never through an engine's faulted connections)
      * @param halts    whether the poison job really halts this JVM (only in the worker JVM)
      * @param burn     the CPU each plain job spends on top of its sleep (zero but in overload runs)
+     * @param generation which release of the workflow this engine runs: 1, or 2 (version 2 of
+     *                 {@value #FLOW}, with a new step {@value #AUDIT} and a migration from version 1)
      */
-    ChaosWorkload(String label, ConnectionFactory recorder, String schema, boolean halts, Duration burn) {
+    ChaosWorkload(String label, ConnectionFactory recorder, String schema, boolean halts, Duration burn,
+            int generation) {
         this.label = label;
         this.recorder = recorder;
         this.schema = schema;
         this.halts = halts;
         this.burn = burn;
+        this.generation = generation;
     }
 
     List<Definition> definitions() {
@@ -139,7 +147,7 @@ final class ChaosWorkload {
                 .maxAttempts(2)
                 .backoff(Backoff.fixed(Duration.ofMillis(300)));
 
-        WorkflowDefinition<FlowState> flow = WorkflowDefinition.builder(FLOW, FlowState.class)
+        WorkflowDefinition.Builder<FlowState> flow = WorkflowDefinition.builder(FLOW, FlowState.class)
                 .queue(FLOWS)
                 .backoff(Backoff.fixed(Duration.ofMillis(200)))
                 .timeout(Duration.ofSeconds(30))
@@ -149,7 +157,7 @@ final class ChaosWorkload {
                         Outcome.next("keyed", ctx.state().with(run.token())).inline()
                                 .concurrencyKey("wfk-" + ctx.id() % 4)))
                 .step("keyed", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
-                        Outcome.next("fanout", ctx.state().with(run.token()))))
+                        Outcome.next(generation == 2 ? AUDIT : "fanout", ctx.state().with(run.token()))))
                 .step("fanout", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
                         Outcome.spawnChildren(children(ctx.state().children()), "join",
                                 ctx.state().with(run.token()))))
@@ -159,9 +167,16 @@ final class ChaosWorkload {
                         : Outcome.await(Set.of(GO), "finish", ctx.state().with(run.token()), Duration.ofSeconds(2))))
                 .step("finish", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
                         Outcome.done(Map.of("token", run.token(), "signalled", !ctx.signals().isEmpty(),
-                                "children", ctx.children().size()))))
-                .build();
-        return List.of(job, flow, deep, solo, poison);
+                                "children", ctx.children().size()))));
+        if (generation == 2) {
+            // The next release: a step between keyed and fanout; a version 1 instance (its state has
+            // the same shape) migrates when a node of this release claims it.
+            flow.version(2)
+                    .step(AUDIT, ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                            Outcome.next("fanout", ctx.state().with(run.token()))))
+                    .migration(StateMigration.from(1).state(FlowState.class, old -> old));
+        }
+        return List.of(job, flow.build(), deep, solo, poison);
     }
 
     /** The recurring job: a plain job every minute, exactly once across the engines. */
@@ -345,15 +360,16 @@ final class ChaosWorkload {
     private Mono<Started> started(long id, String type, String step, int attempt) {
         String token = UUID.randomUUID().toString();
         String s = '"' + schema + '"';
-        String sql = ("INSERT INTO S.chaos_exec (token, instance_id, type, step, attempt, label, started_at,"
-                + " seen_status, seen_step, seen_attempt, seen_claimed_by)"
-                + " SELECT $1, $2, $3, $4, $5, $6, clock_timestamp(), i.status, i.step, i.attempt, i.claimed_by"
+        String sql = ("INSERT INTO S.chaos_exec (token, instance_id, type, step, attempt, label, generation, started_at,"
+                + " seen_status, seen_step, seen_attempt, seen_claimed_by, seen_version)"
+                + " SELECT $1, $2, $3, $4, $5, $6, $7, clock_timestamp(), i.status, i.step, i.attempt, i.claimed_by,"
+                + " i.type_version"
                 + " FROM (SELECT 1) one LEFT JOIN S.durable_instances_all i ON i.id = $2"
                 + " RETURNING (SELECT count(*) FROM S.chaos_exec p WHERE p.instance_id = $2 AND p.step = $4)")
                 .replace("S.", s + ".");
         return Flux.usingWhen(recorder.create(), (Connection c) -> Flux.from(c.createStatement(sql)
                                 .bind(0, token).bind(1, id).bind(2, type).bind(3, step).bind(4, attempt).bind(5, label)
-                                .execute())
+                                .bind(6, generation).execute())
                         .flatMap(result -> result.map((row, meta) -> ((Number) row.get(0)).longValue())),
                         Connection::close)
                 // The whole exchange, not its first row: RETURNING sends the row before the insert

@@ -9,12 +9,15 @@ import java.util.stream.Collectors;
 
 /**
  * What a chaos run found: the workload's size, the duplicate executions and their rate, the faults
- * by kind, each invariant's count (all zero on a correct engine), and the samples taken once a
- * minute while it loaded. {@code workDirectory} is where the run's files were; {@code kept} says
+ * by kind, each invariant's count (all zero on a correct engine), what each release of the workload
+ * ran (with {@code --skew}: executions by the first and by the second, of the second's new step, and
+ * flows that ran under both versions, migrated while they ran), and the samples taken once a minute
+ * while it loaded. {@code workDirectory} is where the run's files were; {@code kept} says
  * whether they were left for a look (a failed run).
  */
 public record Report(long jobs, long terminal, long executions, long duplicates, Map<String, Long> faults,
-        Map<String, Long> invariants, List<Minute> minutes, String details, Path workDirectory, boolean kept) {
+        Map<String, Long> invariants, Map<String, Long> releases, List<Minute> minutes, String details,
+        Path workDirectory, boolean kept) {
 
     /**
      * One minute's sample: the harness JVM's heap used right after a full collection (it hosts the

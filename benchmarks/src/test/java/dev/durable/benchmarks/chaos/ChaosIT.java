@@ -7,7 +7,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The short chaos run of the suite: one round of every fault kind (however long a loaded machine
- * takes to inject them, within a generous cap), then the invariants. Count-based, never speed-based.
+ * takes to inject them, within a generous cap), with half the engines on each of two releases of the
+ * workload, then the invariants. Count-based, never speed-based.
  * The long run is the same harness: {@code benchmarks/chaos}.
  */
 class ChaosIT {
@@ -27,6 +28,8 @@ class ChaosIT {
             assertThat(report.faults()).as("faults injected").containsKey(kind.name());
         }
         assertThat(report.broken()).as(report.line() + "\n" + report.details()).isEmpty();
+        // Both releases ran, the second's new step ran, and flows moved from one release to the other mid-run.
+        assertThat(report.releases()).as("releases").allSatisfy((what, count) -> assertThat(count).as(what).isPositive());
         // A clean run leaves nothing behind: the server's files and the workers' logs go with it.
         assertThat(report.kept()).isFalse();
         assertThat(Files.exists(report.workDirectory())).as("work directory " + report.workDirectory()).isFalse();
