@@ -42,8 +42,10 @@ import reactor.core.publisher.Flux;
  * with {@code --rounds} (and no minutes), load until R rounds of every kind have struck (the suite's
  * short run, {@code ChaosIT}). Overload: {@code --burn-ms} makes every plain job spend that much CPU,
  * {@code --load-factor} inserts that many times the plain jobs (with {@code --engines 8} on two
- * cores, more than the machine serves); the recovery that follows (default 3 minutes) must still
- * settle everything. Version skew: {@code --skew} runs two releases of the workload side by side
+ * cores, more than the machine serves); the recovery that follows must still settle everything.
+ * The recovery runs until no row is left, or until none has settled for {@code --recovery-minutes}
+ * (default 3; an hour at most): a deadline of progress, not of time, so a backlog that drains at the
+ * rate its keys and limits allow is waited for, and rows that stopped moving are what it reports. Version skew: {@code --skew} runs two releases of the workload side by side
  * (the second has version 2 of the workflow, with a new step and a migration from version 1): half
  * the in-process engines and every other worker JVM run each, and an engine replaced by a fault comes
  * back as the other release, as a rolling deploy and its rollback do. Once a minute the harness samples its heap after a collection, its threads,
@@ -63,7 +65,8 @@ public final class Chaos {
 
     /**
      * How long to load (a soak) or how many rounds of faults to inject (a count-based run, which
-     * loads until every fault has struck, within a generous cap), how long recovery may take, how
+     * loads until every fault has struck, within a generous cap), how long the recovery may go
+     * without a row settling, how
      * often a fault strikes, how many in-process engines, whether Redis runs (limiter, pokes, its
      * restarts), which kinds of fault, the overload knobs (the CPU each plain job burns and how
      * many times the usual plain jobs are inserted), and whether two releases run side by side.

@@ -17,7 +17,8 @@ package dev.durable.benchmarks.chaos;
  *       any update of status, step, claim, attempt, state, result or error; only the heartbeat's
  *       lease renewals are left out; a settle, which moves the row from {@code durable_instances} to
  *       {@code durable_history}, is audited as one transition from the row it deleted to the row
- *       it archived, through {@code chaos_departed}): old and new status, step, claim and attempt, the token the
+ *       it archived, through {@code chaos_departed}): old and new status, step, claim and attempt, the
+ *       old lease's end, the token the
  *       transition wrote (a new {@code result.token}, a new {@code state.last}, or the token in a new
  *       error; null for the reaper, a release, a cancel, a retry), whether it was the reaper's, the
  *       limits the row held, and {@code at = clock_timestamp()} inside the statement, before the row's
@@ -45,6 +46,10 @@ package dev.durable.benchmarks.chaos;
  *       claims (executing rows with a lease not run out) of one gate key; windows in which claims of
  *       one rate limit and partition took more tokens than its bucket holds (burst + rate × window);
  *       spans shorter than a sliding window in which one of its partitions claimed more than its limit;
+ *   <li><b>early_reap</b>: claims recovered as lost while their lease had not run out (but a
+ *       replaced engine's, which its successor in the same process may take early);
+ *   <li><b>taken_running</b>: executions that started while an execution on the claim before was
+ *       still running, that claim not recovered as lost (only a lapsed lease frees a running claim);
  *   <li><b>stale_start</b>: executions that started on a claim that was not current, on an engine no
  *       fault struck (within its window and a grace after it): a healthy worker never runs a row it
  *       no longer holds;
@@ -122,6 +127,7 @@ final class ChaosSchema {
                     new_claimed_by text,
                     old_attempt    integer,
                     new_attempt    integer NOT NULL,
+                    old_lease_expires_at timestamptz,
                     token          text,
                     reaped         boolean NOT NULL,
                     rate_limit     text,
@@ -149,11 +155,12 @@ final class ChaosSchema {
                 CREATE FUNCTION S.chaos_audit_update() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN
                     INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
-                                               old_claimed_by, new_claimed_by, old_attempt, new_attempt, token,
+                                               old_claimed_by, new_claimed_by, old_attempt, new_attempt,
+                                               old_lease_expires_at, token,
                                                reaped, rate_limit, rate_partition, rate_weight, window_name,
                                                window_partition, window_weight, at)
                     VALUES (NEW.id, OLD.status, NEW.status, OLD.step, NEW.step, OLD.claimed_by, NEW.claimed_by,
-                            OLD.attempt, NEW.attempt, S.chaos_token(OLD, NEW),
+                            OLD.attempt, NEW.attempt, OLD.lease_expires_at, S.chaos_token(OLD, NEW),
                             NEW.last_error IS DISTINCT FROM OLD.last_error
                                 AND NEW.last_error LIKE 'worker % lost: its lease expired%',
                             NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, NEW.window_name,
@@ -206,11 +213,12 @@ final class ChaosSchema {
                     n.attempt := NEW.attempt;
                     n.claimed_by := NULL;
                     INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
-                                               old_claimed_by, new_claimed_by, old_attempt, new_attempt, token,
+                                               old_claimed_by, new_claimed_by, old_attempt, new_attempt,
+                                               old_lease_expires_at, token,
                                                reaped, rate_limit, rate_partition, rate_weight, window_name,
                                                window_partition, window_weight, at)
                     VALUES (NEW.id, o.status, n.status, o.step, n.step, o.claimed_by, NULL, o.attempt, n.attempt,
-                            S.chaos_token(o, n),
+                            o.lease_expires_at, S.chaos_token(o, n),
                             n.last_error IS DISTINCT FROM o.last_error
                                 AND n.last_error LIKE 'worker % lost: its lease expired%',
                             o.rate_limit, o.rate_partition, o.rate_weight, o.window_name, o.window_partition,
@@ -397,6 +405,33 @@ final class ChaosSchema {
                 + " * interval '1 millisecond')", schema);
     }
 
+    /**
+     * Claims recovered as lost (the reaper, or a restarted engine's reclaim) while their lease had
+     * not run out, by the server's clock at the recovery: a lease is taken only once it lapsed. The
+     * one exception is a restarted engine taking its dead predecessor's rows early (same identity
+     * prefix): in the harness, the incarnation an ENGINE fault started in the same process, so
+     * recoveries of a replaced engine's claims within that fault's window and a grace are left out.
+     */
+    static String earlyRecoveries(String schema, long graceMillis) {
+        return render("SELECT count(*) FROM S.chaos_audit a WHERE " + EARLY_RECOVERY, schema)
+                .replace("{grace}", Long.toString(graceMillis));
+    }
+
+    /** Up to five of the recoveries {@link #earlyRecoveries} counts, described, for the report. */
+    static String earlyRecoveryExamples(String schema, long graceMillis) {
+        return render("SELECT '#' || a.instance_id || ' of ' || a.old_claimed_by || ' attempt ' || a.old_attempt"
+                + " || ' recovered at ' || to_char(a.at, 'HH24:MI:SS:MS') || ' with '"
+                + " || (extract(epoch FROM a.old_lease_expires_at - a.at) * 1000)::bigint || ' ms of lease left'"
+                + " FROM S.chaos_audit a WHERE " + EARLY_RECOVERY + " ORDER BY a.at LIMIT 5", schema)
+                .replace("{grace}", Long.toString(graceMillis));
+    }
+
+    private static final String EARLY_RECOVERY = "a.reaped AND a.old_lease_expires_at > a.at"
+            + " AND NOT EXISTS (SELECT 1 FROM S.chaos_workers w JOIN S.chaos_faults f"
+            + "     ON f.kind = 'ENGINE' AND w.label LIKE f.label"
+            + "  WHERE a.old_claimed_by LIKE w.worker AND a.at >= f.started_at"
+            + "    AND a.at <= COALESCE(f.ended_at, 'infinity') + {grace} * interval '1 millisecond')";
+
     /** Up to five of the executions {@link #staleStarts} counts, described, for the report. */
     static String staleStartExamples(String schema, long graceMillis) {
         return render("SELECT e.label || ' ran ' || e.type || '#' || e.instance_id || ' ' || e.step || ' attempt '"
@@ -434,6 +469,28 @@ final class ChaosSchema {
     static String versionSkew(String schema) {
         return render("SELECT count(*) FROM S.chaos_exec e WHERE e.generation = 1 AND e.seen_version > 1 AND "
                 + CURRENT_AT_START, schema);
+    }
+
+    /**
+     * Executions that started on their row's current claim while an earlier execution on the claim
+     * current at its own start was still running (by its recorded end), where that earlier claim was
+     * not recovered as lost: a running claim is only ever taken from its owner through its lease
+     * (the reaper, or a restart's reclaim; {@code early_reap} checks those waited for the lease). A
+     * release, a cancel, another node's commit must never free a claim that runs. Executions
+     * without a recorded end (the record is best effort) are left out.
+     */
+    static String takenWhileRunning(String schema) {
+        return render("SELECT count(*) FROM S.chaos_exec e1 JOIN S.chaos_exec e2 ON e2.instance_id = e1.instance_id"
+                + " AND e2.token <> e1.token"
+                + " WHERE e2.started_at > e1.started_at AND e1.ended_at IS NOT NULL AND e2.started_at < e1.ended_at"
+                + " AND " + currentAtStart("e1") + " AND " + currentAtStart("e2")
+                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id AND a.reaped"
+                + "     AND a.old_claimed_by = e1.seen_claimed_by AND a.old_attempt = e1.attempt)", schema);
+    }
+
+    /** {@link #CURRENT_AT_START} of the execution aliased {@code alias}. */
+    private static String currentAtStart(String alias) {
+        return "(" + CURRENT_AT_START.replace(" e.", " " + alias + ".").replaceFirst("^e\\.", alias + ".") + ")";
     }
 
     static String overAttempts(String schema) {
