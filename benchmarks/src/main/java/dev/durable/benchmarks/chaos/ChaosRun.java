@@ -279,7 +279,8 @@ final class ChaosRun implements AutoCloseable {
         invariants.put("gate_over", counter("gate over samples"));
         invariants.put("rate_over", rateOver());
         invariants.put("window_over", windowOver());
-        invariants.put("early_reap", count(ChaosSchema.earlyRecoveries(schema, GRACE.toMillis())));
+        invariants.put("early_reap", count(ChaosSchema.earlyRecoveries(schema)));
+        invariants.put("cancel_lost", count(ChaosSchema.cancelsLost(schema)));
         invariants.put("taken_running", count(ChaosSchema.takenWhileRunning(schema)));
         invariants.put("stale_start", count(ChaosSchema.staleStarts(schema, GRACE.toMillis())));
         long logged = server.pickRowLockWaits();
@@ -328,8 +329,11 @@ final class ChaosRun implements AutoCloseable {
                     + " || to_char(started_at, 'HH24:MI:SS:MS') || '-' || to_char(ended_at, 'HH24:MI:SS:MS')"
                     + " FROM S.chaos_faults ORDER BY started_at"));
         }
+        if (invariants.get("taken_running") > 0) {
+            notes.add("taken while running: " + strings(ChaosSchema.takenWhileRunningExamples(schema)));
+        }
         if (invariants.get("early_reap") > 0) {
-            notes.add("early recoveries: " + strings(ChaosSchema.earlyRecoveryExamples(schema, GRACE.toMillis())));
+            notes.add("early recoveries: " + strings(ChaosSchema.earlyRecoveryExamples(schema)));
         }
         if (invariants.get("stale_commit") > 0) {
             notes.add("stale commits: " + strings(ChaosSchema.staleCommitExamples(schema)));

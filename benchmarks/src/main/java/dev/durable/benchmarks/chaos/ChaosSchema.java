@@ -46,8 +46,9 @@ package dev.durable.benchmarks.chaos;
  *       claims (executing rows with a lease not run out) of one gate key; windows in which claims of
  *       one rate limit and partition took more tokens than its bucket holds (burst + rate × window);
  *       spans shorter than a sliding window in which one of its partitions claimed more than its limit;
- *   <li><b>early_reap</b>: claims recovered as lost while their lease had not run out (but a
- *       replaced engine's, which its successor in the same process may take early);
+ *   <li><b>early_reap</b>: claims recovered as lost while their lease had not run out (but an
+ *       engine's, which its successor in the same process may take early);
+ *   <li><b>cancel_lost</b>: transitions that sent a row whose cancel was requested round again;
  *   <li><b>taken_running</b>: executions that started while an execution on the claim before was
  *       still running, that claim not recovered as lost (only a lapsed lease frees a running claim);
  *   <li><b>stale_start</b>: executions that started on a claim that was not current, on an engine no
@@ -128,6 +129,7 @@ final class ChaosSchema {
                     old_attempt    integer,
                     new_attempt    integer NOT NULL,
                     old_lease_expires_at timestamptz,
+                    new_cancel_requested boolean,
                     token          text,
                     reaped         boolean NOT NULL,
                     rate_limit     text,
@@ -156,11 +158,11 @@ final class ChaosSchema {
                 BEGIN
                     INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
                                                old_claimed_by, new_claimed_by, old_attempt, new_attempt,
-                                               old_lease_expires_at, token,
+                                               old_lease_expires_at, new_cancel_requested, token,
                                                reaped, rate_limit, rate_partition, rate_weight, window_name,
                                                window_partition, window_weight, at)
                     VALUES (NEW.id, OLD.status, NEW.status, OLD.step, NEW.step, OLD.claimed_by, NEW.claimed_by,
-                            OLD.attempt, NEW.attempt, OLD.lease_expires_at, S.chaos_token(OLD, NEW),
+                            OLD.attempt, NEW.attempt, OLD.lease_expires_at, NEW.cancel_requested, S.chaos_token(OLD, NEW),
                             NEW.last_error IS DISTINCT FROM OLD.last_error
                                 AND NEW.last_error LIKE 'worker % lost: its lease expired%',
                             NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, NEW.window_name,
@@ -408,29 +410,42 @@ final class ChaosSchema {
     /**
      * Claims recovered as lost (the reaper, or a restarted engine's reclaim) while their lease had
      * not run out, by the server's clock at the recovery: a lease is taken only once it lapsed. The
-     * one exception is a restarted engine taking its dead predecessor's rows early (same identity
-     * prefix): in the harness, the incarnation an ENGINE fault started in the same process, so
-     * recoveries of a replaced engine's claims within that fault's window and a grace are left out.
+     * one exception is an engine's successor in the same process (same identity prefix: engine name,
+     * queue, host and process id) taking its predecessor's rows early as it starts: a replaced
+     * in-process engine, or a worker JVM's second engine after a failed start. Recoveries of a claim
+     * whose prefix a new incarnation began claiming under within a minute are left out.
      */
-    static String earlyRecoveries(String schema, long graceMillis) {
-        return render("SELECT count(*) FROM S.chaos_audit a WHERE " + EARLY_RECOVERY, schema)
-                .replace("{grace}", Long.toString(graceMillis));
+    static String earlyRecoveries(String schema) {
+        return render(SUCCESSORS + "SELECT count(*) FROM S.chaos_audit a WHERE " + EARLY_RECOVERY, schema);
     }
 
     /** Up to five of the recoveries {@link #earlyRecoveries} counts, described, for the report. */
-    static String earlyRecoveryExamples(String schema, long graceMillis) {
-        return render("SELECT '#' || a.instance_id || ' of ' || a.old_claimed_by || ' attempt ' || a.old_attempt"
-                + " || ' recovered at ' || to_char(a.at, 'HH24:MI:SS:MS') || ' with '"
+    static String earlyRecoveryExamples(String schema) {
+        return render(SUCCESSORS + "SELECT '#' || a.instance_id || ' of ' || a.old_claimed_by || ' attempt '"
+                + " || a.old_attempt || ' recovered at ' || to_char(a.at, 'HH24:MI:SS:MS') || ' with '"
                 + " || (extract(epoch FROM a.old_lease_expires_at - a.at) * 1000)::bigint || ' ms of lease left'"
-                + " FROM S.chaos_audit a WHERE " + EARLY_RECOVERY + " ORDER BY a.at LIMIT 5", schema)
-                .replace("{grace}", Long.toString(graceMillis));
+                + " FROM S.chaos_audit a WHERE " + EARLY_RECOVERY + " ORDER BY a.at LIMIT 5", schema);
     }
 
+    /** Each worker id's first claim. */
+    private static final String SUCCESSORS = "WITH firsts AS MATERIALIZED (SELECT new_claimed_by AS worker,"
+            + " min(at) AS first_claim FROM S.chaos_audit WHERE new_claimed_by IS NOT NULL GROUP BY new_claimed_by) ";
+
     private static final String EARLY_RECOVERY = "a.reaped AND a.old_lease_expires_at > a.at"
-            + " AND NOT EXISTS (SELECT 1 FROM S.chaos_workers w JOIN S.chaos_faults f"
-            + "     ON f.kind = 'ENGINE' AND w.label LIKE f.label"
-            + "  WHERE a.old_claimed_by LIKE w.worker AND a.at >= f.started_at"
-            + "    AND a.at <= COALESCE(f.ended_at, 'infinity') + {grace} * interval '1 millisecond')";
+            + " AND NOT EXISTS (SELECT 1 FROM firsts f"
+            + "  WHERE starts_with(f.worker, regexp_replace(a.old_claimed_by, '[^-]+$', ''))"
+            + "    AND f.worker <> a.old_claimed_by"
+            + "    AND f.first_claim BETWEEN a.at - interval '5 seconds' AND a.at + interval '60 seconds')";
+
+    /**
+     * Transitions that left a row whose cancel was requested waiting to run again (runnable, or
+     * parked): a requested cancel ends the row cancelled at its next transition out of executing
+     * (or the outcome it was committing), never sends it round again.
+     */
+    static String cancelsLost(String schema) {
+        return render("SELECT count(*) FROM S.chaos_audit WHERE new_cancel_requested"
+                + " AND new_status NOT IN ('executing', 'done', 'failed', 'cancelled')", schema);
+    }
 
     /** Up to five of the executions {@link #staleStarts} counts, described, for the report. */
     static String staleStartExamples(String schema, long graceMillis) {
@@ -486,6 +501,24 @@ final class ChaosSchema {
                 + " AND " + currentAtStart("e1") + " AND " + currentAtStart("e2")
                 + " AND NOT EXISTS (SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id AND a.reaped"
                 + "     AND a.old_claimed_by = e1.seen_claimed_by AND a.old_attempt = e1.attempt)", schema);
+    }
+
+    /** Up to five of the pairs {@link #takenWhileRunning} counts, described, for the report. */
+    static String takenWhileRunningExamples(String schema) {
+        return render("SELECT '#' || e1.instance_id || ' ' || e1.step || ': ' || e1.label || ' attempt ' || e1.attempt"
+                + " || ' by ' || e1.seen_claimed_by || ' ran ' || to_char(e1.started_at, 'HH24:MI:SS:MS') || '-'"
+                + " || to_char(e1.ended_at, 'HH24:MI:SS:MS') || ', ' || e2.label || ' attempt ' || e2.attempt || ' by '"
+                + " || e2.seen_claimed_by || ' started ' || to_char(e2.started_at, 'HH24:MI:SS:MS') || '; transitions: '"
+                + " || (SELECT string_agg(COALESCE(a.old_status, '-') || '>' || a.new_status || ' ' || a.new_step"
+                + " || ' attempt ' || COALESCE(a.old_attempt::text, '-') || '>' || a.new_attempt || ' by '"
+                + " || COALESCE(a.new_claimed_by, '-') || CASE WHEN a.new_cancel_requested THEN ' cancel' ELSE '' END"
+                + " || ' at ' || to_char(a.at, 'HH24:MI:SS:MS'), ', ' ORDER BY a.id)"
+                + " FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id)"
+                + " FROM S.chaos_exec e1 JOIN S.chaos_exec e2 ON e2.instance_id = e1.instance_id AND e2.token <> e1.token"
+                + " WHERE e2.started_at > e1.started_at AND e1.ended_at IS NOT NULL AND e2.started_at < e1.ended_at"
+                + " AND " + currentAtStart("e1") + " AND " + currentAtStart("e2")
+                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id AND a.reaped"
+                + "     AND a.old_claimed_by = e1.seen_claimed_by AND a.old_attempt = e1.attempt) LIMIT 5", schema);
     }
 
     /** {@link #CURRENT_AT_START} of the execution aliased {@code alias}. */

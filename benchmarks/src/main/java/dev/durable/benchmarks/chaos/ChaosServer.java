@@ -47,7 +47,7 @@ final class ChaosServer implements AutoCloseable {
             Path data = workDirectory.resolve("pg-data");
             EmbeddedPostgres embedded = EmbeddedPostgres.builder()
                     .setDataDirectory(data)
-                    .setCleanDataDirectory(true)
+                    .setCleanDataDirectory(false) // the work directory goes after a clean run, stays after a failed one
                     .setServerConfig("max_connections", "300")
                     .setServerConfig("shared_buffers", "128MB")
                     .setServerConfig("fsync", "on")
