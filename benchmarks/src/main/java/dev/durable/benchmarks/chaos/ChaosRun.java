@@ -98,6 +98,8 @@ final class ChaosRun implements AutoCloseable {
     private final Map<String, AtomicLong> counters = new ConcurrentSkipListMap<>();
     private final Map<String, Long> faults = new LinkedHashMap<>();
     private final List<String> notes = new CopyOnWriteArrayList<>();
+    private final List<Report.Minute> minutes = new CopyOnWriteArrayList<>();
+    private final long loadStarted = System.nanoTime();
 
     static Report execute(Chaos.Config config, Consumer<String> log) {
         Path work;
@@ -551,9 +553,6 @@ final class ChaosRun implements AutoCloseable {
             note("headless keys: " + String.join(" | ", strings(ChaosSchema.keyHeadlessDetail(schema))));
         }
     }
-
-    private final List<Report.Minute> minutes = new CopyOnWriteArrayList<>();
-    private final long loadStarted = System.nanoTime();
 
     /** Once a minute: this JVM's heap right after a full collection and its threads, the server's connections, the backlog. */
     private void sampleMinute() {

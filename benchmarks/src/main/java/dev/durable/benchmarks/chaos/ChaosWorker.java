@@ -28,15 +28,19 @@ public final class ChaosWorker {
         Duration burn = Duration.ofMillis(Long.parseLong(args[5]));
         int generation = Integer.parseInt(args[6]);
         ConnectionPool recorder = Chaos.pool(recorderUrl, Chaos.HARNESS_APP, 4);
+        // Named after this incarnation, not only its process id: ids are told apart by it, as process
+        // ids come round again (every 32,768 processes on a default Linux) and two incarnations with
+        // one id would share each other's claims in the checks.
+        String engineName = "chaos-" + label;
         // Before the engine claims anything: a poison job may halt this JVM before it registers its ids.
         Chaos.retry("register this process", () -> Chaos.execute(recorder, "INSERT INTO " + ChaosSchema.q(schema)
                 + ".chaos_workers (label, worker) VALUES ($1, $2) ON CONFLICT DO NOTHING", label,
-                "chaos-jvm:%@%#" + ProcessHandle.current().pid() + "-%"));
+                engineName + ":%"));
         // A new engine per attempt: an engine whose start failed keeps answering with that failure.
         DurableEngine[] started = new DurableEngine[1];
         Chaos.retry("start worker JVM engine", () -> {
             ConnectionPool enginePool = Chaos.pool(engineUrl, Chaos.ENGINE_APP, 10);
-            DurableEngine.Builder builder = DurableEngine.builder(Chaos.engineOptions(enginePool, schema, "chaos-jvm",
+            DurableEngine.Builder builder = DurableEngine.builder(Chaos.engineOptions(enginePool, schema, engineName,
                     redisUri, redisUri != null ? Chaos.Pokes.REDIS : Chaos.Pokes.NOTIFY, true).build());
             for (Definition definition : new ChaosWorkload(label, recorder, schema, true, burn, generation).definitions()) {
                 builder.register(definition);

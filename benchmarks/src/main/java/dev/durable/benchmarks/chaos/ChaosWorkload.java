@@ -37,8 +37,8 @@ import reactor.core.publisher.Mono;
  *       {@value #GATE_CAPACITY} per key), rate limited (per partition), flaky (errors, retried),
  *       long, and doomed ones (always fail, two attempts: the only jobs meant to fail); bursts into
  *       a sliding window, a gate key and a bucket, more than each takes at once (see {@link #bursts});
- *       also the recurring job's runs and the workflows' children.
- *       With a burn (overload runs), each of them also spends that much CPU;
+ *       also the recurring job's runs and the workflows' children; with a burn (overload runs),
+ *       each of these jobs also spends that much CPU;
  *   <li>{@value #FLOW} on {@value #FLOWS}: an inline chain that takes a concurrency key, a step
  *       through the queue, children and their join, a {@code retry} outcome on the join's first
  *       run, an await of {@value #GO} with a timeout, then done;
