@@ -234,8 +234,8 @@ final class ChaosRun implements AutoCloseable {
         log.accept("chaos: load over after " + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started)
                 + " s, recovering " + backlog + " rows (until none is left, or none settles for " + config.recovery() + ")");
         // The recovery's deadline is one of progress, not of time: a backlog an overloaded machine
-        // built drains at the rate its limits and keys allow (the flows' four keys run one step at a
-        // time each), however long that takes; rows that stay are those that stopped moving.
+        // built drains at the rate its limits and keys allow (each flow key runs one step at a time),
+        // however long that takes; rows that stay are those that stopped moving.
         long recoveryStarted = System.nanoTime();
         long lastProgress = recoveryStarted;
         long lastLog = recoveryStarted;

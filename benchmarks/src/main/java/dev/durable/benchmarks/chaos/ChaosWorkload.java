@@ -61,6 +61,12 @@ final class ChaosWorkload {
     static final String SOLO = "chaos.solo";
     static final String POISON = "chaos.poison";
     static final String GO = "go";
+    /**
+     * The keys a flow takes from its chain on: each runs one step at a time, about five per flow, so
+     * they carry ten flows a second with room to spare (four, before, were the workload's own
+     * bottleneck on a loaded machine: a backlog of keyed flows grew for as long as the load lasted).
+     */
+    static final int FLOW_KEYS = 16;
     /** The step version 2 of {@value #FLOW} adds (see {@link #generation}). */
     static final String AUDIT = "audit";
     static final String GATE = "chaos-gate";
@@ -155,7 +161,7 @@ final class ChaosWorkload {
                         Outcome.next("chain", ctx.state().with(run.token())).inline()))
                 .step("chain", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
                         Outcome.next("keyed", ctx.state().with(run.token())).inline()
-                                .concurrencyKey("wfk-" + ctx.id() % 4)))
+                                .concurrencyKey("wfk-" + ctx.id() % FLOW_KEYS)))
                 .step("keyed", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
                         Outcome.next(generation == 2 ? AUDIT : "fanout", ctx.state().with(run.token()))))
                 .step("fanout", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
