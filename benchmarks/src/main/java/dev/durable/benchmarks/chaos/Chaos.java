@@ -46,9 +46,10 @@ import reactor.core.publisher.Flux;
  * The recovery runs until no row is left, or until none has settled for {@code --recovery-minutes}
  * (default 3; an hour at most): a deadline of progress, not of time, so a backlog that drains at the
  * rate its keys and limits allow is waited for, and rows that stopped moving are what it reports. Version skew: {@code --skew} runs two releases of the workload side by side
- * (the second has version 2 of the workflow, with a new step and a migration from version 1): half
- * the in-process engines and every other worker JVM run each, and an engine replaced by a fault comes
- * back as the other release, as a rolling deploy and its rollback do. Once a minute the harness samples its heap after a collection, its threads,
+ * (the second has version 2 of the workflow, with a new step and a migration from version 1): the
+ * first in-process engine always runs the second (it can run every row), the others start
+ * alternating and every other worker JVM runs each, and an engine a fault replaces comes back as the
+ * other release, as a rolling deploy and its rollback do. Once a minute the harness samples its heap after a collection, its threads,
  * the server's connections and the backlog: a SOAK line sums them up (the trend past warm-up). Exit status 1 when an invariant broke. The run's files (the server's
  * data and logs, the worker JVMs' logs) live in one temporary directory, removed after a clean run
  * and kept, and named, after a failed one.

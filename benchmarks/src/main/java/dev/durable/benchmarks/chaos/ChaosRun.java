@@ -469,7 +469,10 @@ final class ChaosRun implements AutoCloseable {
                 } catch (RuntimeException e) {
                     tally(name + " errors", 1);
                 }
-                Chaos.sleep(everyMillis);
+                // In slices, so a slow loop (the minute's) ends with the load, not a minute after.
+                for (long slept = 0; slept < everyMillis && loading; slept += 250) {
+                    Chaos.sleep(Math.min(250, everyMillis - slept));
+                }
             }
         }, name);
         thread.setDaemon(true);
@@ -754,7 +757,7 @@ final class ChaosRun implements AutoCloseable {
             DurableEngine.Builder builder = DurableEngine.builder(Chaos.engineOptions(pool, schema,
                     "chaos-e" + slot.index, redis == null ? null : redis.uri(), slot.pokes, false).build());
             for (Definition definition : new ChaosWorkload(label, harness, schema, false, config.burn(),
-                    generation(slot.index + slot.generation)).definitions()) {
+                    generation(slot)).definitions()) {
                 builder.register(definition);
             }
             builder.schedule(ChaosWorkload.tick());
@@ -779,6 +782,15 @@ final class ChaosRun implements AutoCloseable {
      */
     private int generation(int n) {
         return config.skew() ? 1 + (n + 1) % 2 : 1;
+    }
+
+    /**
+     * The release a slot's current incarnation runs: the first slot always the second release (it
+     * can run every row: version 1 rows migrate as it claims them, so some engine always can), the
+     * others alternating with each replacement.
+     */
+    private int generation(Slot slot) {
+        return slot.index == 0 && config.skew() ? 2 : generation(slot.index + slot.generation);
     }
 
     // ---- the worker JVM -----------------------------------------------------------------------

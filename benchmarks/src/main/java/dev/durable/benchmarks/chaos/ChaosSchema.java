@@ -58,7 +58,7 @@ package dev.durable.benchmarks.chaos;
  *       skip locked rows; they never queue behind each other);
  *   <li><b>over_attempts</b>: executions of an attempt past the row's max attempts;
  *   <li><b>version_skew</b>: executions by an engine of the first release of an instance at the
- *       second release's version (with {@code --skew}, half the engines run each release);
+ *       second release's version (with {@code --skew}, the engines run two releases);
  *   <li><b>unexpected_failed</b>: failed rows the workload did not mean to fail (only doomed and
  *       poison jobs are);
  *   <li><b>unknown_commits</b>: tokens committed that no recorded execution wrote (the harness
@@ -495,12 +495,7 @@ final class ChaosSchema {
      * without a recorded end (the record is best effort) are left out.
      */
     static String takenWhileRunning(String schema) {
-        return render("SELECT count(*) FROM S.chaos_exec e1 JOIN S.chaos_exec e2 ON e2.instance_id = e1.instance_id"
-                + " AND e2.token <> e1.token"
-                + " WHERE e2.started_at > e1.started_at AND e1.ended_at IS NOT NULL AND e2.started_at < e1.ended_at"
-                + " AND " + currentAtStart("e1") + " AND " + currentAtStart("e2")
-                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id AND a.reaped"
-                + "     AND a.old_claimed_by = e1.seen_claimed_by AND a.old_attempt = e1.attempt)", schema);
+        return render("SELECT count(*)" + TAKEN_RUNNING, schema);
     }
 
     /** Up to five of the pairs {@link #takenWhileRunning} counts, described, for the report. */
@@ -513,13 +508,16 @@ final class ChaosSchema {
                 + " || ' attempt ' || COALESCE(a.old_attempt::text, '-') || '>' || a.new_attempt || ' by '"
                 + " || COALESCE(a.new_claimed_by, '-') || CASE WHEN a.new_cancel_requested THEN ' cancel' ELSE '' END"
                 + " || ' at ' || to_char(a.at, 'HH24:MI:SS:MS'), ', ' ORDER BY a.id)"
-                + " FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id)"
-                + " FROM S.chaos_exec e1 JOIN S.chaos_exec e2 ON e2.instance_id = e1.instance_id AND e2.token <> e1.token"
-                + " WHERE e2.started_at > e1.started_at AND e1.ended_at IS NOT NULL AND e2.started_at < e1.ended_at"
-                + " AND " + currentAtStart("e1") + " AND " + currentAtStart("e2")
-                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id AND a.reaped"
-                + "     AND a.old_claimed_by = e1.seen_claimed_by AND a.old_attempt = e1.attempt) LIMIT 5", schema);
+                + " FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id)" + TAKEN_RUNNING + " LIMIT 5", schema);
     }
+
+    /** The pairs of {@link #takenWhileRunning}: a FROM and WHERE clause over e1 and e2. */
+    private static final String TAKEN_RUNNING = " FROM S.chaos_exec e1 JOIN S.chaos_exec e2"
+            + " ON e2.instance_id = e1.instance_id AND e2.token <> e1.token"
+            + " WHERE e2.started_at > e1.started_at AND e1.ended_at IS NOT NULL AND e2.started_at < e1.ended_at"
+            + " AND " + currentAtStart("e1") + " AND " + currentAtStart("e2")
+            + " AND NOT EXISTS (SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id AND a.reaped"
+            + "     AND a.old_claimed_by = e1.seen_claimed_by AND a.old_attempt = e1.attempt)";
 
     /** {@link #CURRENT_AT_START} of the execution aliased {@code alias}. */
     private static String currentAtStart(String alias) {

@@ -29,7 +29,8 @@ class ChaosIT {
         }
         assertThat(report.broken()).as(report.line() + "\n" + report.details()).isEmpty();
         // Both releases ran, the second's new step ran, and flows moved from one release to the other mid-run.
-        assertThat(report.releases()).as("releases").allSatisfy((what, count) -> assertThat(count).as(what).isPositive());
+        assertThat(report.releases()).as("releases").containsOnlyKeys("first", "second", "new_step", "migrated")
+                .allSatisfy((what, count) -> assertThat(count).as(what).isPositive());
         // A clean run leaves nothing behind: the server's files and the workers' logs go with it.
         assertThat(report.kept()).isFalse();
         assertThat(Files.exists(report.workDirectory())).as("work directory " + report.workDirectory()).isFalse();
