@@ -52,6 +52,8 @@ final class SilenceTimeout<T> extends Flux<T> {
         private static final AtomicIntegerFieldUpdater<Watch> STATE =
                 AtomicIntegerFieldUpdater.newUpdater(Watch.class, "state");
         @SuppressWarnings("rawtypes")
+        private static final AtomicIntegerFieldUpdater<Watch> UPSTREAM_CANCELLED =
+                AtomicIntegerFieldUpdater.newUpdater(Watch.class, "upstreamCancelled");
         private static final AtomicReferenceFieldUpdater<Watch, Disposable> TIMER =
                 AtomicReferenceFieldUpdater.newUpdater(Watch.class, Disposable.class, "timer");
         private static final Disposable ENDED = Disposables.disposed();
@@ -61,6 +63,8 @@ final class SilenceTimeout<T> extends Flux<T> {
         private final Scheduler scheduler;
         private @Nullable Subscription upstream;
         private volatile int state;
+        /** 1 once the upstream was cancelled: by the timeout or by the downstream, never both. */
+        private volatile int upstreamCancelled;
         private volatile long lastSignal;
         private volatile @Nullable Disposable timer;
 
@@ -100,10 +104,7 @@ final class SilenceTimeout<T> extends Flux<T> {
 
         private void timedOut() {
             endTimer();
-            Subscription subscription = upstream;
-            if (subscription != null) {
-                subscription.cancel();
-            }
+            cancelUpstream();
             actual.onError(new TimeoutException("Did not observe any item or terminal signal within "
                     + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + "ms"));
         }
@@ -172,8 +173,19 @@ final class SilenceTimeout<T> extends Flux<T> {
         public void cancel() {
             state = DONE;
             endTimer();
+            cancelUpstream();
+        }
+
+        /**
+         * Cancels the upstream once. The timer's thread (a timeout) and the downstream's (a cancel,
+         * say a {@code next()} that got its row) may both get here at once, and a subscription's
+         * cancel must not be called concurrently (Reactive Streams 2.7): r2dbc-postgresql's connection
+         * close, reached by both, drained its single-consumer buffer from two threads and spun for
+         * ever on both (seen in {@code RedisBlockHoundIT} on a loaded machine).
+         */
+        private void cancelUpstream() {
             Subscription subscription = upstream;
-            if (subscription != null) {
+            if (subscription != null && UPSTREAM_CANCELLED.compareAndSet(this, 0, 1)) {
                 subscription.cancel();
             }
         }

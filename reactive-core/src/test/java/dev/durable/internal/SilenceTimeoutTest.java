@@ -1,8 +1,14 @@
 package dev.durable.internal;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.test.StepVerifier;
 
@@ -47,5 +53,33 @@ class SilenceTimeoutTest {
         StepVerifier.create(new SilenceTimeout<>(Flux.just(1, 2, 3), Duration.ofSeconds(10)))
                 .expectNext(1, 2, 3)
                 .verifyComplete();
+    }
+
+    @Test
+    void aTimeoutAndADownstreamCancelAtOnceCancelTheCallOnce() throws InterruptedException {
+        AtomicInteger cancels = new AtomicInteger();
+        CountDownLatch secondCancelTried = new CountDownLatch(1);
+        // The timer's cancel is held inside the call's cancel while the downstream cancels too: a
+        // connection's close, reached twice at once, spun on both threads.
+        Flux<Long> call = Flux.<Long>never().doOnCancel(() -> {
+            if (cancels.incrementAndGet() == 1) {
+                try {
+                    secondCancelTried.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        Disposable subscription = new SilenceTimeout<>(call, Duration.ofMillis(50)).subscribe(row -> { }, error -> { });
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (cancels.get() == 0 && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        assertThat(cancels).as("the timeout's cancel").hasValue(1);
+
+        subscription.dispose();
+        secondCancelTried.countDown();
+
+        assertThat(cancels).as("cancels of the call").hasValue(1);
     }
 }
