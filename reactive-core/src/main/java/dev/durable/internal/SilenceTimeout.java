@@ -54,6 +54,7 @@ final class SilenceTimeout<T> extends Flux<T> {
         @SuppressWarnings("rawtypes")
         private static final AtomicIntegerFieldUpdater<Watch> UPSTREAM_CANCELLED =
                 AtomicIntegerFieldUpdater.newUpdater(Watch.class, "upstreamCancelled");
+        @SuppressWarnings("rawtypes")
         private static final AtomicReferenceFieldUpdater<Watch, Disposable> TIMER =
                 AtomicReferenceFieldUpdater.newUpdater(Watch.class, Disposable.class, "timer");
         private static final Disposable ENDED = Disposables.disposed();

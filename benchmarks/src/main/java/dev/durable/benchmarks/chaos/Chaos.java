@@ -67,9 +67,8 @@ public final class Chaos {
     /**
      * How long to load (a soak) or how many rounds of faults to inject (a count-based run, which
      * loads until every fault has struck, within a generous cap), how long the recovery may go
-     * without a row settling, how
-     * often a fault strikes, how many in-process engines, whether Redis runs (limiter, pokes, its
-     * restarts), which kinds of fault, the overload knobs (the CPU each plain job burns and how
+     * without a row settling, how often a fault strikes, how many in-process engines, whether Redis
+     * runs (limiter, pokes, its restarts), which kinds of fault, the overload knobs (the CPU each plain job burns and how
      * many times the usual plain jobs are inserted), and whether two releases run side by side.
      */
     public record Config(Duration load, int rounds, Duration recovery, Duration faultEvery, int engines,
@@ -83,31 +82,6 @@ public final class Chaos {
         public static Config shortRun() {
             return new Config(Duration.ofMinutes(15), 1, Duration.ofMinutes(3), Duration.ofSeconds(2), 3, false,
                     Fault.round(false), Duration.ofMillis(2), 1, true);
-        }
-
-        public static Config soak(double minutes, int engines, Duration faultEvery, boolean redis) {
-            return new Config(Duration.ofMillis((long) (minutes * 60_000)), Integer.MAX_VALUE, Duration.ofMinutes(3),
-                    faultEvery, engines, redis, Fault.round(redis), Duration.ZERO, 1, false);
-        }
-
-        Config withRounds(int rounds) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
-        }
-
-        Config withKinds(List<Fault> kinds) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
-        }
-
-        Config withRecovery(Duration recovery) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
-        }
-
-        Config withSkew(boolean skew) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
-        }
-
-        Config withOverload(Duration burn, int loadFactor) {
-            return new Config(load, rounds, recovery, faultEvery, engines, redis, kinds, burn, loadFactor, skew);
         }
 
         /** How many faults a count-based run injects. */
@@ -154,25 +128,18 @@ public final class Chaos {
         if (engines < 1 || loadFactor < 1 || burn.isNegative()) {
             throw new IllegalArgumentException("--engines and --load-factor must be at least 1, --burn-ms at least 0");
         }
-        Config config = minutes > 0 ? Config.soak(minutes, engines, faultEvery, redis)
-                : new Config(Duration.ofMinutes(30), rounds > 0 ? rounds : 1, Duration.ofMinutes(3), faultEvery,
-                        engines, redis, Fault.round(redis), Duration.ZERO, 1, false);
-        config = config.withOverload(burn, loadFactor).withSkew(skew);
-        if (recovery != null) {
-            config = config.withRecovery(recovery);
-        }
-        if (minutes > 0 && rounds > 0) {
-            config = config.withRounds(rounds);
-        }
-        if (only != null) {
-            List<Fault> kinds = new ArrayList<>();
-            for (Fault fault : config.kinds()) {
-                if (only.contains(fault)) {
-                    kinds.add(fault);
-                }
+        List<Fault> kinds = new ArrayList<>();
+        for (Fault fault : Fault.round(redis)) {
+            if (only == null || only.contains(fault)) {
+                kinds.add(fault);
             }
-            config = config.withKinds(kinds);
         }
+        // A soak loads for its minutes (with --rounds, until those rounds too); a count-based run
+        // until its rounds (default 1) have struck, within 30 minutes.
+        Config config = new Config(minutes > 0 ? Duration.ofMillis((long) (minutes * 60_000)) : Duration.ofMinutes(30),
+                rounds > 0 ? rounds : minutes > 0 ? Integer.MAX_VALUE : 1,
+                recovery != null ? recovery : Duration.ofMinutes(3), faultEvery, engines, redis, kinds, burn,
+                loadFactor, skew);
         Report report = run(config, line -> System.err.println(line));
         System.out.println(report.details());
         if (!report.minutes().isEmpty()) {

@@ -279,8 +279,9 @@ final class ChaosRun implements AutoCloseable {
                 + count(ChaosSchema.claimsCommittedTwice(schema)) + count(ChaosSchema.brokenStateSequences(schema)));
         invariants.put("overlap", count(ChaosSchema.intersectingCommits(schema)) + counter("key overlap samples"));
         invariants.put("gate_over", counter("gate over samples"));
-        invariants.put("rate_over", rateOver());
-        invariants.put("window_over", windowOver());
+        List<long[]> redisRestarts = redisRestarts();
+        invariants.put("rate_over", rateOver(redisRestarts));
+        invariants.put("window_over", windowOver(redisRestarts));
         invariants.put("early_reap", count(ChaosSchema.earlyRecoveries(schema)));
         invariants.put("cancel_lost", count(ChaosSchema.cancelsLost(schema)));
         invariants.put("taken_running", count(ChaosSchema.takenWhileRunning(schema)));
@@ -360,8 +361,8 @@ final class ChaosRun implements AutoCloseable {
      * pick's transaction clock, or Redis's) and the claim's own clock. Windows across a Redis restart
      * are left out: Redis comes back empty, every bucket full again.
      */
-    private long rateOver() {
-        return overBudget("rate", ChaosSchema.rateClaims(schema), Long.MAX_VALUE, (spanMillis, weight) ->
+    private long rateOver(List<long[]> redisRestarts) {
+        return overBudget("rate", ChaosSchema.rateClaims(schema), redisRestarts, Long.MAX_VALUE, (spanMillis, weight) ->
                 weight > ChaosWorkload.RATE_BURST + ChaosWorkload.RATE_PER_SECOND * (spanMillis / 1000.0 + slackSeconds()));
     }
 
@@ -370,10 +371,22 @@ final class ChaosRun implements AutoCloseable {
      * partition counted more than its limit: a window is never exceeded over any of its lengths of
      * time. Spans across a Redis restart are left out, as for the buckets.
      */
-    private long windowOver() {
+    private long windowOver(List<long[]> redisRestarts) {
         long span = ChaosWorkload.WINDOW_LENGTH.toMillis() - (long) (slackSeconds() * 1000);
-        return overBudget("window", ChaosSchema.windowClaims(schema), span, (spanMillis, weight) ->
+        return overBudget("window", ChaosSchema.windowClaims(schema), redisRestarts, span, (spanMillis, weight) ->
                 weight > ChaosWorkload.WINDOW_LIMIT);
+    }
+
+    /** The windows of the Redis restarts, epoch ms from and to. */
+    private List<long[]> redisRestarts() {
+        List<long[]> restarts = new ArrayList<>();
+        for (String window : strings("SELECT (extract(epoch FROM started_at) * 1000)::bigint || ',' ||"
+                + " (extract(epoch FROM COALESCE(ended_at, now())) * 1000)::bigint FROM S.chaos_faults"
+                + " WHERE kind = 'REDIS_RESTART'")) {
+            String[] parts = window.split(",");
+            restarts.add(new long[] {Long.parseLong(parts[0]), Long.parseLong(parts[1])});
+        }
+        return restarts;
     }
 
     private double slackSeconds() {
@@ -389,16 +402,9 @@ final class ChaosRun implements AutoCloseable {
     /**
      * Counts the claims (name, partition, weight, epoch ms; from {@code claimsSql}) that begin a span
      * of claims of their partition, shorter than {@code maxSpanMillis}, over {@code budget}, leaving out
-     * spans across a Redis restart.
+     * spans across a Redis restart ({@code restarts}: epoch ms windows).
      */
-    private long overBudget(String kind, String claimsSql, long maxSpanMillis, Budget budget) {
-        List<long[]> restarts = new ArrayList<>();
-        for (String window : strings("SELECT (extract(epoch FROM started_at) * 1000)::bigint || ',' ||"
-                + " (extract(epoch FROM COALESCE(ended_at, now())) * 1000)::bigint FROM S.chaos_faults"
-                + " WHERE kind = 'REDIS_RESTART'")) {
-            String[] parts = window.split(",");
-            restarts.add(new long[] {Long.parseLong(parts[0]), Long.parseLong(parts[1])});
-        }
+    private long overBudget(String kind, String claimsSql, List<long[]> restarts, long maxSpanMillis, Budget budget) {
         Map<String, List<long[]>> claims = new LinkedHashMap<>();
         Flux.usingWhen(harness.create(), (Connection c) -> Flux.from(c.createStatement(claimsSql).execute())
                         .flatMap(result -> result.map((row, meta) -> {
