@@ -138,6 +138,48 @@ public final class DurableEngine implements AutoCloseable {
         return core.inserts().insertAll(connection, requests);
     }
 
+    // ---- Outcomes from the caller's transaction ------------------------------------------------
+
+    /**
+     * Completes a run with {@code result} inside the transaction open on the caller's
+     * {@code connection} (the outbox pattern turned round): the work the run did in that transaction
+     * and its outcome commit together or not at all. Guarded like the engine's own commit, by the run's
+     * {@link Claim} ({@link JobContext#claim()}, {@link StepContext#claim()}): a claim no longer current
+     * (the lease was lost and the instance claimed again, or it settled) fails with
+     * {@link StaleOutcomeException}, and the caller should roll back. The run's own outcome, when its
+     * handler returns, is then dropped as stale. Same database as the engine's tables only.
+     *
+     * <pre>{@code
+     * JobDefinition.of("ship", Order.class, (order, context) -> Mono.usingWhen(pool.create(),
+     *         connection -> Mono.from(connection.beginTransaction())
+     *                 .then(shipments.insert(connection, order))
+     *                 .then(engine.complete(connection, context.claim(), "shipped"))
+     *                 .then(Mono.from(connection.commitTransaction())),
+     *         Connection::close))
+     * }</pre>
+     */
+    public Mono<Void> complete(Connection connection, Claim claim, @Nullable Object result) {
+        return core.callerOutcomes().complete(connection, claim, result);
+    }
+
+    /** As {@link #complete(Connection, Claim, Object)}, failing the instance for good with {@code error}. */
+    public Mono<Void> fail(Connection connection, Claim claim, String error) {
+        return core.callerOutcomes().fail(connection, claim, error);
+    }
+
+    /** As {@link #complete(Connection, Claim, Object)}, ending the instance cancelled. */
+    public Mono<Void> cancel(Connection connection, Claim claim) {
+        return core.callerOutcomes().cancel(connection, claim);
+    }
+
+    /**
+     * As {@link #complete(Connection, Claim, Object)}, moving a workflow on to {@code step} with
+     * {@code state}, through its queue (poked once the caller's transaction commits).
+     */
+    public Mono<Void> next(Connection connection, Claim claim, String step, @Nullable Object state) {
+        return core.callerOutcomes().next(connection, claim, step, state);
+    }
+
     /** The instance with that id, or empty. */
     public Mono<Instance> get(long id) {
         return core.instances().get(id);
@@ -521,7 +563,28 @@ public final class DurableEngine implements AutoCloseable {
         }
 
         public DurableEngine build() {
+            requirePoolForTransactionalRuns();
             return new DurableEngine(options, definitions, List.copyOf(recurringJobs.values()), callerTransactions);
+        }
+
+        /**
+         * Transactional runs hold a connection each while their handlers run: the engine's own pool
+         * needs room for {@link EngineOptions#transactionalConcurrency()} of them on top of the picks,
+         * commits and maintenance, or a busy queue would wait for a commit that waits for a connection.
+         */
+        private void requirePoolForTransactionalRuns() {
+            boolean transactional = definitions.values().stream().anyMatch(definition ->
+                    definition instanceof JobDefinition<?, ?> job ? job.isTransactional()
+                            : definition instanceof WorkflowDefinition<?> workflow && workflow.steps().stream()
+                                    .anyMatch(step -> workflow.step(step) instanceof StepHandler.Transactional<?>));
+            int needed = options.queues().size() + options.commitParallelism() + 1 + options.transactionalConcurrency();
+            if (transactional && options.url() != null && !options.queues().isEmpty() && options.poolMaxSize() < needed) {
+                throw new IllegalArgumentException("poolMaxSize must be at least the number of queues plus"
+                        + " commitParallelism plus one plus transactionalConcurrency when a transactional type is"
+                        + " registered (" + needed + " for " + options.queues().size() + " queues, commitParallelism "
+                        + options.commitParallelism() + " and transactionalConcurrency "
+                        + options.transactionalConcurrency() + "), was " + options.poolMaxSize());
+            }
         }
     }
 }

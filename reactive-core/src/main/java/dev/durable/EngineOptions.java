@@ -71,6 +71,7 @@ public final class EngineOptions {
     public static final Duration DEFAULT_INSERT_BATCH_DELAY = Duration.ofMillis(2);
     public static final int DEFAULT_INSERT_BUFFER_CAPACITY = 4096;
     public static final int DEFAULT_PERMIT_TRY_CONCURRENCY = 2;
+    public static final int DEFAULT_TRANSACTIONAL_CONCURRENCY = 4;
 
     /** Every option, in the order toString prints them. */
     private static final OptionList<EngineOptions> OPTIONS = new OptionList<>("EngineOptions");
@@ -218,6 +219,10 @@ public final class EngineOptions {
     private static final Option<Integer> PERMIT_TRY_CONCURRENCY = OPTIONS.add("permitTryConcurrency", Integer.class,
             DEFAULT_PERMIT_TRY_CONCURRENCY, Checks.atLeast(1),
             "The most tries of limits().acquire/tryAcquire asking the limiter at once; more wait their turn.");
+    private static final Option<Integer> TRANSACTIONAL_CONCURRENCY = OPTIONS.add("transactionalConcurrency",
+            Integer.class, DEFAULT_TRANSACTIONAL_CONCURRENCY, Checks.atLeast(1),
+            "The most runs of transactional handlers at once, each holding one of the engine's connections; more"
+                    + " wait their turn.");
 
     /** A maintenance task's options: set whole, or part by part (switch, tick, batch size, budget, timeout). */
     private static Option<Maintenance.TaskOptions> task(String name, Maintenance.TaskOptions defaultValue,
@@ -503,6 +508,17 @@ public final class EngineOptions {
     /** The most tries of {@code limits().acquire/tryAcquire} asking the limiter at once; more wait their turn. */
     public int permitTryConcurrency() {
         return get(PERMIT_TRY_CONCURRENCY);
+    }
+
+    /**
+     * The most runs of transactional handlers ({@link JobDefinition#transactional},
+     * {@link StepHandler#transactional}) at once. Each holds one of the engine's connections from its
+     * start to its commit, so they must leave the picks, commits and heartbeats theirs: with
+     * {@link #url()} and a transactional type registered, the pool must have this many connections on
+     * top of what {@link #poolMaxSize()} needs already. More runs wait their turn, holding their claims.
+     */
+    public int transactionalConcurrency() {
+        return get(TRANSACTIONAL_CONCURRENCY);
     }
 
     /** Every option with its value, passwords masked; options with no value (no factory, say) left out. */
@@ -917,6 +933,14 @@ public final class EngineOptions {
          */
         public Builder permitTryConcurrency(int permitTryConcurrency) {
             return set(PERMIT_TRY_CONCURRENCY, permitTryConcurrency);
+        }
+
+        /**
+         * The most runs of transactional handlers at once (default 4), each holding one of the engine's
+         * connections; more wait their turn ({@link EngineOptions#transactionalConcurrency()}).
+         */
+        public Builder transactionalConcurrency(int transactionalConcurrency) {
+            return set(TRANSACTIONAL_CONCURRENCY, transactionalConcurrency);
         }
 
         /** The options, once the rules across them hold. */

@@ -5,6 +5,7 @@ import java.util.Objects;
 import dev.durable.internal.handler.HandlerWatch;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
 
@@ -37,18 +38,25 @@ public final class JobDefinition<A, R> implements Definition {
     private final JobHandler<A, R> handler;
     /** The handler as the engine runs it: watched for blocking on a non-blocking thread. */
     private final JobHandler<A, R> watched;
+    /** The handler of a transactional type (its transaction's connection in), else null; and as the engine runs it. */
+    private final JobHandler.@Nullable InTransaction<A, R> transactional;
+    private final JobHandler.@Nullable InTransaction<A, R> inTransaction;
     private final String queue;
     private final int maxAttempts;
     private final Backoff backoff;
     private final Duration timeout;
 
-    private JobDefinition(String type, Class<A> argsType, JobHandler<A, R> handler, String queue,
-            int maxAttempts, Backoff backoff, Duration timeout) {
+    private JobDefinition(String type, Class<A> argsType, JobHandler<A, R> handler,
+            JobHandler.@Nullable InTransaction<A, R> inTransaction, String queue, int maxAttempts, Backoff backoff,
+            Duration timeout) {
         this.type = type;
         this.argsType = argsType;
         this.handler = handler;
         String what = "the handler of job type '" + type + "'";
         this.watched = (args, context) -> HandlerWatch.watched(what, () -> handler.handle(args, context), true);
+        this.transactional = inTransaction;
+        this.inTransaction = inTransaction == null ? null : (args, context, transaction) -> HandlerWatch.watched(what,
+                () -> inTransaction.handle(args, context, transaction), true);
         this.queue = queue;
         this.maxAttempts = maxAttempts;
         this.backoff = backoff;
@@ -60,7 +68,35 @@ public final class JobDefinition<A, R> implements Definition {
         Options.requireName("type", type);
         Options.requireNonNull("argsType", argsType);
         Options.requireNonNull("handler", handler);
-        return new JobDefinition<>(type, argsType, handler, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS,
+        return new JobDefinition<>(type, argsType, handler, null, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS,
+                Backoff.DEFAULT, DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * A job whose database work commits with its outcome: the handler runs inside the transaction
+     * that commits the job's outcome, on a connection of the engine ({@code transaction}), so its
+     * statements and the outcome commit together or not at all. The outcome's commit is guarded by
+     * the run's claim like every other: when it refuses (the lease was lost and the job claimed again,
+     * or it was cancelled meanwhile), the handler's statements roll back with it. An error, the
+     * type's timeout, a cancel or a lost claim rolls them back too; the retry runs them again on a
+     * clean slate. So a done job's writes exist exactly once and a failed job's never.
+     *
+     * <p>Use it for work on the same PostgreSQL database as the engine's tables (not for calls to other
+     * systems: a rollback cannot take back an email). The connection belongs to the run: commit,
+     * rollback and close are the engine's, and any use after the handler's {@code Mono} ended fails
+     * with {@link StepTransactionException}. Each run holds one of the engine's connections for its
+     * duration, at most {@link EngineOptions#transactionalConcurrency()} at once; its commit is its own,
+     * so a slow handler never holds other outcomes' commits back.
+     */
+    public static <A, R> JobDefinition<A, R> transactional(String type, Class<A> argsType,
+            JobHandler.InTransaction<A, R> handler) {
+        Options.requireName("type", type);
+        Options.requireNonNull("argsType", argsType);
+        Options.requireNonNull("handler", handler);
+        JobHandler<A, R> outside = (args, context) -> Mono.error(new InvalidRequestException("job type '" + type
+                + "' is transactional: it runs only inside the transaction of its outcome, with that transaction's"
+                + " connection"));
+        return new JobDefinition<>(type, argsType, outside, handler, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS,
                 Backoff.DEFAULT, DEFAULT_TIMEOUT);
     }
 
@@ -96,24 +132,24 @@ public final class JobDefinition<A, R> implements Definition {
 
     /** The queue its instances go to unless the request names one. */
     public JobDefinition<A, R> queue(String queue) {
-        return new JobDefinition<>(type, argsType, handler, QueueNames.require("queue", queue),
+        return new JobDefinition<>(type, argsType, handler, transactional, QueueNames.require("queue", queue),
                 maxAttempts, backoff, timeout);
     }
 
     /** Runs at most this many times unless the request says otherwise (at least 1). */
     public JobDefinition<A, R> maxAttempts(int maxAttempts) {
-        return new JobDefinition<>(type, argsType, handler, queue,
+        return new JobDefinition<>(type, argsType, handler, transactional, queue,
                 Options.requireAtLeast("maxAttempts", maxAttempts, 1), backoff, timeout);
     }
 
     public JobDefinition<A, R> backoff(Backoff backoff) {
-        return new JobDefinition<>(type, argsType, handler, queue, maxAttempts,
+        return new JobDefinition<>(type, argsType, handler, transactional, queue, maxAttempts,
                 Options.requireNonNull("backoff", backoff), timeout);
     }
 
     /** A run longer than this is cancelled and counts as a failed attempt. */
     public JobDefinition<A, R> timeout(Duration timeout) {
-        return new JobDefinition<>(type, argsType, handler, queue, maxAttempts, backoff,
+        return new JobDefinition<>(type, argsType, handler, transactional, queue, maxAttempts, backoff,
                 Options.requirePositive("timeout", timeout));
     }
 
@@ -129,6 +165,19 @@ public final class JobDefinition<A, R> implements Definition {
     /** The handler as the engine runs it (watched for blocking on a non-blocking thread). */
     public JobHandler<A, R> handler() {
         return watched;
+    }
+
+    /**
+     * The handler of a {@linkplain #transactional transactional} type as the engine runs it (watched
+     * for blocking on a non-blocking thread); null for any other type.
+     */
+    public JobHandler.@Nullable InTransaction<A, R> transactionalHandler() {
+        return inTransaction;
+    }
+
+    /** Whether the handler runs inside its outcome's transaction ({@link #transactional}). */
+    public boolean isTransactional() {
+        return inTransaction != null;
     }
 
     @Override
@@ -174,6 +223,6 @@ public final class JobDefinition<A, R> implements Definition {
     @Override
     public String toString() {
         return "JobDefinition{type=" + type + ", queue=" + queue + ", maxAttempts=" + maxAttempts
-                + ", timeout=" + timeout + "}";
+                + ", timeout=" + timeout + (inTransaction != null ? ", transactional" : "") + "}";
     }
 }

@@ -1,6 +1,7 @@
 package dev.durable;
 
 import dev.durable.internal.handler.BlockingScheduler;
+import io.r2dbc.spi.Connection;
 import java.util.concurrent.CompletionStage;
 import java.util.function.BiFunction;
 import org.reactivestreams.Publisher;
@@ -57,6 +58,16 @@ public interface JobHandler<A, R> {
     interface Blocking<A, R> {
 
         R handle(A args, JobContext context) throws Exception;
+    }
+
+    /**
+     * A job's work inside the transaction that commits its outcome ({@link JobDefinition#transactional}):
+     * its statements on {@code transaction} and the job's outcome commit together or not at all.
+     */
+    @FunctionalInterface
+    interface InTransaction<A, R> {
+
+        Mono<R> handle(A args, JobContext context, Connection transaction);
     }
 
     /** A job's work as blocking code that needs only its arguments. */

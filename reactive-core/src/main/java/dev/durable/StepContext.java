@@ -23,6 +23,7 @@ public final class StepContext<S> {
     private final List<Child> children;
     private final JsonCodec codec;
     private final Cancellation cancellation;
+    private final String worker;
 
     /** A context that is never cancelled: public so tests of step handlers can make one. */
     public StepContext(long id, String type, String queue, String step, int attempt, int maxAttempts,
@@ -32,10 +33,18 @@ public final class StepContext<S> {
                 Cancellation.NEVER);
     }
 
-    /** Made by the engine for each step. */
+    /** A context made by hand, with a cancellation the test controls. */
     public StepContext(long id, String type, String queue, String step, int attempt, int maxAttempts,
             @Nullable S state, boolean awaitedSignals, List<Signal> signals, List<Signal> inbox,
             List<Child> children, JsonCodec codec, Cancellation cancellation) {
+        this(id, type, queue, step, attempt, maxAttempts, state, awaitedSignals, signals, inbox, children, codec,
+                cancellation, "");
+    }
+
+    /** Made by the engine for each step, claimed by {@code worker}. */
+    public StepContext(long id, String type, String queue, String step, int attempt, int maxAttempts,
+            @Nullable S state, boolean awaitedSignals, List<Signal> signals, List<Signal> inbox,
+            List<Child> children, JsonCodec codec, Cancellation cancellation, String worker) {
         this.id = id;
         this.type = type;
         this.queue = queue;
@@ -49,6 +58,12 @@ public final class StepContext<S> {
         this.children = List.copyOf(children);
         this.codec = codec;
         this.cancellation = cancellation;
+        this.worker = worker;
+    }
+
+    /** This run's claim: what completing it from a caller's transaction is guarded by ({@link DurableEngine#complete}). */
+    public Claim claim() {
+        return new Claim(id, type, worker, attempt);
     }
 
     /** Whether this step should stop: its instance was cancelled or the run lost its claim. */

@@ -176,13 +176,17 @@ public final class WorkflowDefinition<S> implements Definition {
         /**
          * A step; the first one added is where instances start. Names are unique. For steps that
          * block or return a {@code CompletableFuture}, wrap them: {@link StepHandler#blocking},
-         * {@link StepHandler#future}.
+         * {@link StepHandler#future}; for a step whose database work commits with its outcome,
+         * {@link StepHandler#transactional}.
          */
         public Builder<S> step(String name, StepHandler<S> handler) {
             Options.requireName("step name", name);
             Options.requireNonNull("handler", handler);
             String what = "step '" + name + "' of workflow type '" + type + "'";
-            StepHandler<S> watched = context -> HandlerWatch.watched(what, () -> handler.run(context), true);
+            StepHandler<S> watched = handler instanceof StepHandler.Transactional<S> transactional
+                    ? StepHandler.transactional((context, transaction) -> HandlerWatch.watched(what,
+                            () -> transactional.run(context, transaction), true))
+                    : context -> HandlerWatch.watched(what, () -> handler.run(context), true);
             if (steps.putIfAbsent(name, watched) != null) {
                 throw new IllegalArgumentException("step '" + name + "' is defined twice in workflow " + type);
             }

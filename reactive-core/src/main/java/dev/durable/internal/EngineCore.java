@@ -10,6 +10,7 @@ import dev.durable.admin.DurableAdmin;
 import dev.durable.internal.admin.BulkJobs;
 import dev.durable.internal.admin.EngineAdmin;
 import dev.durable.internal.client.Awaits;
+import dev.durable.internal.client.CallerOutcomes;
 import dev.durable.internal.client.ClientWarnings;
 import dev.durable.internal.client.EnginePermits;
 import dev.durable.internal.client.InsertBatcher;
@@ -63,6 +64,7 @@ public final class EngineCore {
     private final Replays replays;
     private final EngineLimits limits;
     private final DurableAdmin admin;
+    private final CallerOutcomes callerOutcomes;
 
     /** {@code definitions}: the types registered; the engine knows the admin's bulk jobs besides. */
     public EngineCore(EngineOptions options, Map<String, Definition> definitions, List<RecurringJob> recurringJobs,
@@ -120,6 +122,8 @@ public final class EngineCore {
                 instances::withCodec, whenOpen);
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), instances::get, this.definitions,
                 options.codec(), mapper::encode, transitions::poke, whenOpen);
+        this.callerOutcomes = new CallerOutcomes(statements.outcomes(), mapper, this.definitions, transitions,
+                whenOpen);
         this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), options.windows(),
                 options.permitTryConcurrency(), lifecycle::runningLimiter);
         this.admin = new EngineAdmin(new AdminCalls(options, transitions, instances, inserts, replays,
@@ -198,5 +202,9 @@ public final class EngineCore {
 
     public DurableAdmin admin() {
         return admin;
+    }
+
+    public CallerOutcomes callerOutcomes() {
+        return callerOutcomes;
     }
 }

@@ -72,13 +72,16 @@ public final class EngineRuntime {
         this.transitions = wiring.transitions();
         transitions.pokeThrough(transport);
         HandlerLane lane = new HandlerLane(options.handlerScheduler());
-        OutcomeCommitter committer = new OutcomeCommitter(new OutcomeCommit(sql.db(), sql.outcomes(), sql.inserts()),
+        OutcomeCommit outcomeCommit = new OutcomeCommit(sql.db(), sql.outcomes(), sql.inserts());
+        OutcomeCommitter committer = new OutcomeCommitter(outcomeCommit,
                 options.commitBatchSize(), options.commitParallelism(), transitions, lane::holding);
         lane.afterDrain(committer::flush);
         Executor executor = new Executor(wiring.definitions(), wiring.mapper(), options.codec(), committer,
                 lane, options.leaseTtl(), transitions, telemetry,
                 new ClaimMigration(new VersionSql(sql.db(), new Tables(options.schema())), options.codec(),
-                        options.handlerScheduler(), options.meterRegistry()));
+                        options.handlerScheduler(), options.meterRegistry()),
+                new TransactionalRuns(sql.db(), options.callTimeout(), sql.outcomes(), outcomeCommit,
+                        options.transactionalConcurrency(), lane.scheduler()));
         long leaseMillis = options.leaseTtl().toMillis();
         RetryDelays delays = new RetryDelays(wiring.definitions());
         List<QueueScheduler> made = new ArrayList<>();

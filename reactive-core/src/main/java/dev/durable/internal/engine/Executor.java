@@ -7,6 +7,7 @@ import dev.durable.InstanceStatus;
 import dev.durable.InvalidRequestException;
 import dev.durable.JobContext;
 import dev.durable.JobDefinition;
+import dev.durable.JobHandler;
 import dev.durable.JsonCodec;
 import dev.durable.Outcome;
 import dev.durable.Outcome.KeyChange;
@@ -22,13 +23,16 @@ import dev.durable.internal.sql.OutcomeRow;
 import dev.durable.internal.sql.OutcomeRow.LimitChange;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.internal.sql.Rows.Transition;
+import io.r2dbc.spi.Connection;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.util.Logger;
@@ -69,14 +73,20 @@ final class Executor {
      * The outcome to commit and, for an inline next, the claim to run after it; or, for a run the
      * scheduler stopped because its claim was lost, the outcome it would have written, not committed.
      */
-    private record Decision(OutcomeRow outcome, @Nullable ClaimedRow inlineNext, boolean lost) {
+    private record Decision(OutcomeRow outcome, @Nullable ClaimedRow inlineNext, boolean lost,
+            OutcomeCommit.@Nullable Committed committedInRun) {
 
         static Decision of(OutcomeRow outcome) {
-            return new Decision(outcome, null, false);
+            return new Decision(outcome, null, false, null);
         }
 
         static Decision claimLost(OutcomeRow outcome) {
-            return new Decision(outcome, null, true);
+            return new Decision(outcome, null, true, null);
+        }
+
+        /** A transactional run's outcome, already committed in its transaction with the handler's writes. */
+        static Decision committedInRun(OutcomeRow outcome, OutcomeCommit.Committed committed) {
+            return new Decision(outcome, null, false, committed);
         }
     }
 
@@ -89,11 +99,13 @@ final class Executor {
     private final Transitions transitions;
     private final Telemetry telemetry;
     private final ClaimMigration migration;
+    private final TransactionalRuns transactional;
 
     Executor(Map<String, Definition> definitions, RequestMapper mapper, JsonCodec codec, OutcomeCommitter committer,
             HandlerLane lane, Duration leaseTtl, Transitions transitions, Telemetry telemetry,
-            ClaimMigration migration) {
+            ClaimMigration migration, TransactionalRuns transactional) {
         this.migration = migration;
+        this.transactional = transactional;
         this.telemetry = telemetry;
         this.definitions = definitions;
         this.mapper = mapper;
@@ -145,7 +157,7 @@ final class Executor {
                                         + definition.version())));
                     }
                     if (definition instanceof JobDefinition<?, ?> job) {
-                        decision = decideJob(job, row, cancellation);
+                        decision = decideJob(job, row, cancellation, run);
                     } else {
                         WorkflowDefinition<?> workflow = (WorkflowDefinition<?>) definition;
                         decision = ClaimMigration.needed(workflow, row)
@@ -188,6 +200,13 @@ final class Executor {
             log.info("run of instance {} stopped: worker {} lost its lease", outcome.id(), outcome.worker());
             return Mono.just(RunResult.STALE);
         }
+        OutcomeCommit.Committed inRun = decision.committedInRun();
+        if (inRun != null) {
+            inRun.wokenParents().forEach(transitions::wokenParent);
+            inRun.spawned().forEach(transitions::spawned);
+            return afterCommit(decision, outcome, Optional.of(inRun.transitions().get(0)), run, cancellation,
+                    claimLost, admission);
+        }
         return committer.commit(outcome)
                 // An inline next whose new concurrency key is executing elsewhere cannot keep its
                 // claim: it goes back through the queue, where the pick waits for the key.
@@ -200,27 +219,33 @@ final class Executor {
                         refused -> committer.commit(outcome.refusedBecause(truncate("outcome "
                                 + outcome.status().sqlName() + " refused by the database: " + refused.getMessage()))))
                 .doOnError(run::failedToCommit)
-                .flatMap(committed -> {
-                    run.ended(outcome, committed.orElse(null));
-                    if (committed.isEmpty()) {
-                        log.info("stale outcome of instance {} dropped: worker {} lost its lease", outcome.id(),
-                                outcome.worker());
-                        return Mono.just(RunResult.STALE);
-                    }
-                    Transition transition = committed.get();
-                    transitions.committed(transition);
-                    if (transition.status() == InstanceStatus.EXECUTING && decision.inlineNext() != null) {
-                        admission.inlineStep(decision.inlineNext());
-                        return runStep(decision.inlineNext(), cancellation, claimLost, admission);
-                    }
-                    return Mono.just(RunResult.COMMITTED);
-                });
+                .flatMap(committed -> afterCommit(decision, outcome, committed, run, cancellation, claimLost,
+                        admission));
+    }
+
+    private Mono<RunResult> afterCommit(Decision decision, OutcomeRow outcome, Optional<Transition> committed,
+            Telemetry.Run run, Cancellation cancellation, BooleanSupplier claimLost, Admission admission) {
+        run.ended(outcome, committed.orElse(null));
+        if (committed.isEmpty()) {
+            // The run's claim is no longer current: its lease was lost, or a caller's transaction
+            // completed the run first (engine.complete with the run's claim).
+            log.info("stale outcome of instance {} dropped: worker {} no longer holds its claim (lease lost, or"
+                    + " completed by a caller's transaction)", outcome.id(), outcome.worker());
+            return Mono.just(RunResult.STALE);
+        }
+        Transition transition = committed.get();
+        transitions.committed(transition);
+        if (transition.status() == InstanceStatus.EXECUTING && decision.inlineNext() != null) {
+            admission.inlineStep(decision.inlineNext());
+            return runStep(decision.inlineNext(), cancellation, claimLost, admission);
+        }
+        return Mono.just(RunResult.COMMITTED);
     }
 
     // ---- Jobs ----------------------------------------------------------------------------
 
     private <A, R> Mono<Decision> decideJob(JobDefinition<A, R> definition, ClaimedRow row,
-            Cancellation cancellation) {
+            Cancellation cancellation, Telemetry.Run run) {
         A args;
         try {
             args = row.stateJson() == null ? null : codec.decode(row.stateJson(), definition.argsType());
@@ -229,8 +254,15 @@ final class Executor {
                     + definition.argsType().getName() + ": " + malformed.getMessage())));
         }
         JobContext context = new JobContext(row.id(), row.type(), row.queue(), row.attempt(), row.maxAttempts(),
-                cancellation);
+                cancellation, row.worker());
         A decoded = args;
+        JobHandler.InTransaction<A, R> inTransaction = definition.transactionalHandler();
+        if (inTransaction != null) {
+            return inTransaction(definition, row, run, transaction -> LateRace.timeout(
+                            Mono.defer(() -> inTransaction.handle(decoded, context, transaction)), definition.timeout())
+                    .map(result -> done(row, result, List.of()))
+                    .defaultIfEmpty(done(row, null, List.of())));
+        }
         return LateRace.timeout(Mono.defer(() -> definition.handler().handle(decoded, context)), definition.timeout())
                 .map(result -> done(row, result, List.of()))
                 .defaultIfEmpty(done(row, null, List.of()))
@@ -258,7 +290,14 @@ final class Executor {
         List<Signal> signals = row.inbox().stream().filter(signal -> awaited.contains(signal.name())).toList();
         StepContext<S> context = new StepContext<>(row.id(), row.type(), row.queue(), row.step(), row.attempt(),
                 row.maxAttempts(), state, !awaited.isEmpty(), signals, row.inbox(), row.children(), codec,
-                cancellation);
+                cancellation, row.worker());
+        if (handler instanceof StepHandler.Transactional<S> inTransaction) {
+            return inTransaction(definition, row, run, transaction -> LateRace.timeout(
+                            Mono.defer(() -> inTransaction.run(context, transaction)), definition.timeout())
+                    .switchIfEmpty(Mono.error(() -> new IllegalStateException("step '" + row.step()
+                            + "' completed without an outcome")))
+                    .map(outcome -> decide(outcome, row, signals, run).outcome()));
+        }
         return LateRace.timeout(Mono.defer(() -> handler.run(context)), definition.timeout())
                 .switchIfEmpty(Mono.error(() -> new IllegalStateException("step '" + row.step()
                         + "' completed without an outcome")))
@@ -334,11 +373,38 @@ final class Executor {
                 outcome.rateChange() == Outcome.RateChange.KEEP, outcome.windowChange() == Outcome.WindowChange.KEEP,
                 row.inbox().stream().filter(signal -> !gone.contains(signal.id())).toList(), run.traceContext());
         return new Decision(OutcomeRow.inlineNext(row, outcome.step(), state, leaseMillis, change, consumed),
-                continued, false);
+                continued, false, null);
     }
 
     private @Nullable String encodeState(@Nullable Object state) {
         return state == null ? null : mapper.encode("state", state);
+    }
+
+    // ---- Transactional handlers ------------------------------------------------------------
+
+    /**
+     * Runs a transactional handler ({@link TransactionalRuns}): its outcome commits in its transaction;
+     * its error is retried or failed as any handler's, its statements rolled back; an outcome the
+     * database refuses fails the instance with the reason, as a plain run's does.
+     */
+    private Mono<Decision> inTransaction(Definition definition, ClaimedRow row, Telemetry.Run run,
+            Function<Connection, Mono<OutcomeRow>> handler) {
+        return transactional.run(row, definition.timeout(), transaction -> handler.apply(transaction)
+                        .map(outcome -> outcome.tracedBy(run.traceContext())))
+                .map(ended -> {
+                    if (ended instanceof TransactionalRuns.Committed committed) {
+                        return Decision.committedInRun(committed.outcome(), committed.committed());
+                    }
+                    if (ended instanceof TransactionalRuns.Stale stale) {
+                        return Decision.claimLost(stale.outcome());
+                    }
+                    if (ended instanceof TransactionalRuns.Refused refused) {
+                        return Decision.of(refused.outcome().refusedBecause(truncate("outcome "
+                                + refused.outcome().status().sqlName() + " refused by the database: "
+                                + refused.error().getMessage())));
+                    }
+                    return Decision.of(afterError(definition, row, ((TransactionalRuns.HandlerFailed) ended).error()));
+                });
     }
 
     // ---- Shared ----------------------------------------------------------------------------

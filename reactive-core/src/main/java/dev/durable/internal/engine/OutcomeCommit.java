@@ -46,15 +46,28 @@ final class OutcomeCommit {
     Mono<Committed> commit(List<OutcomeRow> unordered) {
         List<OutcomeRow> batch = unordered.stream().sorted(Comparator.comparingLong(OutcomeRow::id)).toList();
         if (batch.stream().noneMatch(OutcomeRow::hasRiders)) {
-            List<OutcomeRow> settling = batch.stream().filter(OutcomeSql::settlesPlainly).toList();
-            List<OutcomeRow> others = batch.stream().filter(outcome -> !OutcomeSql.settlesPlainly(outcome)).toList();
-            return db.withConnection(connection -> Flux.concat(
-                            settling.isEmpty() ? Flux.empty() : outcomes.settle(connection, settling),
-                            others.isEmpty() ? Flux.empty() : outcomes.commit(connection, others)))
-                    .collectList()
-                    .map(transitions -> new Committed(transitions, List.of(), List.of()));
+            return db.withConnection(connection -> plain(connection, batch)).single();
         }
         return db.inTransaction(connection -> withRiders(connection, batch)).single();
+    }
+
+    /**
+     * Commits one outcome inside the transaction open on {@code connection} (a transactional run's,
+     * whose handler wrote in it): the same statements as a batch of one, committed by the caller.
+     */
+    Mono<Committed> commitIn(Connection connection, OutcomeRow outcome) {
+        List<OutcomeRow> one = List.of(outcome);
+        return outcome.hasRiders() ? withRiders(connection, one) : plain(connection, one);
+    }
+
+    private Mono<Committed> plain(Connection connection, List<OutcomeRow> batch) {
+        List<OutcomeRow> settling = batch.stream().filter(OutcomeSql::settlesPlainly).toList();
+        List<OutcomeRow> others = batch.stream().filter(outcome -> !OutcomeSql.settlesPlainly(outcome)).toList();
+        return Flux.concat(
+                        settling.isEmpty() ? Flux.empty() : outcomes.settle(connection, settling),
+                        others.isEmpty() ? Flux.empty() : outcomes.commit(connection, others))
+                .collectList()
+                .map(transitions -> new Committed(transitions, List.of(), List.of()));
     }
 
     private Mono<Committed> withRiders(Connection connection, List<OutcomeRow> batch) {

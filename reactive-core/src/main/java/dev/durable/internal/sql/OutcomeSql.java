@@ -3,6 +3,7 @@ package dev.durable.internal.sql;
 import dev.durable.internal.Errors;
 import dev.durable.internal.sql.Rows.Transition;
 import io.r2dbc.spi.Connection;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import reactor.core.publisher.Flux;
@@ -165,6 +166,15 @@ public final class OutcomeSql {
      */
     private final String wokenParents;
 
+    /**
+     * Bounds, on the server, how long the transaction of a transactional run may sit idle: a run whose
+     * engine froze or lost its network (the server sees no close) has its transaction ended, and the
+     * locks its handler's writes took released, instead of holding them until TCP gives up. Local to
+     * the transaction. Index: none. Locks: none.
+     */
+    private static final String BOUND_IDLE_TRANSACTION =
+            "SELECT set_config('idle_in_transaction_session_timeout', $1, true)";
+
     public OutcomeSql(Tables tables) {
         this(tables, false);
     }
@@ -287,6 +297,14 @@ public final class OutcomeSql {
 
     public Mono<Void> lockForCommit(Connection connection, Collection<Long> ids) {
         return Flux.from(connection.createStatement(lockForCommit).bind(0, ids.toArray(Long[]::new)).execute())
+                .concatMap(result -> result.map(row -> 1))
+                .then();
+    }
+
+    /** Ends the transaction open on {@code connection} should it sit idle past {@code bound} ({@link #BOUND_IDLE_TRANSACTION}). */
+    public Mono<Void> boundIdleTransaction(Connection connection, Duration bound) {
+        return Flux.from(connection.createStatement(BOUND_IDLE_TRANSACTION)
+                        .bind(0, Long.toString(Math.max(1, bound.toMillis()))).execute())
                 .concatMap(result -> result.map(row -> 1))
                 .then();
     }
