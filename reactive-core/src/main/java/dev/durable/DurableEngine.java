@@ -149,6 +149,12 @@ public final class DurableEngine implements AutoCloseable {
      * {@link StaleOutcomeException}, and the caller should roll back. The run's own outcome, when its
      * handler returns, is then dropped as stale. Same database as the engine's tables only.
      *
+     * <p>These outcomes settle the instance (done, failed, cancelled). Moving a workflow on to another
+     * step belongs in a {@linkplain StepHandler#transactional transactional step}: the guard knows a
+     * claim by its worker and attempt, and a step change made from outside the run starts the next
+     * step's attempts afresh, so the same worker's next claim could carry the very worker and attempt
+     * of the run still under way, whose own outcome would then pass the guard.
+     *
      * <pre>{@code
      * JobDefinition.of("ship", Order.class, (order, context) -> Mono.usingWhen(pool.create(),
      *         connection -> Mono.from(connection.beginTransaction())
@@ -172,13 +178,6 @@ public final class DurableEngine implements AutoCloseable {
         return core.callerOutcomes().cancel(connection, claim);
     }
 
-    /**
-     * As {@link #complete(Connection, Claim, Object)}, moving a workflow on to {@code step} with
-     * {@code state}, through its queue (poked once the caller's transaction commits).
-     */
-    public Mono<Void> next(Connection connection, Claim claim, String step, @Nullable Object state) {
-        return core.callerOutcomes().next(connection, claim, step, state);
-    }
 
     /** The instance with that id, or empty. */
     public Mono<Instance> get(long id) {
