@@ -11,12 +11,14 @@ import io.r2dbc.spi.Connection;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Issue 33: a run completed from the caller's own transaction ({@code engine.complete} and its
@@ -120,6 +122,33 @@ class CallerCompletionIT {
         Instance cancelled = engines.awaitSettled(engine[0], withdrawn, WAIT);
         assertThat(cancelled.status()).isEqualTo(InstanceStatus.CANCELLED);
         assertThat(effects(withdrawn)).containsExactly(1);
+    }
+
+    @Test
+    void aCompletionOfAnInstanceWhoseCancelWasRequestedIsRefused() {
+        DurableEngine[] engine = new DurableEngine[1];
+        AtomicReference<Throwable> refused = new AtomicReference<>();
+        JobDefinition<String, String> late = JobDefinition.of("late", String.class,
+                (String order, JobContext context) -> Mono.fromCallable(() -> Sql.update(db,
+                                // As another node's cancel leaves it: requested, this run not yet told.
+                                "UPDATE {schema}.durable_instances SET cancel_requested = true WHERE id = $1",
+                                context.id()))
+                        .subscribeOn(Schedulers.boundedElastic())
+                        .then(inCallersTransaction(true, connection -> TransactionalIT.effect(connection, db.schema(),
+                                        context.id(), context.attempt(), order)
+                                .then(engine[0].complete(connection, context.claim(), "shipped"))))
+                        .doOnError(refused::set)
+                        .onErrorResume(StaleOutcomeException.class, error -> Mono.empty())
+                        .thenReturn("by the handler"))
+                .queue("caller-cancel");
+        engine[0] = engines.start(engines.options("caller-cancel").queue(TransactionalIT.queue("caller-cancel", 1)),
+                late);
+        long id = engine[0].insert(JobRequest.of("late", "parcel")).block();
+        assertThat(engines.awaitSettled(engine[0], id, WAIT).status()).isEqualTo(InstanceStatus.CANCELLED);
+        assertThat(refused.get()).isInstanceOf(StaleOutcomeException.class)
+                .hasMessage("outcome of instance " + id + " dropped: its cancel was requested (roll back: the run"
+                        + " ends it cancelled)");
+        assertThat(effects(id)).as("the caller rolled back").isEmpty();
     }
 
     @Test

@@ -152,6 +152,32 @@ class TransactionalIT {
     }
 
     @Test
+    void aCancelRequestedUnseenWhileTheHandlerRanRollsItsWritesBackAtTheCommit() {
+        // Found by the chaos harness (tx_effects): the commit turns the outcome of a row whose cancel
+        // was requested into a cancel; the writes of the outcome the handler decided must not stay.
+        Sinks.Empty<Void> gate = Sinks.empty();
+        AtomicInteger written = new AtomicInteger();
+        JobDefinition<String, String> refund = JobDefinition.transactional("refund", String.class,
+                (String what, JobContext context, Connection transaction) ->
+                        effect(transaction, db.schema(), context.id(), context.attempt(), what)
+                                .then(Mono.fromRunnable(written::incrementAndGet))
+                                .then(gate.asMono())
+                                .thenReturn("refunded"))
+                .queue("tx-late-cancel");
+        // A slow heartbeat: the run does not hear of the cancel before it commits.
+        DurableEngine engine = engines.start(engines.options("tx-late-cancel").leaseTtl(Duration.ofSeconds(30))
+                .heartbeatInterval(Duration.ofSeconds(10)).queue(queue("tx-late-cancel", 2)), refund);
+        long id = engine.insert(JobRequest.of("refund", "order 4")).block();
+        Eventually.until("the write is made", WAIT, () -> written.get() == 1);
+        // As another node's cancel leaves it: requested on the row, the running node not yet told.
+        Sql.update(db, "UPDATE {schema}.durable_instances SET cancel_requested = true WHERE id = $1", id);
+        gate.tryEmitEmpty();
+
+        assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.CANCELLED);
+        assertThat(effects(id)).as("a cancelled instance keeps no effect").isEmpty();
+    }
+
+    @Test
     void aClaimLostMeanwhileRollsTheWritesBackAndTheNextClaimsWritesStand() {
         Sinks.Empty<Void> gate = Sinks.empty();
         AtomicInteger firstWrites = new AtomicInteger();

@@ -205,6 +205,8 @@ public final class Chaos {
                 // must not hide it (the retry of elections that gave up on a held lock stays on: part of them).
                 .keyHealer(Maintenance.TaskOptions.every(EngineOptions.DEFAULT_KEY_HEAL_INTERVAL).disabled())
                 .callTimeout(CALL_TIMEOUT)
+                // Two transactional runs at once, each holding a connection: the pools have two more for them.
+                .transactionalConcurrency(2)
                 .applyMigrations(false)
                 .gate(ChaosWorkload.GATE, ChaosWorkload.GATE_CAPACITY)
                 .rateLimit(ChaosWorkload.RATE, ChaosWorkload.RATE_PER_SECOND, ChaosWorkload.RATE_BURST)

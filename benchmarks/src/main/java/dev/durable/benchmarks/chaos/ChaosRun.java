@@ -307,6 +307,7 @@ final class ChaosRun implements AutoCloseable {
         // instance is gone.
         invariants.put("orphan_signals", count("SELECT count(*) FROM S.durable_signals s"
                 + " WHERE NOT EXISTS (SELECT 1 FROM S.durable_instances i WHERE i.id = s.instance_id)"));
+        invariants.put("tx_effects", count(ChaosSchema.transactionalEffects(schema)));
         // Live rows never leave the hot table (a settle moves them out): lost and stuck read it alone.
         invariants.put("lost", count(ChaosSchema.render("SELECT count(*) FROM S.durable_instances"
                 + " WHERE status NOT IN ('done', 'failed', 'cancelled') AND inserted_at < $1", schema), recoveryStart));
@@ -326,6 +327,14 @@ final class ChaosRun implements AutoCloseable {
                     + " ON b.instance_id = a.instance_id WHERE a.seen_version = 1 AND b.seen_version = 2"
                     + " AND a.type = '" + ChaosWorkload.FLOW + "'"));
         }
+        // Transactional jobs: done and failed ones, and their executions whose effect rolled back.
+        Map<String, Long> transactional = new LinkedHashMap<>();
+        transactional.put("done", count("SELECT count(*) FROM S.durable_instances_all WHERE type = '"
+                + ChaosWorkload.TX + "' AND status = 'done'"));
+        transactional.put("failed", count("SELECT count(*) FROM S.durable_instances_all WHERE type = '"
+                + ChaosWorkload.TX + "' AND status = 'failed'"));
+        transactional.put("rolled_back", count("SELECT count(*) FROM S.chaos_exec x WHERE x.type = '" + ChaosWorkload.TX
+                + "' AND NOT EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.token = x.token)"));
         if (invariants.get("stale_start") > 0) {
             notes.add("stale starts: " + strings(ChaosSchema.staleStartExamples(schema, GRACE.toMillis()))
                     + "; fault windows: " + strings("SELECT kind || ' ' || COALESCE(label, 'all') || ' '"
@@ -348,11 +357,11 @@ final class ChaosRun implements AutoCloseable {
                         + " 'durable.cron:%'")
                 + "; executions that started on a lost claim " + count("SELECT count(*) FROM S.chaos_exec e"
                         + " WHERE e.seen_status IS DISTINCT FROM 'executing' OR e.seen_attempt <> e.attempt")
-                + (releases.isEmpty() ? "" : "; releases " + releases)
+                + (releases.isEmpty() ? "" : "; releases " + releases) + "; transactional " + transactional
                 + "; counters " + counters + (notes.isEmpty() ? "" : "; " + String.join("; ", notes))
                 + (ok ? "" : "; the run's files are kept in " + work);
         return new Report(jobs, terminal, executions, duplicates, Map.copyOf(faults), invariants, releases,
-                List.copyOf(minutes), details, work, !ok);
+                transactional, List.copyOf(minutes), details, work, !ok);
     }
 
     /**
@@ -759,7 +768,7 @@ final class ChaosRun implements AutoCloseable {
     private void startSlot(Slot slot) {
         String label = "e" + slot.index + "g" + slot.generation;
         Chaos.retry("start engine " + label, () -> {
-            ConnectionPool pool = Chaos.pool(slot.proxy.proxiedUrl(server.url), Chaos.ENGINE_APP, 8);
+            ConnectionPool pool = Chaos.pool(slot.proxy.proxiedUrl(server.url), Chaos.ENGINE_APP, 10);
             DurableEngine.Builder builder = DurableEngine.builder(Chaos.engineOptions(pool, schema,
                     "chaos-e" + slot.index, redis == null ? null : redis.uri(), slot.pokes, false).build());
             for (Definition definition : new ChaosWorkload(label, harness, schema, false, config.burn(),

@@ -70,6 +70,8 @@ package dev.durable.benchmarks.chaos;
  *       head at the end; elections given up on a held key lock and not done again by the end; samples,
  *       while it ran, of keys with waiting rows and neither a head nor an executing row (not given up);
  *   <li><b>orphan_signals</b>: signals whose instance left the hot table (they leave with it);
+ *   <li><b>tx_effects</b>: transactional jobs whose effect rows are not exactly the one of the
+ *       execution that committed them done (none for a job not done; see {@link #transactionalEffects});
  *   <li><b>lost</b> / <b>stuck</b> (liveness): rows not settled after the recovery time; rows
  *       executing with an expired lease.
  * </ul>
@@ -111,6 +113,10 @@ final class ChaosSchema {
                     waiting text,
                     frozen  boolean NOT NULL);
                 INSERT INTO S.chaos_stall VALUES (1, false, NULL, false);
+                CREATE TABLE S.chaos_effects (
+                    instance_id bigint NOT NULL,
+                    token       text NOT NULL);
+                CREATE INDEX ON S.chaos_effects (instance_id);
                 CREATE TABLE S.chaos_faults (
                     id         bigserial PRIMARY KEY,
                     kind       text NOT NULL,
@@ -534,6 +540,21 @@ final class ChaosSchema {
         return render("SELECT count(*) FROM S.durable_instances_all i WHERE i.status = 'failed'"
                 + " AND i.type <> '" + ChaosWorkload.POISON + "'"
                 + " AND NOT (jsonb_typeof(i.state) = 'object' AND i.state->>'fate' = 'doomed')", schema);
+    }
+
+    /**
+     * Transactional jobs whose effects break exactly-once: a done one without exactly one effect row,
+     * or whose effect is not the committing execution's (its token is the result's); one not done
+     * (failed, cancelled, or still live) with any. Effects are written in the transaction of the
+     * outcome: a rolled-back attempt, a stale run, a killed engine leave none.
+     */
+    static String transactionalEffects(String schema) {
+        return render("SELECT count(*) FROM S.durable_instances_all i WHERE i.type = '" + ChaosWorkload.TX + "' AND ("
+                + " i.status = 'done' AND ((SELECT count(*) FROM S.chaos_effects e WHERE e.instance_id = i.id) <> 1"
+                + "   OR NOT EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.instance_id = i.id"
+                + "                   AND e.token = i.result->>'token'))"
+                + " OR i.status <> 'done' AND EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.instance_id = i.id))",
+                schema);
     }
 
     static String unknownTokens(String schema) {

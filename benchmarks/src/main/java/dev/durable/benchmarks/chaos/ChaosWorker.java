@@ -39,7 +39,7 @@ public final class ChaosWorker {
         // A new engine per attempt: an engine whose start failed keeps answering with that failure.
         DurableEngine[] started = new DurableEngine[1];
         Chaos.retry("start worker JVM engine", () -> {
-            ConnectionPool enginePool = Chaos.pool(engineUrl, Chaos.ENGINE_APP, 10);
+            ConnectionPool enginePool = Chaos.pool(engineUrl, Chaos.ENGINE_APP, 12);
             DurableEngine.Builder builder = DurableEngine.builder(Chaos.engineOptions(enginePool, schema, engineName,
                     redisUri, redisUri != null ? Chaos.Pokes.REDIS : Chaos.Pokes.NOTIFY, true).build());
             for (Definition definition : new ChaosWorkload(label, recorder, schema, true, burn, generation).definitions()) {

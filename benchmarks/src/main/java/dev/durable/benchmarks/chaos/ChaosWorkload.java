@@ -39,6 +39,10 @@ import reactor.core.publisher.Mono;
  *       a sliding window, a gate key and a bucket, more than each takes at once (see {@link #bursts});
  *       also the recurring job's runs and the workflows' children; with a burn (overload runs),
  *       each of these jobs also spends that much CPU;
+ *   <li>{@value #TX} on {@value #JOBS}: transactional jobs (plain, flaky or doomed) that write their
+ *       effect row ({@code chaos_effects}, with the execution's token) in the transaction that commits
+ *       their outcome: exactly one for a done job, the one of the execution that committed, and none
+ *       for any other ({@link ChaosSchema#transactionalEffects});
  *   <li>{@value #FLOW} on {@value #FLOWS}: an inline chain that takes a concurrency key, a step
  *       through the queue, children and their join, a {@code retry} outcome on the join's first
  *       run, an await of {@value #GO} with a timeout, then done;
@@ -60,6 +64,8 @@ final class ChaosWorkload {
     static final String DEEP = "chaos.deep";
     static final String SOLO = "chaos.solo";
     static final String POISON = "chaos.poison";
+    /** The transactional job: its effect row is written in the transaction that commits its outcome. */
+    static final String TX = "chaos.tx";
     static final String GO = "go";
     /**
      * The keys a flow takes from its chain on: each runs one step at a time, about five per flow, so
@@ -182,7 +188,27 @@ final class ChaosWorkload {
                             Outcome.next("fanout", ctx.state().with(run.token()))))
                     .migration(StateMigration.from(1).state(FlowState.class, old -> old));
         }
-        return List.of(job, flow.build(), deep, solo, poison);
+        return List.of(job, flow.build(), deep, solo, poison, transactional());
+    }
+
+    /**
+     * The transactional job: records its execution (on the recorder, committed at once), writes its
+     * effect on the run's transaction, works, and ends as its fate says; a failing attempt's effect
+     * rolls back with it.
+     */
+    private JobDefinition<JobArgs, Map<String, String>> transactional() {
+        String effects = "INSERT INTO " + ChaosSchema.q(schema) + ".chaos_effects (instance_id, token) VALUES ($1, $2)";
+        return JobDefinition.<JobArgs, Map<String, String>>transactional(TX, JobArgs.class,
+                        (args, ctx, transaction) -> started(ctx.id(), TX, JobDefinition.STEP, ctx.attempt())
+                                .flatMap(run -> Flux.from(transaction.createStatement(effects).bind(0, ctx.id())
+                                                .bind(1, run.token()).execute())
+                                        .flatMap(result -> result.getRowsUpdated())
+                                        .then(Mono.delay(Duration.ofMillis(args.sleepMs())))
+                                        .then(Mono.fromRunnable(this::burn))
+                                        .then(Mono.defer(() -> finish(run.token(), args.fate())))))
+                .queue(JOBS)
+                .backoff(Backoff.fixed(Duration.ofMillis(200)))
+                .timeout(Duration.ofSeconds(30));
     }
 
     /** The recurring job: a plain job every minute, exactly once across the engines. */
@@ -228,13 +254,14 @@ final class ChaosWorkload {
 
     // ---- requests -----------------------------------------------------------------------------
 
-    /** A random job: plain, keyed, gated, rate limited, flaky, long or doomed. */
+    /** A random job: plain, keyed, gated, rate limited, flaky, long or doomed; one in ten transactional. */
     static JobRequest randomJob() {
         ThreadLocalRandom random = ThreadLocalRandom.current();
         int sleep = random.nextInt(100) < 3 ? 1500 + random.nextInt(2500) : 10 + random.nextInt(140);
         int kind = random.nextInt(100);
         String fate = kind < 4 ? "doomed" : kind < 24 ? "flaky" : "ok";
-        JobRequest request = JobRequest.of(JOB, new JobArgs(sleep, fate)).priority(random.nextInt(5) - 2);
+        String type = random.nextInt(10) == 0 ? TX : JOB;
+        JobRequest request = JobRequest.of(type, new JobArgs(sleep, fate)).priority(random.nextInt(5) - 2);
         if (fate.equals("doomed")) {
             request = request.maxAttempts(2);
         }

@@ -11,12 +11,14 @@ import java.util.stream.Collectors;
  * What a chaos run found: the workload's size, the duplicate executions and their rate, the faults
  * by kind, each invariant's count (all zero on a correct engine), what each release of the workload
  * ran (with {@code --skew}: executions by the first and by the second, of the second's new step, and
- * flows that ran under both versions, migrated while they ran), and the samples taken once a minute
+ * flows that ran under both versions, migrated while they ran), the transactional jobs (done, failed,
+ * and executions whose effect rolled back with their attempt), and the samples taken once a minute
  * while it loaded. {@code workDirectory} is where the run's files were; {@code kept} says
  * whether they were left for a look (a failed run).
  */
 public record Report(long jobs, long terminal, long executions, long duplicates, Map<String, Long> faults,
-        Map<String, Long> invariants, Map<String, Long> releases, List<Minute> minutes, String details,
+        Map<String, Long> invariants, Map<String, Long> releases, Map<String, Long> transactional,
+        List<Minute> minutes, String details,
         Path workDirectory, boolean kept) {
 
     /**

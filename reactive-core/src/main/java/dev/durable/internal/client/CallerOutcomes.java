@@ -1,6 +1,7 @@
 package dev.durable.internal.client;
 
 import dev.durable.Claim;
+import dev.durable.InstanceStatus;
 import dev.durable.InvalidRequestException;
 import dev.durable.StaleOutcomeException;
 import dev.durable.internal.RequestMapper;
@@ -18,7 +19,9 @@ import reactor.core.publisher.Mono;
  * {@code fail} and {@code cancel} with a connection): the run's work was done in that
  * transaction, so the outcome goes with it, or not at all. The same statements as the engine's own
  * commit ({@link OutcomeSql}), under the same guard (the claim's worker and attempt): a claim no longer
- * current is refused with {@link StaleOutcomeException} and the caller's transaction should roll back.
+ * current is refused with {@link StaleOutcomeException} and the caller's transaction should roll back;
+ * so is one whose instance's cancel was requested (the settle would end it cancelled, the caller's
+ * writes kept).
  * The run's own outcome, when its handler returns, then finds the row no longer its own and is dropped.
  *
  * <p>Each settles its instance: a settled row is never claimed again, so no later claim can share
@@ -72,7 +75,10 @@ public final class CallerOutcomes {
     private Mono<Void> commit(Connection connection, OutcomeRow outcome) {
         return outcomes.settle(connection, List.of(outcome)).next()
                 .switchIfEmpty(Mono.error(() -> new StaleOutcomeException(outcome.id(), outcome.worker())))
-                .then();
+                // A requested cancel turns the settle into a cancel: not what the caller's writes went with.
+                .flatMap(transition -> transition.status() == InstanceStatus.CANCELLED
+                        && outcome.status() != InstanceStatus.CANCELLED
+                        ? Mono.error(StaleOutcomeException.cancelRequested(outcome.id())) : Mono.empty());
     }
 
     /** The claim as the commit's guard reads it: the row's id, worker and attempt, nothing else. */

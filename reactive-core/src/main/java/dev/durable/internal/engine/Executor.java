@@ -398,6 +398,9 @@ final class Executor {
                     if (ended instanceof TransactionalRuns.Stale stale) {
                         return Decision.claimLost(stale.outcome());
                     }
+                    if (ended instanceof TransactionalRuns.Cancelled) {
+                        return Decision.of(OutcomeRow.cancelled(row, List.of()));
+                    }
                     if (ended instanceof TransactionalRuns.Refused refused) {
                         return Decision.of(refused.outcome().refusedBecause(truncate("outcome "
                                 + refused.outcome().status().sqlName() + " refused by the database: "

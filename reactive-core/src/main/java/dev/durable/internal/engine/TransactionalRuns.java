@@ -23,7 +23,9 @@ import reactor.core.scheduler.Scheduler;
  * ({@link OutcomeCommit#commitIn}), guarded by the claim, and COMMIT. Whatever stops it before the
  * COMMIT rolls back the handler's statements with the outcome: the handler's error (the caller
  * commits the retry or failure on its own), a cancel or a lost claim (the run's stop), the guard's
- * refusal (the claim was lost meanwhile: stale), the database's refusal of the outcome. The commit is
+ * refusal (the claim was lost meanwhile: stale), a cancel requested since the run began (the commit
+ * would end the instance cancelled, its writes kept: the chaos harness's tx_effects found it), the
+ * database's refusal of the outcome. The commit is
  * the run's own, never part of a group commit: a slow handler holds back nobody else's outcome.
  *
  * <p>An inline {@code next} goes through the queue: its rate and window draws and its key's check
@@ -32,7 +34,7 @@ import reactor.core.scheduler.Scheduler;
 final class TransactionalRuns {
 
     /** How a transactional run ended, when its transaction did not fail on its own. */
-    sealed interface Ended permits Committed, Stale, HandlerFailed, Refused {
+    sealed interface Ended permits Committed, Stale, Cancelled, HandlerFailed, Refused {
     }
 
     /** The handler's statements and {@code outcome} committed together. */
@@ -41,6 +43,14 @@ final class TransactionalRuns {
 
     /** The claim's guard refused the outcome (the run no longer owned the row): both rolled back. */
     record Stale(OutcomeRow outcome) implements Ended {
+    }
+
+    /**
+     * The instance's cancel was requested while the handler ran, so the commit turned its outcome into
+     * a cancel: the handler's writes belong to the outcome it decided, not to a cancelled instance, so
+     * both rolled back; the cancel is the caller's to commit.
+     */
+    record Cancelled(OutcomeRow outcome) implements Ended {
     }
 
     /** The handler failed (or timed out): its statements rolled back; its retry or failure is the caller's. */
@@ -107,9 +117,15 @@ final class TransactionalRuns {
                             .flatMap(outcome -> outcomes.commitIn(connection, outcome)
                                     .onErrorMap(Errors::isRefusedOutcome, refused -> new RolledBack(
                                             new Refused(outcome, refused)))
-                                    .flatMap(committed -> committed.transitions().isEmpty()
-                                            ? Mono.error(new RolledBack(new Stale(outcome)))
-                                            : Mono.<Ended>just(new Committed(outcome, committed))));
+                                    .flatMap(committed -> {
+                                        if (committed.transitions().isEmpty()) {
+                                            return Mono.error(new RolledBack(new Stale(outcome)));
+                                        }
+                                        boolean cancelledInstead = committed.transitions().get(0).status()
+                                                == InstanceStatus.CANCELLED && outcome.status() != InstanceStatus.CANCELLED;
+                                        return cancelledInstead ? Mono.error(new RolledBack(new Cancelled(outcome)))
+                                                : Mono.<Ended>just(new Committed(outcome, committed));
+                                    }));
                 }).single())
                 .onErrorResume(RolledBack.class, rolledBack -> Mono.just(rolledBack.ended));
     }
