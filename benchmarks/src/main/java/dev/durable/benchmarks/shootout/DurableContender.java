@@ -45,9 +45,24 @@ final class DurableContender implements Contender {
     static final int COMMIT_PARALLELISM = 2;
     static final int BATCH = 1_000;
 
+    /**
+     * What the engine runs: plain no-op jobs; {@code durable_traced}, trace context stored and followed
+     * (Brave, W3C, every trace sampled, spans dropped); {@code durable_tx}, the no-op as a
+     * transactional handler (its own transaction and commit per job, a connection held throughout).
+     */
+    enum Variant {
+        PLAIN("durable"), TRACED("durable_traced"), TRANSACTIONAL("durable_tx");
+
+        final String system;
+
+        Variant(String system) {
+            this.system = system;
+        }
+    }
+
     private final Target target;
     private final int connections;
-    /** durable_traced: trace context stored and followed (Brave, W3C, every trace sampled, spans dropped). */
+    private final Variant variant;
     private final boolean traced;
     private DurableEngine engine;
     /** Tasks handed to Reactor's schedulers while this system runs (run hops, timers, polls): per job, a structural cost. */
@@ -60,23 +75,29 @@ final class DurableContender implements Contender {
     private ObservationRegistry observations;
 
     DurableContender(Target target, int connections) {
-        this(target, connections, false);
+        this(target, connections, Variant.PLAIN);
     }
 
-    DurableContender(Target target, int connections, boolean traced) {
+    DurableContender(Target target, int connections, Variant variant) {
         this.target = target;
         this.connections = connections;
-        this.traced = traced;
+        this.variant = variant;
+        this.traced = variant == Variant.TRACED;
+    }
+
+    /** Transactional runs get the pool's connections beyond the queue's pick, the commits and maintenance. */
+    private int transactionalConcurrency() {
+        return Math.max(1, connections - 1 - COMMIT_PARALLELISM - 1);
     }
 
     @Override
     public String name() {
-        return traced ? "durable_traced" : "durable";
+        return variant.system;
     }
 
     @Override
     public String schema() {
-        return traced ? SCHEMA + "_traced" : SCHEMA;
+        return variant == Variant.PLAIN ? SCHEMA : SCHEMA + "_" + variant.name().toLowerCase(java.util.Locale.ROOT);
     }
 
     @Override
@@ -84,7 +105,9 @@ final class DurableContender implements Contender {
         return "poolMaxSize " + connections + ", concurrency " + CONCURRENCY + ", prefetch " + PREFETCH
                 + ", minDemand " + MIN_DEMAND + ", commitBatchSize " + COMMIT_BATCH + ", commitParallelism "
                 + COMMIT_PARALLELISM + ", handlerScheduler parallel, local pokes, insertAll of " + BATCH
-                + (traced ? ", tracePropagation (Brave, W3C, all sampled, each insert under a request span)" : "");
+                + (traced ? ", tracePropagation (Brave, W3C, all sampled, each insert under a request span)" : "")
+                + (variant == Variant.TRANSACTIONAL ? ", the no-op transactional (transactionalConcurrency "
+                        + transactionalConcurrency() + ")" : "");
     }
 
     @Override
@@ -101,6 +124,7 @@ final class DurableContender implements Contender {
                 .handlerScheduler(Schedulers.parallel())
                 .commitBatchSize(COMMIT_BATCH)
                 .commitParallelism(COMMIT_PARALLELISM)
+                .transactionalConcurrency(transactionalConcurrency())
                 .queue(QueueOptions.builder(QUEUE).concurrency(CONCURRENCY).prefetch(PREFETCH)
                         .minDemand(MIN_DEMAND).build());
         if (traced) {
@@ -124,12 +148,17 @@ final class DurableContender implements Contender {
             builder.observationRegistry(observations).tracePropagation(new MicrometerTracePropagation(tracer, propagator));
         }
         EngineOptions options = builder.build();
-        engine = DurableEngine.builder(options)
-                .register(JobDefinition.of("noop", Long.class, (Long seq) -> {
+        JobDefinition<Long, Void> noop = variant == Variant.TRANSACTIONAL
+                ? JobDefinition.transactional("noop", Long.class, (Long seq, dev.durable.JobContext context,
+                        io.r2dbc.spi.Connection transaction) -> {
                     Probe.started(seq);
                     return Mono.<Void>empty();
-                }).queue(QUEUE))
-                .build();
+                })
+                : JobDefinition.of("noop", Long.class, (Long seq) -> {
+                    Probe.started(seq);
+                    return Mono.<Void>empty();
+                });
+        engine = DurableEngine.builder(options).register(noop.queue(QUEUE)).build();
         engine.start().block(Duration.ofMinutes(1));
     }
 

@@ -40,8 +40,11 @@ public final class Shootout {
     static final int DEFAULT_LATENCY_JOBS = 300;
     static final int DEFAULT_CONNECTIONS = 20;
     static final List<String> ALL = List.of("raw_sql", "durable", "db_scheduler", "jobrunr");
-    /** Systems run only when named: durable with trace context followed (README "Tracing"). */
-    static final List<String> OPTIONAL = List.of("durable_traced");
+    /**
+     * Systems run only when named: durable with trace context followed (README "Tracing"), and with its
+     * no-op as a transactional handler (docs/jobs.md, "Exactly-once effects in your database").
+     */
+    static final List<String> OPTIONAL = List.of("durable_traced", "durable_tx");
     static final List<String> PEERS = List.of("raw_sql", "db_scheduler", "jobrunr");
     static final int DEFAULT_SECONDS = 60;
     static final int DEFAULT_STEADY_SECONDS = 45;
@@ -147,7 +150,11 @@ public final class Shootout {
             case "raw_sql" -> new RawSqlContender(target, config.connections());
             case "durable" -> new DurableContender(target, config.connections());
             // Not among the defaults: what following trace context costs per job (README "Tracing").
-            case "durable_traced" -> new DurableContender(target, config.connections(), true);
+            case "durable_traced" -> new DurableContender(target, config.connections(),
+                    DurableContender.Variant.TRACED);
+            // Not among the defaults: what a transactional handler costs per job (docs/jobs.md).
+            case "durable_tx" -> new DurableContender(target, config.connections(),
+                    DurableContender.Variant.TRANSACTIONAL);
             case "db_scheduler" -> new DbSchedulerContender(target, config.connections());
             case "jobrunr" -> new JobRunrContender(target, config.connections());
             default -> throw new IllegalArgumentException("unknown system " + system + "; known: " + ALL);
