@@ -178,6 +178,20 @@ public final class DurableEngine implements AutoCloseable {
         return core.callerOutcomes().cancel(connection, claim);
     }
 
+    /**
+     * As {@link #complete(Connection, Claim, Object)}, in the transaction the subscriber has open
+     * (found as {@link Builder#joinTransactions} finds it: inside Spring's {@code @Transactional} with
+     * the starter); an {@link InvalidRequestException} when there is none to join.
+     */
+    public Mono<Void> complete(Claim claim, @Nullable Object result) {
+        return core.callerOutcomes().joined().flatMap(connection -> complete(connection, claim, result));
+    }
+
+    /** As {@link #fail(Connection, Claim, String)}, in the transaction the subscriber has open. */
+    public Mono<Void> fail(Claim claim, String error) {
+        return core.callerOutcomes().joined().flatMap(connection -> fail(connection, claim, error));
+    }
+
 
     /** The instance with that id, or empty. */
     public Mono<Instance> get(long id) {

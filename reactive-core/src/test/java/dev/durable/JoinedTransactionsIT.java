@@ -109,4 +109,35 @@ class JoinedTransactionsIT {
         long plain = engine.insert(JobRequest.of("ship", "o-5")).block(WAIT);
         assertThat(engine.awaitSettled(plain, Duration.ofSeconds(30)).block().status()).isEqualTo(InstanceStatus.DONE);
     }
+
+    @Test
+    void aRunCompletedInsideTheJoinedTransactionSettlesWithItsCommit() {
+        DurableEngine[] engine = new DurableEngine[1];
+        JobDefinition<String, String> ship = JobDefinition.of("ship", String.class, (String order, JobContext context) ->
+                        Mono.usingWhen(db.connectionFactory().create(), connection -> {
+                            Manual transaction = new Manual(connection);
+                            return Mono.from(connection.beginTransaction())
+                                    .then(engine[0].complete(context.claim(), "joined " + order)
+                                            .contextWrite(c -> c.put(KEY, transaction)))
+                                    .then(transaction.commit());
+                        }, Connection::close)
+                        .thenReturn("own"))
+                .queue("joined-complete");
+        engine[0] = DurableEngine.builder(engines.options("joined-complete")
+                        .queue(QueueOptions.builder("joined-complete").pollInterval(Duration.ofMillis(50)).build()).build())
+                .register(ship)
+                .joinTransactions(connections -> Mono.deferContextual(context ->
+                        Mono.justOrEmpty(context.<Manual>getOrEmpty(KEY))))
+                .build();
+        engines.track(engine[0]);
+        engine[0].start().block(WAIT);
+
+        long id = engine[0].insert(JobRequest.of("ship", "o-6")).block(WAIT);
+        Instance done = engine[0].awaitSettled(id, Duration.ofSeconds(30)).block();
+        assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(done.resultJson()).isEqualTo("\"joined o-6\"");
+        // Outside a transaction there is nothing to join: a typed error, not a commit of its own.
+        assertThatThrownBy(() -> engine[0].complete(new Claim(id, "ship", "nobody", 1), "x").block(WAIT))
+                .isInstanceOf(InvalidRequestException.class).hasMessageContaining("no transaction to join");
+    }
 }

@@ -122,7 +122,8 @@ public final class EngineCore {
                 instances::withCodec, whenOpen);
         this.replays = new Replays(new ReplaySql(db, new Tables(options.schema())), instances::get, this.definitions,
                 options.codec(), mapper::encode, transitions::poke, whenOpen);
-        this.callerOutcomes = new CallerOutcomes(statements.outcomes(), mapper, whenOpen);
+        this.callerOutcomes = new CallerOutcomes(statements.outcomes(), mapper, callerTransactions,
+                connections.factory(), whenOpen);
         this.limits = new EnginePermits(options.name(), options.gates(), options.rateLimits(), options.windows(),
                 options.permitTryConcurrency(), lifecycle::runningLimiter);
         this.admin = new EngineAdmin(new AdminCalls(options, transitions, instances, inserts, replays,

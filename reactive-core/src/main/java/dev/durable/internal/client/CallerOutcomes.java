@@ -1,5 +1,6 @@
 package dev.durable.internal.client;
 
+import dev.durable.CallerTransactions;
 import dev.durable.Claim;
 import dev.durable.InstanceStatus;
 import dev.durable.InvalidRequestException;
@@ -9,6 +10,7 @@ import dev.durable.internal.sql.OutcomeRow;
 import dev.durable.internal.sql.OutcomeSql;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactory;
 import java.util.List;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
@@ -33,12 +35,29 @@ public final class CallerOutcomes {
 
     private final OutcomeSql outcomes;
     private final RequestMapper mapper;
+    private final CallerTransactions callers;
+    private final ConnectionFactory connections;
     private final Mono<Void> whenOpen;
 
-    public CallerOutcomes(OutcomeSql outcomes, RequestMapper mapper, Mono<Void> whenOpen) {
+    public CallerOutcomes(OutcomeSql outcomes, RequestMapper mapper, CallerTransactions callers,
+            ConnectionFactory connections, Mono<Void> whenOpen) {
         this.outcomes = outcomes;
         this.mapper = mapper;
+        this.callers = callers;
+        this.connections = connections;
         this.whenOpen = whenOpen;
+    }
+
+    /**
+     * The connection of the transaction the subscriber has open ({@link CallerTransactions}, as the
+     * engine's {@code joinTransactions} finds it); an {@link InvalidRequestException} when it has none:
+     * an outcome on a connection of its own would commit apart from the caller's work.
+     */
+    public Mono<Connection> joined() {
+        return Mono.defer(() -> callers.current(connections))
+                .map(CallerTransactions.Joined::connection)
+                .switchIfEmpty(Mono.error(() -> new InvalidRequestException("no transaction to join: the caller has"
+                        + " none open on the engine's connection factory (joinTransactions), or pass its connection")));
     }
 
     /** The run is done with {@code result} (null for none). */
