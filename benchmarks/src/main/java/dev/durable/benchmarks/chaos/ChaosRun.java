@@ -329,12 +329,17 @@ final class ChaosRun implements AutoCloseable {
         }
         // Transactional jobs: done and failed ones, and their executions whose effect rolled back.
         Map<String, Long> transactional = new LinkedHashMap<>();
-        transactional.put("done", count("SELECT count(*) FROM S.durable_instances_all WHERE type = '"
-                + ChaosWorkload.TX + "' AND status = 'done'"));
-        transactional.put("failed", count("SELECT count(*) FROM S.durable_instances_all WHERE type = '"
-                + ChaosWorkload.TX + "' AND status = 'failed'"));
-        transactional.put("rolled_back", count("SELECT count(*) FROM S.chaos_exec x WHERE x.type = '" + ChaosWorkload.TX
-                + "' AND NOT EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.token = x.token)"));
+        transactional.put("done", count("SELECT count(*) FROM S.durable_instances_all WHERE type IN "
+                + ChaosWorkload.TX_TYPES + " AND status = 'done'"));
+        transactional.put("failed", count("SELECT count(*) FROM S.durable_instances_all WHERE type IN "
+                + ChaosWorkload.TX_TYPES + " AND status = 'failed'"));
+        transactional.put("rolled_back", count("SELECT count(*) FROM S.chaos_exec x WHERE x.type IN " + ChaosWorkload.TX_TYPES
+                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.token = x.token)"));
+        // Of those, the ones whose handler succeeded: rolled back at the commit (a lost claim, a cancel) or
+        // with a connection or engine that died before it.
+        transactional.put("ok_rolled_back", count("SELECT count(*) FROM S.chaos_exec x WHERE x.type IN "
+                + ChaosWorkload.TX_TYPES + " AND x.outcome = 'ok'"
+                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.token = x.token)"));
         if (invariants.get("stale_start") > 0) {
             notes.add("stale starts: " + strings(ChaosSchema.staleStartExamples(schema, GRACE.toMillis()))
                     + "; fault windows: " + strings("SELECT kind || ' ' || COALESCE(label, 'all') || ' '"
@@ -509,6 +514,9 @@ final class ChaosRun implements AutoCloseable {
         }
         if (n % 30 == 0) {
             requests.add(ChaosWorkload.soloJob());
+        }
+        if (n % 60 == 15) {
+            requests.add(ChaosWorkload.soloTxJob());
         }
         requests.addAll(ChaosWorkload.bursts(n));
         if (config.skew() && n % 2 == 0) {

@@ -549,7 +549,7 @@ final class ChaosSchema {
      * outcome: a rolled-back attempt, a stale run, a killed engine leave none.
      */
     static String transactionalEffects(String schema) {
-        return render("SELECT count(*) FROM S.durable_instances_all i WHERE i.type = '" + ChaosWorkload.TX + "' AND ("
+        return render("SELECT count(*) FROM S.durable_instances_all i WHERE i.type IN " + ChaosWorkload.TX_TYPES + " AND ("
                 + " i.status = 'done' AND ((SELECT count(*) FROM S.chaos_effects e WHERE e.instance_id = i.id) <> 1"
                 + "   OR NOT EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.instance_id = i.id"
                 + "                   AND e.token = i.result->>'token'))"

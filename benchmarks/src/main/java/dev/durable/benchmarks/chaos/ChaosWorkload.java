@@ -42,7 +42,8 @@ import reactor.core.publisher.Mono;
  *   <li>{@value #TX} on {@value #JOBS}: transactional jobs (plain, flaky or doomed) that write their
  *       effect row ({@code chaos_effects}, with the execution's token) in the transaction that commits
  *       their outcome: exactly one for a done job, the one of the execution that committed, and none
- *       for any other ({@link ChaosSchema#transactionalEffects});
+ *       for any other ({@link ChaosSchema#transactionalEffects}); and slow ones, {@value #SOLO_TX},
+ *       on {@value #SOLO_QUEUE};
  *   <li>{@value #FLOW} on {@value #FLOWS}: an inline chain that takes a concurrency key, a step
  *       through the queue, children and their join, a {@code retry} outcome on the join's first
  *       run, an await of {@value #GO} with a timeout, then done;
@@ -66,6 +67,13 @@ final class ChaosWorkload {
     static final String POISON = "chaos.poison";
     /** The transactional job: its effect row is written in the transaction that commits its outcome. */
     static final String TX = "chaos.tx";
+    /**
+     * The slow transactional job, on {@value #SOLO_QUEUE}: a worker JVM stopped past its lease holds
+     * some mid-run, and those that reach their commit after it resumes are refused by the guard.
+     */
+    static final String SOLO_TX = "chaos.solo-tx";
+    /** The transactional types, quoted for SQL. */
+    static final String TX_TYPES = "('" + TX + "', '" + SOLO_TX + "')";
     static final String GO = "go";
     /**
      * The keys a flow takes from its chain on: each runs one step at a time, about five per flow, so
@@ -188,7 +196,7 @@ final class ChaosWorkload {
                             Outcome.next("fanout", ctx.state().with(run.token()))))
                     .migration(StateMigration.from(1).state(FlowState.class, old -> old));
         }
-        return List.of(job, flow.build(), deep, solo, poison, transactional());
+        return List.of(job, flow.build(), deep, solo, poison, transactional(TX, JOBS), transactional(SOLO_TX, SOLO_QUEUE));
     }
 
     /**
@@ -196,17 +204,17 @@ final class ChaosWorkload {
      * effect on the run's transaction, works, and ends as its fate says; a failing attempt's effect
      * rolls back with it.
      */
-    private JobDefinition<JobArgs, Map<String, String>> transactional() {
+    private JobDefinition<JobArgs, Map<String, String>> transactional(String type, String queue) {
         String effects = "INSERT INTO " + ChaosSchema.q(schema) + ".chaos_effects (instance_id, token) VALUES ($1, $2)";
-        return JobDefinition.<JobArgs, Map<String, String>>transactional(TX, JobArgs.class,
-                        (args, ctx, transaction) -> started(ctx.id(), TX, JobDefinition.STEP, ctx.attempt())
+        return JobDefinition.<JobArgs, Map<String, String>>transactional(type, JobArgs.class,
+                        (args, ctx, transaction) -> started(ctx.id(), type, JobDefinition.STEP, ctx.attempt())
                                 .flatMap(run -> Flux.from(transaction.createStatement(effects).bind(0, ctx.id())
                                                 .bind(1, run.token()).execute())
                                         .flatMap(result -> result.getRowsUpdated())
                                         .then(Mono.delay(Duration.ofMillis(args.sleepMs())))
                                         .then(Mono.fromRunnable(this::burn))
                                         .then(Mono.defer(() -> finish(run.token(), args.fate())))))
-                .queue(JOBS)
+                .queue(queue)
                 .backoff(Backoff.fixed(Duration.ofMillis(200)))
                 .timeout(Duration.ofSeconds(30));
     }
@@ -322,6 +330,10 @@ final class ChaosWorkload {
 
     static JobRequest soloJob() {
         return JobRequest.of(SOLO, new JobArgs(3000 + ThreadLocalRandom.current().nextInt(3000), "ok"));
+    }
+
+    static JobRequest soloTxJob() {
+        return JobRequest.of(SOLO_TX, new JobArgs(3000 + ThreadLocalRandom.current().nextInt(3000), "ok"));
     }
 
     static JobRequest poisonJob() {

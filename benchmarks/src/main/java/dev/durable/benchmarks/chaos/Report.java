@@ -12,7 +12,8 @@ import java.util.stream.Collectors;
  * by kind, each invariant's count (all zero on a correct engine), what each release of the workload
  * ran (with {@code --skew}: executions by the first and by the second, of the second's new step, and
  * flows that ran under both versions, migrated while they ran), the transactional jobs (done, failed,
- * and executions whose effect rolled back with their attempt), and the samples taken once a minute
+ * executions whose effect rolled back, and of those the ones whose handler had succeeded), and the
+ * samples taken once a minute
  * while it loaded. {@code workDirectory} is where the run's files were; {@code kept} says
  * whether they were left for a look (a failed run).
  */
