@@ -119,7 +119,11 @@ public final class Db {
         return inTransaction(connection, connection.beginTransaction(), work);
     }
 
-    private static <T> Flux<T> inTransaction(Connection connection, Publisher<Void> begin,
+    /**
+     * Runs {@code work} in a transaction that {@code begin} opens on a connection the caller owns
+     * (a BEGIN with settings of its own); committed or rolled back as {@link #inTransaction(Function)}.
+     */
+    public static <T> Flux<T> inTransaction(Connection connection, Publisher<Void> begin,
             Function<Connection, ? extends Publisher<T>> work) {
         // A rollback that fails (the connection died with the statement) discards the connection and
         // lets the statement's own error through, rather than Reactor's "cleanup failed" in its place.

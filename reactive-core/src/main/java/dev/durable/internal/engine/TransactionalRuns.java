@@ -17,10 +17,11 @@ import reactor.core.scheduler.Scheduler;
  * {@code StepHandler.transactional}): each in a transaction of its own on one of the engine's
  * connections, where the handler's statements and the outcome it decided commit together.
  *
- * <p>In order: a slot ({@link RunSlots}: such runs hold a connection throughout, so only so many at
- * once), BEGIN, the server's bound on an idle transaction, the handler (on the handler scheduler,
- * bounded by its type's timeout by the caller), then the outcome's statements as a batch of one
- * ({@link OutcomeCommit#commitIn}), guarded by the claim, and COMMIT. Whatever stops it before the
+ * <p>In order, four round trips: a slot ({@link RunSlots}: such runs hold a connection throughout, so
+ * only so many at once), BEGIN with the server's bound on an idle transaction, the handler (on the
+ * handler scheduler, bounded by its type's timeout by the caller), generic plans from here on, then
+ * the outcome's statements as a batch of one ({@link OutcomeCommit#commitIn}), guarded by the claim,
+ * and COMMIT. Whatever stops it before the
  * COMMIT rolls back the handler's statements with the outcome: the handler's error (the caller
  * commits the retry or failure on its own), a cancel or a lost claim (the run's stop), the guard's
  * refusal (the claim was lost meanwhile: stale), a cancel requested since the run began (the commit
@@ -102,19 +103,19 @@ final class TransactionalRuns {
         // Every call bounded: the handler by its type's timeout (the caller's), the statements around it by
         // the call timeout; the transaction as a whole by both.
         Duration bound = timeout.plus(callTimeout);
-        return slots.run(() -> db.withTimeout(bound).inTransaction(connection -> {
+        return slots.run(() -> db.withTimeout(bound).withConnection(connection -> Db.inTransaction(connection,
+                outcomeSql.beginBounded(connection, bound), open -> {
                     RunTransaction transaction = new RunTransaction(connection, run);
-                    return outcomeSql.boundIdleTransaction(connection, bound)
-                            // BEGIN answers on a database event loop, where user code must never run.
-                            .publishOn(handlers)
-                            .then(Mono.defer(() -> handler.apply(transaction))
+                    // BEGIN answers on a database event loop, where user code must never run.
+                    return Mono.just(transaction).publishOn(handlers)
+                            .flatMap(t -> Mono.defer(() -> handler.apply(t))
                                     .doOnSuccess(outcome -> transaction.end())
                                     .doOnError(error -> transaction.end())
                                     .doOnCancel(transaction::end)
                                     .onErrorMap(error -> new RolledBack(new HandlerFailed(error))))
                             .map(outcome -> outcome.status() == InstanceStatus.EXECUTING ? outcome.throughQueue()
                                     : outcome)
-                            .flatMap(outcome -> outcomes.commitIn(connection, outcome)
+                            .flatMap(outcome -> outcomeSql.genericPlans(connection).then(outcomes.commitIn(connection, outcome))
                                     .onErrorMap(Errors::isRefusedOutcome, refused -> new RolledBack(
                                             new Refused(outcome, refused)))
                                     .flatMap(committed -> {
@@ -126,7 +127,7 @@ final class TransactionalRuns {
                                         return cancelledInstead ? Mono.error(new RolledBack(new Cancelled(outcome)))
                                                 : Mono.<Ended>just(new Committed(outcome, committed));
                                     }));
-                }).single())
+                })).single())
                 .onErrorResume(RolledBack.class, rolledBack -> Mono.just(rolledBack.ended));
     }
 }

@@ -60,10 +60,13 @@ class HotPlansIT {
         db.execute("ANALYZE \"" + db.schema() + "\".durable_instances");
         executing(db, 1995);
         List<String> stale = plans(db, statements);
+        // A transactional run's outcome goes alone, with generic plans (OutcomeSql.GENERIC_PLANS): the same.
+        List<String> staleGeneric = genericPlans(db, statements.subList(0, 4));
         db.execute("ANALYZE \"" + db.schema() + "\".durable_instances");
         List<String> fresh = plans(db, statements);
+        List<String> freshGeneric = genericPlans(db, statements.subList(0, 4));
 
-        for (List<String> plans : List.of(stale, fresh)) {
+        for (List<String> plans : List.of(stale, fresh, staleGeneric, freshGeneric)) {
             for (String plan : plans) {
                 assertThat(plan).contains("Index Scan using durable_instances_pkey on durable_instances i")
                         .doesNotContain("Seq Scan on durable_instances")
@@ -227,6 +230,23 @@ class HotPlansIT {
                 plans.add(Flux.from(explain.execute())
                         .concatMap(result -> result.map(row -> row.get(0, String.class)))
                         .collectList().map(lines -> String.join("\n", lines)).block(WAIT));
+            }
+            return plans;
+        } finally {
+            Mono.from(connection.close()).block(WAIT);
+        }
+    }
+
+    /** The generic plan of each statement (EXPLAIN (GENERIC_PLAN), as {@code plan_cache_mode = force_generic_plan} makes). */
+    private static List<String> genericPlans(TestDatabase db, List<String> statements) {
+        Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
+        try {
+            // The driver binds any $n it sees: the texts reach EXPLAIN through a session function.
+            Sql.run(connection, "CREATE OR REPLACE FUNCTION pg_temp.generic_plan(q text) RETURNS SETOF text LANGUAGE"
+                    + " plpgsql AS 'BEGIN RETURN QUERY EXECUTE ''EXPLAIN (GENERIC_PLAN) '' || q; END'");
+            List<String> plans = new ArrayList<>();
+            for (String sql : statements) {
+                plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", sql));
             }
             return plans;
         } finally {
