@@ -144,10 +144,12 @@ public final class DurableEngine implements AutoCloseable {
      * Completes a run with {@code result} inside the transaction open on the caller's
      * {@code connection} (the outbox pattern turned round): the work the run did in that transaction
      * and its outcome commit together or not at all. Guarded like the engine's own commit, by the run's
-     * {@link Claim} ({@link JobContext#claim()}, {@link StepContext#claim()}): a claim no longer current
-     * (the lease was lost and the instance claimed again, or it settled) fails with
+     * {@link Claim} ({@link JobContext#claim()}, {@link StepContext#claim()}), used inside its run: a
+     * claim no longer current (the lease was lost and the instance claimed again, it settled, or it went
+     * on to another step on the same claim), or an instance whose cancel was requested, fails with
      * {@link StaleOutcomeException}, and the caller should roll back. The run's own outcome, when its
-     * handler returns, is then dropped as stale. Same database as the engine's tables only.
+     * handler returns, is then dropped as stale. Same database as the engine's tables only; a connection
+     * with no transaction open, or a transactional run's own, is an {@link InvalidRequestException}.
      *
      * <p>These outcomes settle the instance (done, failed, cancelled). Moving a workflow on to another
      * step belongs in a {@linkplain StepHandler#transactional transactional step}: the guard knows a
@@ -191,7 +193,6 @@ public final class DurableEngine implements AutoCloseable {
     public Mono<Void> fail(Claim claim, String error) {
         return core.callerOutcomes().joined().flatMap(connection -> fail(connection, claim, error));
     }
-
 
     /** The instance with that id, or empty. */
     public Mono<Instance> get(long id) {

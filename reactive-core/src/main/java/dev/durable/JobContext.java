@@ -25,6 +25,6 @@ public record JobContext(long id, String type, String queue, int attempt, int ma
 
     /** This run's claim: what completing it from a caller's transaction is guarded by ({@link DurableEngine#complete}). */
     public Claim claim() {
-        return new Claim(id, type, worker, attempt);
+        return new Claim(id, type, JobDefinition.STEP, worker, attempt);
     }
 }

@@ -63,7 +63,7 @@ public final class StepContext<S> {
 
     /** This run's claim: what completing it from a caller's transaction is guarded by ({@link DurableEngine#complete}). */
     public Claim claim() {
-        return new Claim(id, type, worker, attempt);
+        return new Claim(id, type, step, worker, attempt);
     }
 
     /** Whether this step should stop: its instance was cancelled or the run lost its claim. */

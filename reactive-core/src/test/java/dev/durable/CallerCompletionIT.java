@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.durable.support.Engines;
+import dev.durable.support.Eventually;
 import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
@@ -18,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -141,14 +143,48 @@ class CallerCompletionIT {
                         .onErrorResume(StaleOutcomeException.class, error -> Mono.empty())
                         .thenReturn("by the handler"))
                 .queue("caller-cancel");
-        engine[0] = engines.start(engines.options("caller-cancel").queue(TransactionalIT.queue("caller-cancel", 1)),
-                late);
+        // A slow heartbeat: the run does not hear of the cancel (and stop) before its caller completes it.
+        engine[0] = engines.start(engines.options("caller-cancel").leaseTtl(Duration.ofSeconds(30))
+                .heartbeatInterval(Duration.ofSeconds(10)).queue(TransactionalIT.queue("caller-cancel", 1)), late);
         long id = engine[0].insert(JobRequest.of("late", "parcel")).block();
         assertThat(engines.awaitSettled(engine[0], id, WAIT).status()).isEqualTo(InstanceStatus.CANCELLED);
         assertThat(refused.get()).isInstanceOf(StaleOutcomeException.class)
                 .hasMessage("outcome of instance " + id + " dropped: its cancel was requested (roll back: the run"
                         + " ends it cancelled)");
         assertThat(effects(id)).as("the caller rolled back").isEmpty();
+    }
+
+    @Test
+    void aClaimUsedAfterItsRunWentOnInlineIsRefused() {
+        // Step 'first' goes on inline to 'second' on the same claim (same worker, attempt 1 again): the
+        // first step's claim, used while the second runs, must not settle it.
+        AtomicReference<Claim> first = new AtomicReference<>();
+        Sinks.Empty<Void> gate = Sinks.empty();
+        AtomicReference<Claim> second = new AtomicReference<>();
+        WorkflowDefinition<String> chain = WorkflowDefinition.builder("chain", String.class)
+                .step("first", context -> {
+                    first.set(context.claim());
+                    return Mono.just(Outcome.next("second", context.state()).inline());
+                })
+                .step("second", context -> {
+                    second.set(context.claim());
+                    return gate.asMono().thenReturn(Outcome.<String>done("second's own"));
+                })
+                .queue("caller-inline")
+                .build();
+        DurableEngine engine = engines.start(engines.options("caller-inline")
+                .queue(TransactionalIT.queue("caller-inline", 1)), chain);
+        long id = engine.insert(JobRequest.of("chain", "x")).block();
+        Eventually.until("the second step runs", WAIT, () -> second.get() != null);
+        assertThat(second.get().worker()).isEqualTo(first.get().worker());
+        assertThat(second.get().attempt()).isEqualTo(first.get().attempt());
+
+        assertThatThrownBy(() -> inCallersTransaction(true, connection ->
+                        engine.complete(connection, first.get(), "by a late caller")).block())
+                .isInstanceOf(StaleOutcomeException.class);
+        gate.tryEmitEmpty();
+        Instance done = engines.awaitSettled(engine, id, WAIT);
+        assertThat(done.resultJson()).isEqualTo("\"second's own\"");
     }
 
     @Test
@@ -160,7 +196,7 @@ class CallerCompletionIT {
         long id = engine.insert(JobRequest.of("idle", "x")).block();
         assertThat(engines.awaitSettled(engine, id, WAIT).status()).isEqualTo(InstanceStatus.DONE);
 
-        Claim settled = new Claim(id, "idle", "caller-stale:someone", 1);
+        Claim settled = new Claim(id, "idle", JobDefinition.STEP, "caller-stale:someone", 1);
         assertThatThrownBy(() -> inCallersTransaction(true, connection ->
                         TransactionalIT.effect(connection, db.schema(), id, 1, "late")
                                 .then(engine.complete(connection, settled, "late"))).block())
@@ -172,6 +208,10 @@ class CallerCompletionIT {
                 .hasMessage("connection must not be null");
         assertThatThrownBy(() -> engine.cancel(db.connectionFactory().create().block(), null).block())
                 .isInstanceOf(InvalidRequestException.class).hasMessage("claim must not be null");
+        // A connection with no transaction open: the outcome would commit apart from the caller's work.
+        assertThatThrownBy(() -> Mono.usingWhen(db.connectionFactory().create(),
+                        connection -> engine.complete(connection, settled, "x"), Connection::close).block())
+                .isInstanceOf(InvalidRequestException.class).hasMessageContaining("no transaction open");
         assertThatThrownBy(() -> inCallersTransaction(true, connection -> engine.fail(connection, settled, " "))
                 .block()).isInstanceOf(InvalidRequestException.class).hasMessage("error must not be blank");
     }

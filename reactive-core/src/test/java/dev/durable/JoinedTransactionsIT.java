@@ -137,7 +137,7 @@ class JoinedTransactionsIT {
         assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
         assertThat(done.resultJson()).isEqualTo("\"joined o-6\"");
         // Outside a transaction there is nothing to join: a typed error, not a commit of its own.
-        assertThatThrownBy(() -> engine[0].complete(new Claim(id, "ship", "nobody", 1), "x").block(WAIT))
+        assertThatThrownBy(() -> engine[0].complete(new Claim(id, "ship", JobDefinition.STEP, "nobody", 1), "x").block(WAIT))
                 .isInstanceOf(InvalidRequestException.class).hasMessageContaining("no transaction to join");
     }
 }

@@ -128,15 +128,17 @@ class TransactionalIT {
     void aCancelOrATimeoutRollsTheWritesBack() {
         Sinks.Empty<Void> never = Sinks.empty();
         AtomicInteger written = new AtomicInteger();
-        JobDefinition<String, String> hold = JobDefinition.transactional("hold", String.class,
-                (String what, JobContext context, Connection transaction) ->
-                        effect(transaction, db.schema(), context.id(), context.attempt(), what)
-                                .doOnSuccess(nothing -> written.incrementAndGet())
-                                // 'slow' hangs on its first attempt only (the type's timeout cuts it).
-                                .then(what.equals("slow") && context.attempt() > 1 ? Mono.just("in time")
-                                        : never.asMono().thenReturn("never")))
+        JobHandler.InTransaction<String, String> hangs = (String what, JobContext context, Connection transaction) ->
+                effect(transaction, db.schema(), context.id(), context.attempt(), what)
+                        .doOnSuccess(nothing -> written.incrementAndGet())
+                        // 'slow' hangs on its first attempt only (the type's timeout cuts it).
+                        .then(what.equals("slow") && context.attempt() > 1 ? Mono.just("in time")
+                                : never.asMono().thenReturn("never"));
+        // The cancelled one has the default timeout: a slow machine must not time it out first.
+        JobDefinition<String, String> hold = JobDefinition.transactional("hold", String.class, hangs).queue("tx-hold");
+        JobDefinition<String, String> slowOne = JobDefinition.transactional("slow-one", String.class, hangs)
                 .queue("tx-hold").timeout(Duration.ofSeconds(2)).backoff(Backoff.fixed(Duration.ofMillis(50)));
-        DurableEngine engine = engines.start(engines.options("tx-hold").queue(queue("tx-hold", 4)), hold);
+        DurableEngine engine = engines.start(engines.options("tx-hold").queue(queue("tx-hold", 4)), hold, slowOne);
 
         long cancelled = engine.insert(JobRequest.of("hold", "cancel me").maxAttempts(1)).block();
         Eventually.until("the write is made", WAIT, () -> written.get() >= 1);
@@ -144,7 +146,7 @@ class TransactionalIT {
         assertThat(engines.awaitSettled(engine, cancelled, WAIT).status()).isEqualTo(InstanceStatus.CANCELLED);
         assertThat(effects(cancelled)).as("a cancelled run's write rolled back").isEmpty();
 
-        long slow = engine.insert(JobRequest.of("hold", "slow")).block();
+        long slow = engine.insert(JobRequest.of("slow-one", "slow")).block();
         Instance done = engines.awaitSettled(engine, slow, WAIT);
         assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
         assertThat(done.attempt()).isEqualTo(2);
@@ -262,6 +264,48 @@ class TransactionalIT {
         assertThatThrownBy(() -> escaped.createStatement("SELECT 1"))
                 .isInstanceOf(StepTransactionException.class).hasMessageContaining("after its handler ended");
         assertThatThrownBy(() -> Mono.from(escaped.close()).block()).isInstanceOf(StepTransactionException.class);
+    }
+
+    @Test
+    void aHandlerThatSwallowsAFailedStatementOrReturnsWhatCannotBeStoredFailsWithItsWritesRolledBack() {
+        DurableEngine[] engine = new DurableEngine[1];
+        JobDefinition<String, String> careless = JobDefinition.transactional("careless", String.class,
+                (String what, JobContext context, Connection transaction) -> {
+                    Mono<Void> write = effect(transaction, db.schema(), context.id(), context.attempt(), what);
+                    return switch (what) {
+                        // A statement fails and the handler carries on: the transaction is aborted.
+                        case "swallows" -> write.then(Mono.from(transaction.createStatement("SELECT 1 / 0").execute())
+                                        .flatMap(result -> Mono.from(result.getRowsUpdated())).then())
+                                .onErrorResume(error -> Mono.empty()).thenReturn("carried on");
+                        // A result past the payload bound cannot be stored.
+                        case "too large" -> write.thenReturn("x".repeat(4096));
+                        // Completing its own run on its own transaction.
+                        default -> write.then(engine[0].complete(transaction, context.claim(), "x")).thenReturn("y");
+                    };
+                })
+                .queue("tx-careless");
+        engine[0] = engines.start(engines.options("tx-careless").maxPayloadBytes(1024)
+                .queue(queue("tx-careless", 2)), careless);
+
+        long swallows = engine[0].insert(JobRequest.of("careless", "swallows")).block();
+        Instance aborted = engines.awaitSettled(engine[0], swallows, WAIT);
+        assertThat(aborted.status()).as("a mistake: failed at once").isEqualTo(InstanceStatus.FAILED);
+        assertThat(aborted.attempt()).isEqualTo(1);
+        assertThat(aborted.lastError()).contains(StepTransactionException.class.getName())
+                .contains("the handler carried on");
+        assertThat(effects(swallows)).isEmpty();
+
+        long tooLarge = engine[0].insert(JobRequest.of("careless", "too large")).block();
+        Instance unstorable = engines.awaitSettled(engine[0], tooLarge, WAIT);
+        assertThat(unstorable.status()).isEqualTo(InstanceStatus.FAILED);
+        assertThat(unstorable.attempt()).isEqualTo(1);
+        assertThat(effects(tooLarge)).as("a failed job keeps no effect").isEmpty();
+
+        long own = engine[0].insert(JobRequest.of("careless", "completes itself")).block();
+        Instance completesItself = engines.awaitSettled(engine[0], own, WAIT);
+        assertThat(completesItself.status()).isEqualTo(InstanceStatus.FAILED);
+        assertThat(completesItself.lastError()).contains("a transactional handler's outcome is what it returns");
+        assertThat(effects(own)).isEmpty();
     }
 
     @Test

@@ -61,6 +61,15 @@ public final class Errors {
                 && (db.sqlState().startsWith("22") || db.sqlState().startsWith("23"));
     }
 
+    /**
+     * The transaction was already aborted by an earlier statement's error (25P02): on a transactional
+     * run's connection, a statement of the handler failed and the handler carried on without it.
+     */
+    public static boolean isAbortedTransaction(Throwable error) {
+        Throwable translated = translate(error);
+        return translated instanceof DurableDatabaseException db && "25P02".equals(db.sqlState());
+    }
+
     /** Two transactions waited on each other's locks; PostgreSQL aborted this one. */
     public static boolean isDeadlock(Throwable error) {
         return error instanceof DurableDatabaseException db && "40P01".equals(db.sqlState());

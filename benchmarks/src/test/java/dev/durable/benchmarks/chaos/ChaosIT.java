@@ -31,11 +31,11 @@ class ChaosIT {
         // Both releases ran, the second's new step ran, and flows moved from one release to the other mid-run.
         assertThat(report.releases()).as("releases").containsOnlyKeys("first", "second", "new_step", "migrated")
                 .allSatisfy((what, count) -> assertThat(count).as(what).isPositive());
-        // A clean run leaves nothing behind: the server's files and the workers' logs go with it.
         // Transactional jobs ran, and some of their attempts' writes rolled back (tx_effects above checks them all).
         assertThat(report.transactional()).as("transactional").containsKeys("done", "rolled_back");
         assertThat(report.transactional().get("done")).as("transactional jobs done").isPositive();
         assertThat(report.transactional().get("rolled_back")).as("transactional writes rolled back").isPositive();
+        // A clean run leaves nothing behind: the server's files and the workers' logs go with it.
         assertThat(report.kept()).isFalse();
         assertThat(Files.exists(report.workDirectory())).as("work directory " + report.workDirectory()).isFalse();
     }

@@ -6,6 +6,7 @@ import dev.durable.InstanceStatus;
 import dev.durable.InvalidRequestException;
 import dev.durable.StaleOutcomeException;
 import dev.durable.internal.RequestMapper;
+import dev.durable.internal.engine.RunTransaction;
 import dev.durable.internal.sql.OutcomeRow;
 import dev.durable.internal.sql.OutcomeSql;
 import dev.durable.internal.sql.Rows.ClaimedRow;
@@ -20,8 +21,10 @@ import reactor.core.publisher.Mono;
  * Outcomes a caller commits in its own transaction for a run's {@link Claim} ({@code engine.complete},
  * {@code fail} and {@code cancel} with a connection): the run's work was done in that
  * transaction, so the outcome goes with it, or not at all. The same statements as the engine's own
- * commit ({@link OutcomeSql}), under the same guard (the claim's worker and attempt): a claim no longer
- * current is refused with {@link StaleOutcomeException} and the caller's transaction should roll back;
+ * commit ({@link OutcomeSql}), under the same guard (the claim's worker and attempt), the row first
+ * locked and checked with the claim's step (an inline step that followed on the claim shares its
+ * worker and attempt): a claim no longer current is refused with {@link StaleOutcomeException} and the
+ * caller's transaction should roll back;
  * so is one whose instance's cancel was requested (the settle would end it cancelled, the caller's
  * writes kept).
  * The run's own outcome, when its handler returns, then finds the row no longer its own and is dropped.
@@ -29,7 +32,8 @@ import reactor.core.publisher.Mono;
  * <p>Each settles its instance: a settled row is never claimed again, so no later claim can share
  * the run's worker and attempt (a step change would start the attempts afresh, and the same worker's
  * next claim could: that is the transactional step's to do). A child's parent woken by its settle
- * waits for its queue's poll.
+ * waits for its queue's poll. Refused: a connection with no transaction open (the outcome would
+ * commit on its own), and a transactional run's own (its outcome is what its handler returns).
  */
 public final class CallerOutcomes {
 
@@ -62,7 +66,7 @@ public final class CallerOutcomes {
 
     /** The run is done with {@code result} (null for none). */
     public Mono<Void> complete(@Nullable Connection connection, @Nullable Claim claim, @Nullable Object result) {
-        return checked(connection, claim).then(Mono.defer(() -> commit(connection, OutcomeRow.done(bare(claim),
+        return checked(connection, claim).then(Mono.defer(() -> commit(connection, claim, OutcomeRow.done(bare(claim),
                 result == null ? null : mapper.encode("result", result), List.of()))));
     }
 
@@ -71,13 +75,13 @@ public final class CallerOutcomes {
         if (error == null || error.isBlank()) {
             return Mono.error(new InvalidRequestException("error must not be blank"));
         }
-        return checked(connection, claim).then(Mono.defer(() -> commit(connection,
+        return checked(connection, claim).then(Mono.defer(() -> commit(connection, claim,
                 OutcomeRow.failed(bare(claim), error, List.of()))));
     }
 
     /** The run ends its instance cancelled. */
     public Mono<Void> cancel(@Nullable Connection connection, @Nullable Claim claim) {
-        return checked(connection, claim).then(Mono.defer(() -> commit(connection,
+        return checked(connection, claim).then(Mono.defer(() -> commit(connection, claim,
                 OutcomeRow.cancelled(bare(claim), List.of()))));
     }
 
@@ -88,10 +92,28 @@ public final class CallerOutcomes {
         if (claim == null) {
             return Mono.error(new InvalidRequestException("claim must not be null"));
         }
-        return whenOpen;
+        if (RunTransaction.is(connection)) {
+            return Mono.error(new InvalidRequestException("a transactional handler's outcome is what it returns:"
+                    + " completing its run on its own transaction would settle the run under it"));
+        }
+        // Asked when subscribed: the caller's chain begins its transaction after it assembled this call.
+        return Mono.defer(() -> connection.isAutoCommit()
+                ? Mono.error(new InvalidRequestException("the connection has no transaction open: the outcome"
+                        + " would commit apart from the work it goes with (begin one first)"))
+                : whenOpen);
     }
 
-    private Mono<Void> commit(Connection connection, OutcomeRow outcome) {
+    /**
+     * The claim's row locked and checked with its step ({@link OutcomeSql#lockClaim}), then the settle
+     * under the commit's guard.
+     */
+    private Mono<Void> commit(Connection connection, Claim claim, OutcomeRow outcome) {
+        return outcomes.lockClaim(connection, claim.id(), claim.worker(), claim.attempt(), claim.step())
+                .flatMap(current -> current ? settle(connection, outcome)
+                        : Mono.error(new StaleOutcomeException(outcome.id(), outcome.worker())));
+    }
+
+    private Mono<Void> settle(Connection connection, OutcomeRow outcome) {
         return outcomes.settle(connection, List.of(outcome)).next()
                 .switchIfEmpty(Mono.error(() -> new StaleOutcomeException(outcome.id(), outcome.worker())))
                 // A requested cancel turns the settle into a cancel: not what the caller's writes went with.

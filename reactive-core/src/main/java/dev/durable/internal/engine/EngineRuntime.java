@@ -81,7 +81,7 @@ public final class EngineRuntime {
                 new ClaimMigration(new VersionSql(sql.db(), new Tables(options.schema())), options.codec(),
                         options.handlerScheduler(), options.meterRegistry()),
                 new TransactionalRuns(sql.db(), options.callTimeout(), sql.outcomes(), outcomeCommit,
-                        options.transactionalConcurrency(), lane.scheduler()));
+                        options.transactionalConcurrency(), options.handlerScheduler()));
         long leaseMillis = options.leaseTtl().toMillis();
         RetryDelays delays = new RetryDelays(wiring.definitions());
         List<QueueScheduler> made = new ArrayList<>();

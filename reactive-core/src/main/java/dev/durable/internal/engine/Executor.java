@@ -258,9 +258,17 @@ final class Executor {
         A decoded = args;
         JobHandler.InTransaction<A, R> inTransaction = definition.transactionalHandler();
         if (inTransaction != null) {
+            // A result that cannot be stored fails the run with its writes rolled back, not committed
+            // beside a failed outcome.
             return inTransaction(definition, row, run, transaction -> LateRace.timeout(
                             Mono.defer(() -> inTransaction.handle(decoded, context, transaction)), definition.timeout())
-                    .map(result -> done(row, result, List.of()))
+                    .map(result -> {
+                        OutcomeRow done = done(row, result, List.of());
+                        if (done.status() == InstanceStatus.FAILED) {
+                            throw new PermanentFailureException(done.error());
+                        }
+                        return done;
+                    })
                     .defaultIfEmpty(done(row, null, List.of())));
         }
         return LateRace.timeout(Mono.defer(() -> definition.handler().handle(decoded, context)), definition.timeout())
@@ -391,6 +399,8 @@ final class Executor {
             Function<Connection, Mono<OutcomeRow>> handler) {
         return transactional.run(row, definition.timeout(), transaction -> handler.apply(transaction)
                         .map(outcome -> outcome.tracedBy(run.traceContext())))
+                // Not known whether it committed (its connection or COMMIT failed): left to the lease.
+                .doOnError(run::failedToCommit)
                 .map(ended -> {
                     if (ended instanceof TransactionalRuns.Committed committed) {
                         return Decision.committedInRun(committed.outcome(), committed.committed());

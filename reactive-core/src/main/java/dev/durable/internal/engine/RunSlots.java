@@ -12,7 +12,8 @@ import reactor.core.publisher.Sinks;
  * transactional ones): at most {@code max} at once, the others waiting their turn first come, first
  * served, without a blocked thread. The pool's other connections stay free for the picks, commits
  * and heartbeats every run depends on. A wait is bounded by the runs ahead of it, each bounded by
- * its type's timeout; a waiting run that is cancelled leaves the line.
+ * its type's timeout; a waiting run that is cancelled gives up its place (the grant that reaches it
+ * passes it by).
  */
 final class RunSlots {
 
@@ -76,10 +77,5 @@ final class RunSlots {
                 return;
             }
         }
-    }
-
-    /** Slots held now (for tests and meters). */
-    synchronized int held() {
-        return held;
     }
 }

@@ -22,7 +22,7 @@ import reactor.core.publisher.Mono;
  * the run has ended ({@link #end}) everything fails, a statement made earlier and executed later
  * included, so the connection never escapes its step into another run's transaction or the pool.
  */
-final class RunTransaction implements Connection {
+public final class RunTransaction implements Connection {
 
     private final Connection connection;
     private final String run;
@@ -31,6 +31,11 @@ final class RunTransaction implements Connection {
     RunTransaction(Connection connection, String run) {
         this.connection = connection;
         this.run = run;
+    }
+
+    /** Whether {@code connection} is a transactional run's own. */
+    public static boolean is(Connection connection) {
+        return connection instanceof RunTransaction;
     }
 
     /** The run ended: nothing goes through to the connection from now on. */

@@ -1,6 +1,7 @@
 package dev.durable.internal.engine;
 
 import dev.durable.InstanceStatus;
+import dev.durable.StepTransactionException;
 import dev.durable.internal.Db;
 import dev.durable.internal.Errors;
 import dev.durable.internal.sql.OutcomeRow;
@@ -17,11 +18,12 @@ import reactor.core.scheduler.Scheduler;
  * {@code StepHandler.transactional}): each in a transaction of its own on one of the engine's
  * connections, where the handler's statements and the outcome it decided commit together.
  *
- * <p>In order, four round trips: a slot ({@link RunSlots}: such runs hold a connection throughout, so
- * only so many at once), BEGIN with the server's bound on an idle transaction, the handler (on the
- * handler scheduler, bounded by its type's timeout by the caller), generic plans from here on, then
- * the outcome's statements as a batch of one ({@link OutcomeCommit#commitIn}), guarded by the claim,
- * and COMMIT. Whatever stops it before the
+ * <p>In order, once a slot is free ({@link RunSlots}: such runs hold a connection throughout, so only
+ * so many at once), in four round trips besides the handler's: BEGIN with the server's bounds (on an
+ * idle transaction, and on each of the handler's statements: its type's timeout), the handler (on the
+ * handler scheduler, bounded by its type's timeout by the caller), the engine's statement bound and
+ * generic plans from here on, then the outcome's statements as a batch of one
+ * ({@link OutcomeCommit#commitIn}), guarded by the claim, and COMMIT. Whatever stops it before the
  * COMMIT rolls back the handler's statements with the outcome: the handler's error (the caller
  * commits the retry or failure on its own), a cancel or a lost claim (the run's stop), the guard's
  * refusal (the claim was lost meanwhile: stale), a cancel requested since the run began (the commit
@@ -104,7 +106,7 @@ final class TransactionalRuns {
         // the call timeout; the transaction as a whole by both.
         Duration bound = timeout.plus(callTimeout);
         return slots.run(() -> db.withTimeout(bound).withConnection(connection -> Db.inTransaction(connection,
-                outcomeSql.beginBounded(connection, bound), open -> {
+                outcomeSql.beginBounded(connection, bound, timeout), open -> {
                     RunTransaction transaction = new RunTransaction(connection, run);
                     // BEGIN answers on a database event loop, where user code must never run.
                     return Mono.just(transaction).publishOn(handlers)
@@ -115,9 +117,17 @@ final class TransactionalRuns {
                                     .onErrorMap(error -> new RolledBack(new HandlerFailed(error))))
                             .map(outcome -> outcome.status() == InstanceStatus.EXECUTING ? outcome.throughQueue()
                                     : outcome)
-                            .flatMap(outcome -> outcomeSql.genericPlans(connection).then(outcomes.commitIn(connection, outcome))
+                            .flatMap(outcome -> outcomeSql.beforeOutcome(connection, callTimeout)
+                                    .then(outcomes.commitIn(connection, outcome))
                                     .onErrorMap(Errors::isRefusedOutcome, refused -> new RolledBack(
                                             new Refused(outcome, refused)))
+                                    // The handler went on past a statement that failed: its writes are
+                                    // not what it meant, and the transaction takes no more statements.
+                                    .onErrorMap(Errors::isAbortedTransaction, aborted -> new RolledBack(
+                                            new HandlerFailed(new StepTransactionException("a statement of the"
+                                                    + " handler failed and the handler carried on: the transaction"
+                                                    + " was aborted with it (undo a statement that may fail"
+                                                    + " with a savepoint, or let its error end the run)"))))
                                     .flatMap(committed -> {
                                         if (committed.transitions().isEmpty()) {
                                             return Mono.error(new RolledBack(new Stale(outcome)));

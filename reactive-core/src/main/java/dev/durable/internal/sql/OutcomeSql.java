@@ -168,23 +168,35 @@ public final class OutcomeSql {
     private final String wokenParents;
 
     /**
-     * Opens the transaction of a transactional run, bounding on the server how long it may sit idle:
-     * a run whose engine froze or lost its network (the server sees no close) has its transaction
-     * ended, and the locks its handler's writes took released, instead of holding them until TCP gives
-     * up. One round trip (simple protocol: the bound is a number of milliseconds, formatted here).
-     * Index: none. Locks: none.
+     * Opens the transaction of a transactional run. The server bounds how long it may sit idle (a run
+     * whose engine froze or lost its network, the server seeing no close, has its transaction ended
+     * and the locks its handler's writes took released, instead of holding them until TCP gives up),
+     * and each of the handler's statements by the type's timeout (not the engine's own statement
+     * timeout, which is for the engine's statements). One round trip (simple protocol: the bounds are
+     * numbers of milliseconds, formatted here). Index: none. Locks: none.
      */
-    private static final String BEGIN_BOUNDED = "BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d";
+    private static final String BEGIN_BOUNDED = "BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d;"
+            + " SET LOCAL statement_timeout = %d";
 
     /**
-     * Before a transactional run's outcome, once its handler's statements are done: the outcome's
-     * statement alone on its connection gets a custom plan on every call (the planner prefers one for
-     * an array it knows has one element), and planning it cost more server time than running it (the
-     * shootout's durable_tx: 615 against 386 µs a job). Its generic plan finds the row by primary key
-     * like the custom one ({@link #GUARD}). Local to the transaction, set after the handler so its
-     * statements plan as they would anywhere. Index: none. Locks: none.
+     * Before a transactional run's outcome, once its handler's statements are done: the engine's bound
+     * on a statement again, and generic plans. The outcome's statement alone on its connection got a
+     * custom plan on every call (the planner prefers one for an array it knows has one element), and
+     * planning it cost more server time than running it (the shootout's durable_tx: 615 against 363 us
+     * of PostgreSQL CPU a job); its generic plan finds the row by primary key like the custom one
+     * ({@link #GUARD}, HotPlansIT). Local to the transaction, set after the handler so its statements
+     * plan as they would anywhere. One round trip. Index: none. Locks: none.
      */
-    private static final String GENERIC_PLANS = "SET LOCAL plan_cache_mode = force_generic_plan";
+    private static final String BEFORE_OUTCOME = "SET LOCAL plan_cache_mode = force_generic_plan;"
+            + " SET LOCAL statement_timeout = %d";
+
+    /**
+     * A caller's completion first locks the claimed row, checking the claim with its step: the
+     * commit's guard knows a claim by worker and attempt, which an inline step that followed on the
+     * same claim shares (a claim used after its run went on would settle the next step). Index:
+     * primary key. Locks: the row, to the end of the caller's transaction (the settle follows).
+     */
+    private final String lockClaim;
 
     public OutcomeSql(Tables tables) {
         this(tables, false);
@@ -266,6 +278,10 @@ public final class OutcomeSql {
                 SELECT id, queue, status FROM kept""".formatted(SETTLE_FINAL, RESULT, ERROR, GUARD,
                 Settled.settlesWhere(SETTLE_FINAL)).replace("{trace_set}", traceSet), "o", "i.id", 1));
         this.lockForCommit = tables.render("SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE");
+        this.lockClaim = tables.render("""
+                SELECT 1 FROM {instances}
+                 WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND step = $4 AND status = 'executing'
+                   FOR UPDATE""");
         this.consumeSignals = tables.render("""
                 UPDATE {signals} s SET consumed_at = now()
                   FROM unnest($1::bigint[], $2::text[], $3::int[]) AS c(signal_id, worker, attempt), {instances} i
@@ -312,14 +328,30 @@ public final class OutcomeSql {
                 .then();
     }
 
-    /** Begins a transaction on {@code connection} that the server ends should it sit idle past {@code bound}. */
-    public Mono<Void> beginBounded(Connection connection, Duration bound) {
-        return Db.executeScript(connection, BEGIN_BOUNDED.formatted(Math.max(1, bound.toMillis())));
+    /**
+     * Begins a transaction on {@code connection} that the server ends should it sit idle past
+     * {@code idle}, its statements each bounded by {@code statements} ({@link #BEGIN_BOUNDED}).
+     */
+    public Mono<Void> beginBounded(Connection connection, Duration idle, Duration statements) {
+        return Db.executeScript(connection, BEGIN_BOUNDED.formatted(millis(idle), millis(statements)));
     }
 
-    /** Plans the rest of the transaction open on {@code connection} generically ({@link #GENERIC_PLANS}). */
-    public Mono<Void> genericPlans(Connection connection) {
-        return Db.executeScript(connection, GENERIC_PLANS);
+    /** Readies the transaction open on {@code connection} for the outcome ({@link #BEFORE_OUTCOME}). */
+    public Mono<Void> beforeOutcome(Connection connection, Duration statements) {
+        return Db.executeScript(connection, BEFORE_OUTCOME.formatted(millis(statements)));
+    }
+
+    /** Locks row {@code id} when it is still claimed by {@code worker} at {@code attempt} and {@code step}. */
+    public Mono<Boolean> lockClaim(Connection connection, long id, String worker, int attempt, String step) {
+        return Flux.from(connection.createStatement(lockClaim).bind(0, id).bind(1, worker).bind(2, attempt)
+                        .bind(3, step).execute())
+                .concatMap(result -> result.map(row -> 1))
+                .hasElements()
+                .onErrorMap(Errors::translate);
+    }
+
+    private static long millis(Duration duration) {
+        return Math.max(1, duration.toMillis());
     }
 
     /** Marks signals consumed, each guarded by the claim (worker, attempt) of the step that consumed it. */
