@@ -41,10 +41,7 @@ class CallerCompletionIT {
     void setUp(TestDatabase database) {
         db = database;
         engines.on(database);
-        db.execute("CREATE SCHEMA IF NOT EXISTS \"" + db.schema() + "\"");
-        db.execute("CREATE TABLE IF NOT EXISTS \"" + db.schema() + "\".effects (instance_id bigint NOT NULL,"
-                + " attempt int NOT NULL, note text)");
-        db.execute("TRUNCATE \"" + db.schema() + "\".effects");
+        TransactionalIT.effectsTable(db);
     }
 
     /** {@code work} inside a transaction of the caller's own pool, committed, or rolled back when asked. */

@@ -65,7 +65,8 @@ public final class PoisonWorker {
         Thread.currentThread().join(); // until it runs the poison job, or the test kills it
     }
 
-    private static ConnectionPool pool(String url, String applicationName, int maxSize) {
+    /** A small pool of a worker JVM, named for the server's view ({@code application_name}). */
+    static ConnectionPool pool(String url, String applicationName, int maxSize) {
         ConnectionFactoryOptions options = ConnectionFactoryOptions.parse(url).mutate()
                 .option(Option.valueOf("applicationName"), applicationName)
                 .option(ConnectionFactoryOptions.CONNECT_TIMEOUT, Duration.ofSeconds(5))

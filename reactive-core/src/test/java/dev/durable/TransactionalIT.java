@@ -45,10 +45,28 @@ class TransactionalIT {
     void setUp(TestDatabase database) {
         db = database;
         engines.on(database);
+        effectsTable(db);
+    }
+
+    /** An empty table of effects, (instance, attempt, note) with no key, so a duplicate shows. */
+    static void effectsTable(TestDatabase db) {
         db.execute("CREATE SCHEMA IF NOT EXISTS \"" + db.schema() + "\"");
         db.execute("CREATE TABLE IF NOT EXISTS \"" + db.schema() + "\".effects (instance_id bigint NOT NULL,"
                 + " attempt int NOT NULL, note text)");
         db.execute("TRUNCATE \"" + db.schema() + "\".effects");
+    }
+
+    /** A type whose first attempt writes its effect, counts itself, then waits for {@code gate}; later ones just write. */
+    private JobDefinition<String, String> firstAttemptHolds(String type, String queue, Sinks.Empty<Void> gate,
+            AtomicInteger firstWrites) {
+        return JobDefinition.transactional(type, String.class,
+                        (String what, JobContext context, Connection transaction) ->
+                                effect(transaction, db.schema(), context.id(), context.attempt(), what)
+                                        .then(context.attempt() == 1
+                                                ? Mono.fromRunnable(firstWrites::incrementAndGet).then(gate.asMono())
+                                                        .thenReturn("first")
+                                                : Mono.just("second")))
+                .queue(queue);
     }
 
     static QueueOptions queue(String name, int concurrency) {
@@ -183,14 +201,7 @@ class TransactionalIT {
     void aClaimLostMeanwhileRollsTheWritesBackAndTheNextClaimsWritesStand() {
         Sinks.Empty<Void> gate = Sinks.empty();
         AtomicInteger firstWrites = new AtomicInteger();
-        JobDefinition<String, String> pay = JobDefinition.transactional("pay", String.class,
-                (String what, JobContext context, Connection transaction) ->
-                        effect(transaction, db.schema(), context.id(), context.attempt(), what)
-                                .then(context.attempt() == 1
-                                        ? Mono.fromRunnable(firstWrites::incrementAndGet).then(gate.asMono())
-                                                .thenReturn("first")
-                                        : Mono.just("second")))
-                .queue("tx-lost");
+        JobDefinition<String, String> pay = firstAttemptHolds("pay", "tx-lost", gate, firstWrites);
         // The heartbeat is slow here (leases of 30 s): the guard, not the heartbeat, must find the loss.
         DurableEngine engine = engines.start(engines.options("tx-lost").leaseTtl(Duration.ofSeconds(30))
                 .heartbeatInterval(Duration.ofSeconds(10)).queue(queue("tx-lost", 2)), pay);
@@ -214,14 +225,7 @@ class TransactionalIT {
         try (TcpProxy proxy = TcpProxy.forUrl(db.url())) {
             Sinks.Empty<Void> gate = Sinks.empty();
             AtomicInteger firstWrites = new AtomicInteger();
-            JobDefinition<String, String> ship = JobDefinition.transactional("ship", String.class,
-                    (String what, JobContext context, Connection transaction) ->
-                            effect(transaction, db.schema(), context.id(), context.attempt(), what)
-                                    .then(context.attempt() == 1
-                                            ? Mono.fromRunnable(firstWrites::incrementAndGet).then(gate.asMono())
-                                                    .thenReturn("first")
-                                            : Mono.just("second")))
-                    .queue("tx-cut");
+            JobDefinition<String, String> ship = firstAttemptHolds("ship", "tx-cut", gate, firstWrites);
             DurableEngine engine = engines.start(engines.options("tx-cut").url(proxy.proxiedUrl(db.url()))
                     .callTimeout(Duration.ofSeconds(3)).queue(queue("tx-cut", 2)), ship);
             long id = engine.insert(JobRequest.of("ship", "parcel")).block();

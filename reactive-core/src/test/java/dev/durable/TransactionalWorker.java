@@ -1,11 +1,7 @@
 package dev.durable;
 
 import io.r2dbc.pool.ConnectionPool;
-import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.Connection;
-import io.r2dbc.spi.ConnectionFactories;
-import io.r2dbc.spi.ConnectionFactoryOptions;
-import io.r2dbc.spi.Option;
 import io.r2dbc.spi.Result;
 import java.time.Duration;
 import reactor.core.publisher.Flux;
@@ -40,8 +36,8 @@ public final class TransactionalWorker {
         String url = args[0];
         String schema = args[1];
         String label = args[2];
-        ConnectionPool recorder = pool(url, "debit-recorder", 1);
-        ConnectionPool enginePool = pool(url, "debit-worker", 8);
+        ConnectionPool recorder = PoisonWorker.pool(url, "debit-recorder", 1);
+        ConnectionPool enginePool = PoisonWorker.pool(url, "debit-worker", 8);
         Mono<Void> halt = Mono.fromRunnable(() -> {
             Flux.usingWhen(recorder.create(), (Connection c) -> Flux.from(c.createStatement("INSERT INTO \"" + schema
                                     + "\".crash_marks (label) VALUES ($1)").bind(0, label).execute())
@@ -63,14 +59,5 @@ public final class TransactionalWorker {
         System.out.println("READY " + label);
         System.out.flush();
         Thread.currentThread().join(); // until it runs the job, or the test kills it
-    }
-
-    private static ConnectionPool pool(String url, String applicationName, int maxSize) {
-        ConnectionFactoryOptions options = ConnectionFactoryOptions.parse(url).mutate()
-                .option(Option.valueOf("applicationName"), applicationName)
-                .option(ConnectionFactoryOptions.CONNECT_TIMEOUT, Duration.ofSeconds(5))
-                .build();
-        return new ConnectionPool(ConnectionPoolConfiguration.builder(ConnectionFactories.get(options))
-                .initialSize(0).maxSize(maxSize).maxAcquireTime(Duration.ofSeconds(10)).build());
     }
 }
