@@ -7,6 +7,7 @@ import dev.durable.JacksonJsonCodec;
 import dev.durable.JobDefinition;
 import dev.durable.JsonCodec;
 import dev.durable.WorkflowDefinition;
+import io.r2dbc.spi.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -90,7 +91,20 @@ public final class DurableTesting {
         if (attempt < 1) {
             throw new IllegalArgumentException("attempt must be at least 1, was " + attempt);
         }
-        return Inline.job(job, args, attempt, codec);
+        return Inline.job(job, args, attempt, codec, null);
+    }
+
+    /**
+     * A {@linkplain JobDefinition#transactional transactional} job's handler run once, inline, on
+     * {@code transaction}: a connection of the test's with a transaction open, where the handler's
+     * statements go (the test commits or rolls back, and reads what the handler wrote). As attempt 1;
+     * the result says what the engine would commit with those statements.
+     */
+    public static <A, R> Performed<R> perform(JobDefinition<A, R> job, @Nullable A args, Connection transaction) {
+        if (transaction == null) {
+            throw new IllegalArgumentException("transaction must not be null");
+        }
+        return Inline.job(job, args, 1, new JacksonJsonCodec(), transaction);
     }
 
     /** Runs one workflow step once with {@code state}, inline (see {@link #step} for signals and children). */

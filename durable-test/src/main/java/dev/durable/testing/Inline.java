@@ -4,6 +4,7 @@ import dev.durable.Definition;
 import dev.durable.InvalidRequestException;
 import dev.durable.JobContext;
 import dev.durable.JobDefinition;
+import dev.durable.JobHandler;
 import dev.durable.JsonCodec;
 import dev.durable.Outcome;
 import dev.durable.PermanentFailureException;
@@ -11,6 +12,7 @@ import dev.durable.StepContext;
 import dev.durable.StepHandler;
 import dev.durable.UnknownTypeException;
 import dev.durable.WorkflowDefinition;
+import io.r2dbc.spi.Connection;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 import org.jspecify.annotations.Nullable;
@@ -23,12 +25,20 @@ final class Inline {
     private Inline() {
     }
 
-    static <A, R> Performed<R> job(JobDefinition<A, R> job, @Nullable A args, int attempt, JsonCodec codec) {
+    /**
+     * A job's handler run once; a transactional one on {@code transaction} (required for it, refused for
+     * any other: the test's own connection, its transaction the test's to commit or roll back).
+     */
+    static <A, R> Performed<R> job(JobDefinition<A, R> job, @Nullable A args, int attempt, JsonCodec codec,
+            @Nullable Connection transaction) {
+        JobHandler.InTransaction<A, R> inTransaction = job.transactionalHandler();
+        requireTransactionFor(inTransaction != null, "job type '" + job.type() + "'", transaction);
         A decoded = args == null ? null : codec.decode(codec.encode(args), job.argsType());
         JobContext context = new JobContext(0, job.type(), job.queue(), attempt, job.maxAttempts());
         R result;
         try {
-            result = block(Mono.defer(() -> job.handler().handle(decoded, context)), job.timeout());
+            result = block(Mono.defer(() -> inTransaction != null ? inTransaction.handle(decoded, context, transaction)
+                    : job.handler().handle(decoded, context)), job.timeout());
         } catch (Throwable error) {
             return afterError(job, attempt, error);
         }
@@ -37,10 +47,14 @@ final class Inline {
     }
 
     static <S> Performed<Object> step(WorkflowDefinition<S> workflow, StepHandler<S> handler, StepContext<S> context,
-            int attempt, JsonCodec codec) {
+            int attempt, JsonCodec codec, @Nullable Connection transaction) {
+        boolean transactional = handler instanceof StepHandler.Transactional<S>;
+        requireTransactionFor(transactional, "step '" + context.step() + "' of workflow " + workflow.type(), transaction);
         Outcome<S> outcome;
         try {
-            outcome = block(Mono.defer(() -> handler.run(context)), workflow.timeout());
+            outcome = block(Mono.defer(() -> transactional
+                    ? ((StepHandler.Transactional<S>) handler).run(context, transaction)
+                    : handler.run(context)), workflow.timeout());
             if (outcome == null) {
                 throw new IllegalStateException("step '" + context.step() + "' completed without an outcome");
             }
@@ -57,6 +71,17 @@ final class Inline {
             case DONE -> new Performed<>(Performed.Kind.DONE, outcome.result(),
                     outcome.result() == null ? null : codec.encode(outcome.result()), outcome, null, null, null);
         };
+    }
+
+    /** A transactional handler runs on the test's connection, and only it does. */
+    private static void requireTransactionFor(boolean transactional, String what, @Nullable Connection transaction) {
+        if (transactional && transaction == null) {
+            throw new IllegalArgumentException(what + " is transactional: perform it with a connection of yours"
+                    + " that has a transaction open (its statements go there; commit or roll back as the test needs)");
+        }
+        if (!transactional && transaction != null) {
+            throw new IllegalArgumentException(what + " is not transactional: it runs without a connection");
+        }
     }
 
     private static Performed<Object> of(Performed.Kind kind, Outcome<?> outcome, @Nullable String error) {

@@ -8,6 +8,7 @@ import dev.durable.Signal;
 import dev.durable.StepContext;
 import dev.durable.StepHandler;
 import dev.durable.WorkflowDefinition;
+import io.r2dbc.spi.Connection;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,6 +35,7 @@ public final class StepRun<S> {
     private boolean awaited;
     private int attempt = 1;
     private JsonCodec codec = new JacksonJsonCodec();
+    private @Nullable Connection transaction;
 
     StepRun(WorkflowDefinition<S> workflow, String step) {
         if (workflow.step(step) == null) {
@@ -79,6 +81,18 @@ public final class StepRun<S> {
         return this;
     }
 
+    /**
+     * For a {@linkplain StepHandler#transactional transactional} step: a connection of the test's with a
+     * transaction open, where the step's statements go (the test commits or rolls back).
+     */
+    public StepRun<S> transaction(Connection transaction) {
+        if (transaction == null) {
+            throw new IllegalArgumentException("transaction must not be null");
+        }
+        this.transaction = transaction;
+        return this;
+    }
+
     /** The codec of your engine, when it is not the default. */
     public StepRun<S> codec(JsonCodec codec) {
         this.codec = codec;
@@ -92,6 +106,6 @@ public final class StepRun<S> {
         S decoded = state == null ? null : codec.decode(codec.encode(state), workflow.stateType());
         StepContext<S> context = new StepContext<>(0, workflow.type(), workflow.queue(), step, attempt,
                 workflow.maxAttempts(), decoded, awaited, signals, signals, children, codec);
-        return Inline.step(workflow, handler, context, attempt, codec);
+        return Inline.step(workflow, handler, context, attempt, codec, transaction);
     }
 }

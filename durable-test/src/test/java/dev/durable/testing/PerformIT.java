@@ -11,12 +11,16 @@ import dev.durable.JobRequest;
 import dev.durable.Outcome;
 import dev.durable.PermanentFailureException;
 import dev.durable.QueueOptions;
+import dev.durable.StepHandler;
 import dev.durable.WorkflowDefinition;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Result;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /** Issue 23: one handler or step run inline, its outcome as a value; the engine agrees on the database. */
@@ -116,5 +120,45 @@ class PerformIT {
         } finally {
             engine.closeLater().block(Duration.ofSeconds(60));
         }
+    }
+
+    @Test
+    void aTransactionalHandlerOrStepRunsOnTheTestsOwnTransaction(TestDatabase db) {
+        JobDefinition<Order, String> reserve = JobDefinition.transactional("reserve", Order.class,
+                (Order order, dev.durable.JobContext context, Connection transaction) -> Flux.from(transaction
+                                .createStatement("INSERT INTO reservations (sku, quantity) VALUES ($1, $2)")
+                                .bind(0, order.sku()).bind(1, order.quantity()).execute())
+                        .flatMap(Result::getRowsUpdated).then(Mono.just("reserved " + order.sku())));
+        WorkflowDefinition<Order> fulfil = WorkflowDefinition.builder("fulfil", Order.class)
+                .step("reserve", StepHandler.<Order>transactional((context, transaction) -> Flux.from(transaction
+                                .createStatement("INSERT INTO reservations (sku, quantity) VALUES ($1, $2)")
+                                .bind(0, context.state().sku()).bind(1, context.state().quantity()).execute())
+                        .flatMap(Result::getRowsUpdated).then(Mono.just(Outcome.next("ship", context.state())))))
+                .step("ship", context -> Mono.just(Outcome.done("shipped")))
+                .build();
+        Connection connection = Mono.from(db.connectionFactory().create()).block();
+        try {
+            Mono.from(connection.beginTransaction()).block();
+            Flux.from(connection.createStatement("CREATE TEMP TABLE reservations (sku text, quantity int)").execute())
+                    .flatMap(Result::getRowsUpdated).blockLast();
+
+            Performed<String> done = DurableTesting.perform(reserve, new Order("tea", 2), connection);
+            assertThat(done.kind()).isEqualTo(Performed.Kind.DONE);
+            assertThat(done.result()).isEqualTo("reserved tea");
+            Performed<Object> next = DurableTesting.step(fulfil, "reserve").state(new Order("cup", 1))
+                    .transaction(connection).perform();
+            assertThat(next.kind()).isEqualTo(Performed.Kind.NEXT);
+            // What the handlers wrote is in the test's transaction, for it to read (and roll back).
+            assertThat(Flux.from(connection.createStatement("SELECT sku || quantity FROM reservations ORDER BY sku")
+                            .execute()).flatMap(result -> result.map(row -> row.get(0, String.class))).collectList().block())
+                    .containsExactly("cup1", "tea2");
+        } finally {
+            Mono.from(connection.rollbackTransaction()).then(Mono.from(connection.close())).block();
+        }
+        assertThatThrownBy(() -> DurableTesting.perform(reserve, new Order("tea", 2)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is transactional: perform it with a"
+                        + " connection of yours");
+        assertThatThrownBy(() -> DurableTesting.perform(PRICE, new Order("tea", 2), connection))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is not transactional");
     }
 }
