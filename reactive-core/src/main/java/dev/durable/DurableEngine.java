@@ -577,28 +577,13 @@ public final class DurableEngine implements AutoCloseable {
         }
 
         public DurableEngine build() {
-            requirePoolForTransactionalRuns();
-            return new DurableEngine(options, definitions, List.copyOf(recurringJobs.values()), callerTransactions);
-        }
-
-        /**
-         * Transactional runs hold a connection each while their handlers run: the engine's own pool
-         * needs room for {@link EngineOptions#transactionalConcurrency()} of them on top of the picks,
-         * commits and maintenance, or a busy queue would wait for a commit that waits for a connection.
-         */
-        private void requirePoolForTransactionalRuns() {
-            boolean transactional = definitions.values().stream().anyMatch(definition ->
-                    definition instanceof JobDefinition<?, ?> job ? job.isTransactional()
-                            : definition instanceof WorkflowDefinition<?> workflow && workflow.steps().stream()
-                                    .anyMatch(step -> workflow.step(step) instanceof StepHandler.Transactional<?>));
-            int needed = options.queues().size() + options.commitParallelism() + 1 + options.transactionalConcurrency();
-            if (transactional && options.url() != null && !options.queues().isEmpty() && options.poolMaxSize() < needed) {
-                throw new IllegalArgumentException("poolMaxSize must be at least the number of queues plus"
-                        + " commitParallelism plus one plus transactionalConcurrency when a transactional type is"
-                        + " registered (" + needed + " for " + options.queues().size() + " queues, commitParallelism "
-                        + options.commitParallelism() + " and transactionalConcurrency "
-                        + options.transactionalConcurrency() + "), was " + options.poolMaxSize());
+            // Transactional runs hold a connection each while their handlers run: the pool must have room.
+            if (definitions.values().stream().anyMatch(definition -> definition instanceof JobDefinition<?, ?> job
+                    ? job.isTransactional()
+                    : definition instanceof WorkflowDefinition<?> workflow && workflow.hasTransactionalStep())) {
+                options.requirePoolFits(true);
             }
+            return new DurableEngine(options, definitions, List.copyOf(recurringJobs.values()), callerTransactions);
         }
     }
 }

@@ -521,6 +521,33 @@ public final class EngineOptions {
         return get(TRANSACTIONAL_CONCURRENCY);
     }
 
+    /**
+     * The engine's own pool (with {@link #url()}) serves each queue's pick, the group commits and
+     * maintenance at once, and, when a transactional type is registered and queues run,
+     * {@link #transactionalConcurrency()} runs that each hold a connection throughout: fewer
+     * connections and a busy queue waits for a commit that waits for a connection. The rule, in one
+     * place for the options' own check and the engine builder's (which knows the types).
+     */
+    void requirePoolFits(boolean transactionalRuns) {
+        if (url() == null) {
+            return;
+        }
+        int needed = queues().size() + commitParallelism() + 1;
+        if (poolMaxSize() < needed) {
+            throw new IllegalArgumentException("poolMaxSize must be at least the number of queues plus"
+                    + " commitParallelism plus one (" + needed + " for " + queues().size() + " queues and"
+                    + " commitParallelism " + commitParallelism() + "), was " + poolMaxSize());
+        }
+        needed += transactionalConcurrency();
+        if (transactionalRuns && !queues().isEmpty() && poolMaxSize() < needed) {
+            throw new IllegalArgumentException("poolMaxSize must be at least the number of queues plus"
+                    + " commitParallelism plus one plus transactionalConcurrency when a transactional type is"
+                    + " registered (" + needed + " for " + queues().size() + " queues, commitParallelism "
+                    + commitParallelism() + " and transactionalConcurrency " + transactionalConcurrency() + "), was "
+                    + poolMaxSize());
+        }
+    }
+
     /** Every option with its value, passwords masked; options with no value (no factory, say) left out. */
     @Override
     public String toString() {
@@ -973,14 +1000,7 @@ public final class EngineOptions {
                             + ": a limit name must name one of them (give the other its own name)");
                 }
             }
-            // The engine's own pool serves each queue's pick, the group commits and maintenance at
-            // once; fewer connections and a busy queue waits for a commit that waits for a connection.
-            int needed = options.queues().size() + options.commitParallelism() + 1;
-            if (options.url() != null && options.poolMaxSize() < needed) {
-                throw new IllegalArgumentException("poolMaxSize must be at least the number of queues plus"
-                        + " commitParallelism plus one (" + needed + " for " + options.queues().size() + " queues and"
-                        + " commitParallelism " + options.commitParallelism() + "), was " + options.poolMaxSize());
-            }
+            options.requirePoolFits(false);
         }
     }
 }

@@ -120,6 +120,11 @@ public final class WorkflowDefinition<S> implements Definition {
         return steps.get(step);
     }
 
+    /** Whether a step of this version runs inside its outcome's transaction ({@link StepHandler#transactional}). */
+    boolean hasTransactionalStep() {
+        return steps.values().stream().anyMatch(StepHandler.Transactional.class::isInstance);
+    }
+
     public java.util.Set<String> steps() {
         return steps.keySet();
     }
