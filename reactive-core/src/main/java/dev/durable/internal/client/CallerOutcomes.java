@@ -105,21 +105,15 @@ public final class CallerOutcomes {
 
     /**
      * The claim's row locked and checked with its step ({@link OutcomeSql#lockClaim}), then the settle
-     * under the commit's guard.
+     * under the commit's guard, which the locked row passes as it was checked. A requested cancel would
+     * turn the settle into a cancel, not what the caller's writes went with: refused before it.
      */
     private Mono<Void> commit(Connection connection, Claim claim, OutcomeRow outcome) {
         return outcomes.lockClaim(connection, claim.id(), claim.worker(), claim.attempt(), claim.step())
-                .flatMap(current -> current ? settle(connection, outcome)
-                        : Mono.error(new StaleOutcomeException(outcome.id(), outcome.worker())));
-    }
-
-    private Mono<Void> settle(Connection connection, OutcomeRow outcome) {
-        return outcomes.settle(connection, List.of(outcome)).next()
                 .switchIfEmpty(Mono.error(() -> new StaleOutcomeException(outcome.id(), outcome.worker())))
-                // A requested cancel turns the settle into a cancel: not what the caller's writes went with.
-                .flatMap(transition -> transition.status() == InstanceStatus.CANCELLED
-                        && outcome.status() != InstanceStatus.CANCELLED
-                        ? Mono.error(StaleOutcomeException.cancelRequested(outcome.id())) : Mono.empty());
+                .flatMap(cancelRequested -> cancelRequested && outcome.status() != InstanceStatus.CANCELLED
+                        ? Mono.error(StaleOutcomeException.cancelRequested(outcome.id()))
+                        : outcomes.settle(connection, List.of(outcome)).then());
     }
 
     /** The claim as the commit's guard reads it: the row's id, worker and attempt, nothing else. */

@@ -191,10 +191,12 @@ public final class OutcomeSql {
             + " SET LOCAL statement_timeout = %d";
 
     /**
-     * A caller's completion first locks the claimed row, checking the claim with its step: the
+     * A caller's completion first locks the claimed row, checking the claim with its step (the
      * commit's guard knows a claim by worker and attempt, which an inline step that followed on the
-     * same claim shares (a claim used after its run went on would settle the next step). Index:
-     * primary key. Locks: the row, to the end of the caller's transaction (the settle follows).
+     * same claim shares: a claim used after its run went on would settle the next step), and reads
+     * whether its cancel was requested (the settle would then end it cancelled). Held locked, the row
+     * cannot change before the settle that follows. Index: primary key. Locks: the row, to the end of
+     * the caller's transaction.
      */
     private final String lockClaim;
 
@@ -279,7 +281,7 @@ public final class OutcomeSql {
                 Settled.settlesWhere(SETTLE_FINAL)).replace("{trace_set}", traceSet), "o", "i.id", 1));
         this.lockForCommit = tables.render("SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE");
         this.lockClaim = tables.render("""
-                SELECT 1 FROM {instances}
+                SELECT cancel_requested FROM {instances}
                  WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND step = $4 AND status = 'executing'
                    FOR UPDATE""");
         this.consumeSignals = tables.render("""
@@ -341,12 +343,15 @@ public final class OutcomeSql {
         return Db.executeScript(connection, BEFORE_OUTCOME.formatted(millis(statements)));
     }
 
-    /** Locks row {@code id} when it is still claimed by {@code worker} at {@code attempt} and {@code step}. */
+    /**
+     * Locks row {@code id} when it is still claimed by {@code worker} at {@code attempt} and
+     * {@code step}; emits whether its cancel was requested, or nothing when the claim is not current.
+     */
     public Mono<Boolean> lockClaim(Connection connection, long id, String worker, int attempt, String step) {
         return Flux.from(connection.createStatement(lockClaim).bind(0, id).bind(1, worker).bind(2, attempt)
                         .bind(3, step).execute())
-                .concatMap(result -> result.map(row -> 1))
-                .hasElements()
+                .concatMap(result -> result.map(row -> Boolean.TRUE.equals(row.get(0, Boolean.class))))
+                .next()
                 .onErrorMap(Errors::translate);
     }
 
