@@ -327,19 +327,20 @@ final class ChaosRun implements AutoCloseable {
                     + " ON b.instance_id = a.instance_id WHERE a.seen_version = 1 AND b.seen_version = 2"
                     + " AND a.type = '" + ChaosWorkload.FLOW + "'"));
         }
-        // Transactional jobs: done and failed ones, and their executions whose effect rolled back.
+        // Transactional jobs: done and failed ones, their executions whose effect rolled back, and of those
+        // the ones whose handler succeeded (rolled back at the commit, a lost claim or a cancel, or with a
+        // connection or engine that died before it).
+        String[] settled = strings("SELECT count(*) FILTER (WHERE status = 'done') || ',' || count(*) FILTER"
+                + " (WHERE status = 'failed') FROM S.durable_instances_all WHERE type IN " + ChaosWorkload.TX_TYPES)
+                .get(0).split(",");
+        String[] rolledBack = strings("SELECT count(*) || ',' || count(*) FILTER (WHERE x.outcome = 'ok')"
+                + " FROM S.chaos_exec x WHERE x.type IN " + ChaosWorkload.TX_TYPES
+                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.token = x.token)").get(0).split(",");
         Map<String, Long> transactional = new LinkedHashMap<>();
-        transactional.put("done", count("SELECT count(*) FROM S.durable_instances_all WHERE type IN "
-                + ChaosWorkload.TX_TYPES + " AND status = 'done'"));
-        transactional.put("failed", count("SELECT count(*) FROM S.durable_instances_all WHERE type IN "
-                + ChaosWorkload.TX_TYPES + " AND status = 'failed'"));
-        transactional.put("rolled_back", count("SELECT count(*) FROM S.chaos_exec x WHERE x.type IN " + ChaosWorkload.TX_TYPES
-                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.token = x.token)"));
-        // Of those, the ones whose handler succeeded: rolled back at the commit (a lost claim, a cancel) or
-        // with a connection or engine that died before it.
-        transactional.put("ok_rolled_back", count("SELECT count(*) FROM S.chaos_exec x WHERE x.type IN "
-                + ChaosWorkload.TX_TYPES + " AND x.outcome = 'ok'"
-                + " AND NOT EXISTS (SELECT 1 FROM S.chaos_effects e WHERE e.token = x.token)"));
+        transactional.put("done", Long.parseLong(settled[0]));
+        transactional.put("failed", Long.parseLong(settled[1]));
+        transactional.put("rolled_back", Long.parseLong(rolledBack[0]));
+        transactional.put("ok_rolled_back", Long.parseLong(rolledBack[1]));
         if (invariants.get("stale_start") > 0) {
             notes.add("stale starts: " + strings(ChaosSchema.staleStartExamples(schema, GRACE.toMillis()))
                     + "; fault windows: " + strings("SELECT kind || ' ' || COALESCE(label, 'all') || ' '"
@@ -513,10 +514,10 @@ final class ChaosRun implements AutoCloseable {
             requests.add(ChaosWorkload.deepJob());
         }
         if (n % 30 == 0) {
-            requests.add(ChaosWorkload.soloJob());
+            requests.add(ChaosWorkload.soloJob(ChaosWorkload.SOLO));
         }
         if (n % 60 == 15) {
-            requests.add(ChaosWorkload.soloTxJob());
+            requests.add(ChaosWorkload.soloJob(ChaosWorkload.SOLO_TX));
         }
         requests.addAll(ChaosWorkload.bursts(n));
         if (config.skew() && n % 2 == 0) {

@@ -328,12 +328,9 @@ final class ChaosWorkload {
         return JobRequest.of(DEEP, new JobArgs(800 + ThreadLocalRandom.current().nextInt(1200), "ok"));
     }
 
-    static JobRequest soloJob() {
-        return JobRequest.of(SOLO, new JobArgs(3000 + ThreadLocalRandom.current().nextInt(3000), "ok"));
-    }
-
-    static JobRequest soloTxJob() {
-        return JobRequest.of(SOLO_TX, new JobArgs(3000 + ThreadLocalRandom.current().nextInt(3000), "ok"));
+    /** A slow job (3 to 6 s) for the worker JVM's queue: {@value #SOLO} or {@value #SOLO_TX}. */
+    static JobRequest soloJob(String type) {
+        return JobRequest.of(type, new JobArgs(3000 + ThreadLocalRandom.current().nextInt(3000), "ok"));
     }
 
     static JobRequest poisonJob() {

@@ -150,16 +150,16 @@ final class DurableContender implements Contender {
         EngineOptions options = builder.build();
         JobDefinition<Long, Void> noop = variant == Variant.TRANSACTIONAL
                 ? JobDefinition.transactional("noop", Long.class, (Long seq, dev.durable.JobContext context,
-                        io.r2dbc.spi.Connection transaction) -> {
-                    Probe.started(seq);
-                    return Mono.<Void>empty();
-                })
-                : JobDefinition.of("noop", Long.class, (Long seq) -> {
-                    Probe.started(seq);
-                    return Mono.<Void>empty();
-                });
+                        io.r2dbc.spi.Connection transaction) -> started(seq))
+                : JobDefinition.of("noop", Long.class, DurableContender::started);
         engine = DurableEngine.builder(options).register(noop.queue(QUEUE)).build();
         engine.start().block(Duration.ofMinutes(1));
+    }
+
+    /** The no-op's work: the probe hears that the job started. */
+    private static Mono<Void> started(Long seq) {
+        Probe.started(seq);
+        return Mono.empty();
     }
 
     @Override

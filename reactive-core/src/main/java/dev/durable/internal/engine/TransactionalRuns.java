@@ -106,38 +106,42 @@ final class TransactionalRuns {
         // the call timeout; the transaction as a whole by both.
         Duration bound = timeout.plus(callTimeout);
         return slots.run(() -> db.withTimeout(bound).withConnection(connection -> Db.inTransaction(connection,
-                outcomeSql.beginBounded(connection, bound, timeout), open -> {
+                outcomeSql.beginBounded(connection, bound, timeout), begun -> {
                     RunTransaction transaction = new RunTransaction(connection, run);
                     // BEGIN answers on a database event loop, where user code must never run.
                     return Mono.just(transaction).publishOn(handlers)
                             .flatMap(t -> Mono.defer(() -> handler.apply(t))
-                                    .doOnSuccess(outcome -> transaction.end())
-                                    .doOnError(error -> transaction.end())
+                                    .doOnTerminate(transaction::end)
                                     .doOnCancel(transaction::end)
                                     .onErrorMap(error -> new RolledBack(new HandlerFailed(error))))
-                            .map(outcome -> outcome.status() == InstanceStatus.EXECUTING ? outcome.throughQueue()
-                                    : outcome)
-                            .flatMap(outcome -> outcomeSql.beforeOutcome(connection, callTimeout)
-                                    .then(outcomes.commitIn(connection, outcome))
-                                    .onErrorMap(Errors::isRefusedOutcome, refused -> new RolledBack(
-                                            new Refused(outcome, refused)))
-                                    // The handler went on past a statement that failed: its writes are
-                                    // not what it meant, and the transaction takes no more statements.
-                                    .onErrorMap(Errors::isAbortedTransaction, aborted -> new RolledBack(
-                                            new HandlerFailed(new StepTransactionException("a statement of the"
-                                                    + " handler failed and the handler carried on: the transaction"
-                                                    + " was aborted with it (undo a statement that may fail"
-                                                    + " with a savepoint, or let its error end the run)"))))
-                                    .flatMap(committed -> {
-                                        if (committed.transitions().isEmpty()) {
-                                            return Mono.error(new RolledBack(new Stale(outcome)));
-                                        }
-                                        boolean cancelledInstead = committed.transitions().get(0).status()
-                                                == InstanceStatus.CANCELLED && outcome.status() != InstanceStatus.CANCELLED;
-                                        return cancelledInstead ? Mono.error(new RolledBack(new Cancelled(outcome)))
-                                                : Mono.<Ended>just(new Committed(outcome, committed));
-                                    }));
+                            .flatMap(outcome -> commitWithTheWrites(connection,
+                                    outcome.status() == InstanceStatus.EXECUTING ? outcome.throughQueue() : outcome));
                 })).single())
                 .onErrorResume(RolledBack.class, rolledBack -> Mono.just(rolledBack.ended));
+    }
+
+    /**
+     * The outcome's statements in the run's transaction, after the handler's writes; any ending but
+     * {@link Committed} is a {@link RolledBack} that rolls both back.
+     */
+    private Mono<Ended> commitWithTheWrites(Connection connection, OutcomeRow outcome) {
+        return outcomeSql.beforeOutcome(connection, callTimeout)
+                .then(outcomes.commitIn(connection, outcome))
+                .onErrorMap(Errors::isRefusedOutcome, refused -> new RolledBack(new Refused(outcome, refused)))
+                // The handler went on past a statement that failed: its writes are not what it meant, and
+                // the transaction takes no more statements.
+                .onErrorMap(Errors::isAbortedTransaction, aborted -> new RolledBack(new HandlerFailed(
+                        new StepTransactionException("a statement of the handler failed and the handler carried"
+                                + " on: the transaction was aborted with it (undo a statement that may fail with a"
+                                + " savepoint, or let its error end the run)"))))
+                .flatMap(committed -> {
+                    if (committed.transitions().isEmpty()) {
+                        return Mono.error(new RolledBack(new Stale(outcome)));
+                    }
+                    boolean cancelledInstead = committed.transitions().get(0).status() == InstanceStatus.CANCELLED
+                            && outcome.status() != InstanceStatus.CANCELLED;
+                    return cancelledInstead ? Mono.error(new RolledBack(new Cancelled(outcome)))
+                            : Mono.just(new Committed(outcome, committed));
+                });
     }
 }
