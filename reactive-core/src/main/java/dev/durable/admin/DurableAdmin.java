@@ -57,6 +57,34 @@ public interface DurableAdmin {
     }
 
     /**
+     * What the fleet's runs did over the last {@code window} (to the minute, the current one
+     * included), per queue, summed into stretches of {@code bucket}, oldest first; {@code queue} one
+     * queue, or null for all. Only stretches with something in them are returned. Read from the
+     * counts every engine adds every few seconds (table durable_queue_minutes, kept as long as the
+     * {@linkplain dev.durable.EngineOptions#retention() retention}), so every engine and dashboard
+     * replica answers the same, also after a restart. One statement over a few thousand rows.
+     * {@link dev.durable.InvalidRequestException} unless the window and the bucket are whole minutes,
+     * the bucket at most the window, the window at most 31 days.
+     */
+    Mono<List<QueueActivity>> activity(Duration window, Duration bucket, @Nullable String queue);
+
+    /**
+     * The rows due now per queue, with the age of the oldest (queues with none are left out): what
+     * waits for a free worker, fleet-wide. One statement that reads the pick index whole (a backlog of
+     * a million rows takes it about a tenth of a second: benchmarks/README.md). Also published as the
+     * {@code durable.queue.depth} and {@code durable.queue.age} gauges.
+     */
+    Mono<List<QueueDepth>> depths();
+
+    /**
+     * A random secret of 32 bytes stored under {@code name} in the database, made by the first caller
+     * and read alike by every engine on the database after: for signing what several replicas must all
+     * check (the dashboard signs its CSRF tokens with one). Anyone who may read Durable's tables may read
+     * it. {@link dev.durable.InvalidRequestException} for a blank name or one longer than 200 characters.
+     */
+    Mono<byte[]> sharedSecret(String name);
+
+    /**
      * The instance with its children, inbox or consumed signals, last error and attempt history; empty
      * when no instance has that id.
      */

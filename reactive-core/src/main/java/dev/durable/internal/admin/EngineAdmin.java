@@ -20,12 +20,15 @@ import dev.durable.admin.InstanceStateException;
 import dev.durable.admin.LimitUsage;
 import dev.durable.admin.Page;
 import dev.durable.admin.PageRequest;
+import dev.durable.admin.QueueActivity;
+import dev.durable.admin.QueueDepth;
 import dev.durable.admin.QueuePause;
 import dev.durable.admin.SearchIndex;
 import dev.durable.admin.StatusCount;
 import dev.durable.internal.Replays;
 import dev.durable.internal.sql.AdminStatements;
 import dev.durable.internal.sql.StatusCountSql.Count;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -43,6 +46,10 @@ import reactor.core.publisher.Mono;
  * migrations in {@link WorkflowMigrations}, the limits' view in {@link LimitUsages}.
  */
 public final class EngineAdmin implements DurableAdmin {
+
+    /** The longest window {@link #activity} reads: a month of minutes. */
+    private static final Duration LONGEST_WINDOW = Duration.ofDays(31);
+    private static final SecureRandom RANDOM = new SecureRandom();
 
     private final EngineCalls engine;
     private final AdminStatements sql;
@@ -112,6 +119,41 @@ public final class EngineAdmin implements DurableAdmin {
             all.forEach((key, value) -> out.add(new StatusCount(key.queue(), key.status(), value[0], value[1] == 1)));
             return out;
         }));
+    }
+
+    @Override
+    public Mono<List<QueueActivity>> activity(Duration window, Duration bucket, @Nullable String queue) {
+        return Mono.defer(() -> {
+            if (window == null || bucket == null || !wholeMinutes(window) || !wholeMinutes(bucket)
+                    || bucket.compareTo(window) > 0 || window.compareTo(LONGEST_WINDOW) > 0) {
+                return Mono.error(new InvalidRequestException("activity: the window and the bucket must be whole"
+                        + " minutes, the bucket at most the window, the window at most " + LONGEST_WINDOW.toDays()
+                        + " days; were " + window + " and " + bucket));
+            }
+            return whenOpen.thenMany(sql.activity().read(window, bucket, queue)).collectList();
+        });
+    }
+
+    private static boolean wholeMinutes(Duration duration) {
+        return !duration.isNegative() && !duration.isZero() && duration.toSeconds() % 60 == 0 && duration.toNanosPart() == 0;
+    }
+
+    @Override
+    public Mono<List<QueueDepth>> depths() {
+        return whenOpen.thenMany(sql.activity().depths()).collectList();
+    }
+
+    @Override
+    public Mono<byte[]> sharedSecret(String name) {
+        return Mono.defer(() -> {
+            if (name == null || name.isBlank() || name.length() > 200) {
+                return Mono.error(new InvalidRequestException("sharedSecret: a name of 1 to 200 characters, not blank;"
+                        + " was " + (name == null ? "null" : "'" + name + "'")));
+            }
+            byte[] candidate = new byte[32];
+            RANDOM.nextBytes(candidate);
+            return whenOpen.then(sql.secrets().secret(name, candidate));
+        });
     }
 
     private record Key(String queue, InstanceStatus status) implements Comparable<Key> {

@@ -8,6 +8,7 @@ import dev.durable.QueueStats;
 import dev.durable.RecurringJob;
 import dev.durable.internal.Cleanup;
 import dev.durable.internal.RequestMapper;
+import dev.durable.internal.sql.QueueActivitySql;
 import dev.durable.internal.sql.RegistrySql;
 import dev.durable.internal.sql.Statements;
 import dev.durable.internal.sql.Tables;
@@ -58,6 +59,8 @@ public final class EngineRuntime {
     private final boolean runMaintenance;
     private final EngineOptions options;
     private final Transitions transitions;
+    private final OutcomeTally tally;
+    private final QueueActivitySql activity;
     private final java.util.concurrent.atomic.AtomicReference<Mono<Void>> closing =
             new java.util.concurrent.atomic.AtomicReference<>();
 
@@ -70,6 +73,8 @@ public final class EngineRuntime {
         this.transport = transport;
         this.runMaintenance = options.runMaintenance();
         this.transitions = wiring.transitions();
+        this.tally = telemetry.tally();
+        this.activity = sql.activity();
         transitions.pokeThrough(transport);
         HandlerLane lane = new HandlerLane(options.handlerScheduler());
         OutcomeCommit outcomeCommit = new OutcomeCommit(sql.db(), sql.outcomes(), sql.inserts());
@@ -123,7 +128,8 @@ public final class EngineRuntime {
                 List.copyOf(options.queues().keySet()), types,
                 types.stream().map(type -> wiring.definitions().get(type).version()).toList(),
                 types.stream().map(type -> wiring.definitions().get(type).lowestVersion()).toList(),
-                options.leaseTtl().toMillis()), Schedulers.parallel(), options.meterRegistry());
+                options.leaseTtl().toMillis()), sql.activity(), List.copyOf(options.queues().keySet()),
+                Schedulers.parallel(), options.meterRegistry());
         this.claims = new ClaimOnInsert(schedulers, wiring.definitions().keySet(), registry::paused);
     }
 
@@ -155,6 +161,7 @@ public final class EngineRuntime {
                 .concatMap(i -> leases.get(i).reclaim().then(Mono.fromRunnable(schedulers.get(i)::start)))
                 .then(Mono.fromRunnable(() -> {
                     registry.start(options.heartbeatInterval());
+                    tally.start(activity, options.heartbeatInterval(), Schedulers.parallel());
                     if (runMaintenance) {
                         maintenance.start();
                     }
@@ -192,8 +199,9 @@ public final class EngineRuntime {
 
     /**
      * Stops maintenance and the recurring jobs, drains every scheduler (each gives its buffered rows
-     * back and waits up to its drain timeout for running ones), then closes the transport and the
-     * limiter, after the schedulers so their last credits and pokes go out. Errors are gathered.
+     * back and waits up to its drain timeout for running ones), then flushes the outcome counts and
+     * closes the transport and the limiter, after the schedulers so their last counts, credits and
+     * pokes go out. Errors are gathered.
      * Idempotent.
      */
     public Mono<Void> close() {
@@ -201,7 +209,8 @@ public final class EngineRuntime {
             maintenance.stop();
             recurring.stop();
             return Cleanup.inOrder(Mono.whenDelayError(schedulers.stream().map(QueueScheduler::close).toList()),
-                    Mono.whenDelayError(registry.close(), transport.close(), limiter.close())
+                    Mono.whenDelayError(registry.close(), tally.stop(activity, QueueScheduler.CLOSE_STEP), transport.close(),
+                                    limiter.close())
                             .timeout(QueueScheduler.CLOSE_STEP, Mono.fromRunnable(() -> log.warn(
                                     "poke transport or limiter not closed within {}", QueueScheduler.CLOSE_STEP))))
                     .doFinally(signal -> transitions.stopPokingThrough(transport));

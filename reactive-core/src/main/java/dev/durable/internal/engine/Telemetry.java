@@ -36,6 +36,8 @@ public final class Telemetry {
 
     private final EventOrder events;
     private final EngineMeters meters;
+    /** Committed outcomes per queue, on their way to the fleet's minutes (durable_queue_minutes). */
+    private final OutcomeTally tally = new OutcomeTally();
     private final ObservationRegistry observations;
     private final @Nullable RunObservationConvention convention;
     /** Reads each run's span context (for its children and the next run's link); NONE: never. */
@@ -60,6 +62,11 @@ public final class Telemetry {
     /** The event stream; each subscriber gets a bounded buffer of its own. */
     public Flux<JobEvent> events() {
         return events.events();
+    }
+
+    /** The committed outcomes counted for the fleet's minutes. */
+    OutcomeTally tally() {
+        return tally;
     }
 
     public long eventsDropped() {
@@ -125,6 +132,9 @@ public final class Telemetry {
     public void recovered(Transition transition, boolean expiredAwait) {
         if (!expiredAwait) {
             meters.reaped(transition.queue());
+            tally.count(transition.queue(), transition.status() == InstanceStatus.FAILED ? OutcomeTally.Outcome.FAILED
+                    : transition.status() == InstanceStatus.CANCELLED ? OutcomeTally.Outcome.CANCELLED
+                    : OutcomeTally.Outcome.REAPED);
         }
         if (listening()) {
             Kind kind = expiredAwait ? Kind.WOKEN : transition.status() == InstanceStatus.FAILED ? Kind.FAILED
@@ -140,6 +150,7 @@ public final class Telemetry {
     }
 
     public void cancelled(long id, String type, String queue) {
+        tally.count(queue, OutcomeTally.Outcome.CANCELLED);
         if (listening()) {
             emit(Kind.CANCELLED, id, type, queue, null, 0, null, null);
         }
@@ -235,6 +246,13 @@ public final class Telemetry {
             }
             observation.stop();
             meters.ran(row.queue(), row.type(), kind, nanos);
+            switch (kind) {
+                case COMPLETED -> tally.count(row.queue(), OutcomeTally.Outcome.COMPLETED);
+                case FAILED -> tally.count(row.queue(), OutcomeTally.Outcome.FAILED);
+                case RETRIED -> tally.count(row.queue(), OutcomeTally.Outcome.RETRIED);
+                case CANCELLED -> tally.count(row.queue(), OutcomeTally.Outcome.CANCELLED);
+                default -> { } // steps, parks and stale outcomes are not outcomes of the instance
+            }
             // Nothing is built for the event while nobody listens and the run was not tracked.
             if (!tracked && !listening()) {
                 return;

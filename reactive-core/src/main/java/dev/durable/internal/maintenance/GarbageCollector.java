@@ -17,7 +17,8 @@ import reactor.util.Loggers;
  *
  * <p>Each batch also sweeps the next stretch of the signals, in id order and round again from the
  * start, for signals whose instance is gone: none should be, so finding one is logged as a warning
- * (a delete with triggers off, or what version 1 of the schema let a settle leave).
+ * (a delete with triggers off, or what version 1 of the schema let a settle leave). And it deletes
+ * the fleet's minutes of activity (durable_queue_minutes) past the same retention, uncounted.
  *
  * <p><b>Safe on all nodes</b>: each batch locks the rows it deletes with {@code FOR UPDATE SKIP
  * LOCKED}, so concurrent collectors split the backlog between them instead of deleting a row twice
@@ -43,7 +44,16 @@ public final class GarbageCollector extends MaintenanceService {
     @Override
     protected Mono<Long> batch(int limit, Duration timeout) {
         return sql.collectGarbage(retentionMillis, limit, timeout)
-                .flatMap(deleted -> sweepOrphanSignals(limit, timeout).thenReturn(deleted));
+                .flatMap(deleted -> sweepOrphanSignals(limit, timeout).then(collectMinutes(limit, timeout))
+                        .thenReturn(deleted));
+    }
+
+    private Mono<Void> collectMinutes(int limit, Duration timeout) {
+        return sql.collectMinutes(retentionMillis, limit, timeout).then()
+                .onErrorResume(error -> {
+                    log.warn("gc: old minutes of activity not deleted: {}", error.toString());
+                    return Mono.empty();
+                });
     }
 
     private Mono<Void> sweepOrphanSignals(int limit, Duration timeout) {

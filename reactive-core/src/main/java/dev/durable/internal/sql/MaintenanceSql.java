@@ -57,6 +57,13 @@ public final class MaintenanceSql {
     private final String sweepOrphanSignals;
 
     /**
+     * Deletes up to $2 minutes of the fleet's activity (durable_queue_minutes) older than $1 ms,
+     * oldest first. Index: the minutes' primary key (minute first). Locks: the deleted rows, skipping
+     * those a flush holds (its minute is the current one, never this old).
+     */
+    private final String collectMinutes;
+
+    /**
      * Deletes up to $5 buckets of the rate limits this engine knows ($1-$3: name, tokens a second,
      * burst) that were already full again $4 ms ago. A missing bucket is created full by the next
      * pick that needs it, so deleting a full one changes no admission: the pick would have found
@@ -135,6 +142,14 @@ public final class MaintenanceSql {
                     RETURNING s.id
                 )
                 SELECT (SELECT max(id) FROM seen) AS last_seen, (SELECT count(*) FROM orphaned) AS deleted""");
+        this.collectMinutes = tables.render("""
+                DELETE FROM {queue_minutes} m
+                 USING (SELECT minute, queue FROM {queue_minutes}
+                         WHERE minute < now() - $1 * interval '1 millisecond'
+                         ORDER BY minute
+                         LIMIT $2
+                           FOR UPDATE SKIP LOCKED) o
+                 WHERE m.minute = o.minute AND m.queue = o.queue""");
         this.sweepBuckets = tables.render("""
                 WITH idle AS (
                     SELECT b.name, b.partition_key
@@ -183,6 +198,15 @@ public final class MaintenanceSql {
                         .thenMany(Flux.from(connection.createStatement(collectGarbage)
                                 .bind(0, retentionMillis).bind(1, limit).execute()))
                         .concatMap(result -> result.map(row -> row.get(0, Long.class))))
+                .reduce(0L, Long::sum);
+    }
+
+    /** Deletes up to {@code limit} minutes of activity older than the retention; emits how many. */
+    public Mono<Long> collectMinutes(long retentionMillis, int limit, Duration timeout) {
+        return db.inTransaction(connection -> boundStatements(connection, timeout)
+                        .thenMany(Flux.from(connection.createStatement(collectMinutes)
+                                .bind(0, retentionMillis).bind(1, limit).execute()))
+                        .concatMap(result -> result.getRowsUpdated()))
                 .reduce(0L, Long::sum);
     }
 

@@ -43,7 +43,8 @@ public final class Migrator {
     /** Every migration, in order. A new version adds a line here and its V and U files. */
     static final List<Migration> MIGRATIONS = List.of(new Migration(1, "baseline", SHIPPED),
             new Migration(2, "signals_leave_with_their_instance", SHIPPED),
-            new Migration(3, "key_election_survives_a_deleted_choice", SHIPPED));
+            new Migration(3, "key_election_survives_a_deleted_choice", SHIPPED),
+            new Migration(4, "queue_minutes_and_shared_secrets", SHIPPED));
 
     /** Advisory lock class for Durable's migrations; the object id is the schema's hash. */
     private static final int LOCK_CLASS = 0x0D0AB1E;

@@ -9,7 +9,7 @@ import java.util.Map;
 /** Every group of statements of one engine, rendered once for its schema and limits. */
 public record Statements(Db db, InstanceSql instances, InsertSql inserts, PolicyInsertSql policyInserts,
         PickSql picks, OutcomeSql outcomes, LeaseSql leases, SignalSql signals, MaintenanceSql maintenance,
-        RegistrySql registry) {
+        RegistrySql registry, QueueActivitySql activity) {
 
     /** The statements of an engine that knows these limits, and these types at these versions. */
     public static Statements create(Db db, String schema, Collection<Limits.Gate> gates,
@@ -30,6 +30,6 @@ public record Statements(Db db, InstanceSql instances, InsertSql inserts, Policy
                 new PolicyInsertSql(db, tables),
                 new PickSql(db, tables, gates, rateLimits, windows, knownTypes, lowestVersions),
                 new OutcomeSql(tables, traced), new LeaseSql(db, tables), new SignalSql(db, tables, maxInboxSignals),
-                new MaintenanceSql(db, tables), new RegistrySql(db, tables));
+                new MaintenanceSql(db, tables), new RegistrySql(db, tables), new QueueActivitySql(db, tables));
     }
 }

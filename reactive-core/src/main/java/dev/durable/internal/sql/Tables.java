@@ -3,8 +3,8 @@ package dev.durable.internal.sql;
 /**
  * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
  * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}}, {@code {history}} and
- * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}}, {@code {permits}}, {@code {windows}} and
- * {@code {fair_keys}} placeholders and rendered once per engine, so no
+ * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}}, {@code {permits}}, {@code {windows}},
+ * {@code {fair_keys}}, {@code {queue_minutes}} and {@code {shared_secrets}} placeholders and rendered once per engine, so no
  * statement is assembled on a hot path; rendering also compacts the text ({@link SqlText}).
  */
 public final class Tables {
@@ -35,6 +35,8 @@ public final class Tables {
                 .replace("{forks}", table("durable_forks"))
                 .replace("{permits}", table("durable_limit_permits"))
                 .replace("{windows}", table("durable_window_counters"))
-                .replace("{fair_keys}", table("durable_fair_keys")));
+                .replace("{fair_keys}", table("durable_fair_keys"))
+                .replace("{queue_minutes}", table("durable_queue_minutes"))
+                .replace("{shared_secrets}", table("durable_shared_secrets")));
     }
 }

@@ -1,2 +1,2 @@
--- Undo of the test-only V4.
+-- Undo of the test-only V5.
 ALTER TABLE durable_engines DROP COLUMN probe;
