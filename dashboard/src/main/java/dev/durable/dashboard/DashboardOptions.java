@@ -4,11 +4,11 @@ import dev.durable.options.Checks;
 import dev.durable.options.Option;
 import dev.durable.options.OptionList;
 import dev.durable.options.OptionValues;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import reactor.core.publisher.Mono;
 
@@ -21,8 +21,9 @@ import reactor.core.publisher.Mono;
  *   <li>{@code authorizer}: the application's hook, asked before each page and action (default: permit all,
  *       so mount it behind the application's own access control or give one);</li>
  *   <li>{@code title}: the name in the header and the page titles;</li>
- *   <li>{@code csrfSecret}: the key CSRF tokens are signed with (random per process by default; give the same
- *       one to every node behind a load balancer so a form rendered by one node posts to another);</li>
+ *   <li>{@code csrfSecret}: the key CSRF tokens are signed with. By default a random secret the engines keep
+ *       in the database ({@code DurableAdmin.sharedSecret}), so every replica behind a load balancer accepts a
+ *       form another one rendered; give one to keep it out of the database;</li>
  *   <li>{@code formFields}: hidden fields every form of a page carries besides the dashboard's own token, for
  *       the application's own filters (the Spring Boot starter adds Spring Security's CSRF token this way);</li>
  *   <li>{@code countsInterval}: how often the shared count refresh of the live feed reads the counts while at
@@ -50,7 +51,7 @@ public final class DashboardOptions {
             DashboardOptions::checkTitle, "The name in the header and the page titles.");
     private static final Option<byte[]> CSRF_SECRET = OPTIONS.add(Option.of("csrfSecret", byte[].class, null,
             DashboardOptions::checkCsrfSecret, "The key CSRF tokens are signed with: at least 16 bytes, the same on"
-                    + " every node (random per process by default).")
+                    + " every node (by default a random secret shared through the database).")
             .printedAs(secret -> null));
     private static final Option<Duration> COUNTS_INTERVAL = OPTIONS.add("countsInterval", Duration.class,
             DEFAULT_COUNTS_INTERVAL, DashboardOptions::checkCountsInterval, "How often the shared count refresh of"
@@ -64,7 +65,7 @@ public final class DashboardOptions {
     private final OptionValues values;
 
     private DashboardOptions(OptionValues values) {
-        this.values = values.isSet(CSRF_SECRET) ? values : values.with(CSRF_SECRET, randomSecret());
+        this.values = values;
     }
 
     public static Builder builder() {
@@ -97,8 +98,10 @@ public final class DashboardOptions {
         return values.get(TITLE);
     }
 
-    public byte[] csrfSecret() {
-        return values.get(CSRF_SECRET).clone();
+    /** The secret given, or null: the dashboard then signs with the one the engines share through the database. */
+    public byte @Nullable [] csrfSecret() {
+        byte[] secret = values.get(CSRF_SECRET);
+        return secret == null ? null : secret.clone();
     }
 
     public Duration countsInterval() {
@@ -123,12 +126,6 @@ public final class DashboardOptions {
     @Override
     public String toString() {
         return OPTIONS.print(values);
-    }
-
-    private static byte[] randomSecret() {
-        byte[] secret = new byte[32];
-        new SecureRandom().nextBytes(secret);
-        return secret;
     }
 
     /** "/" is the root: the routes then live at "" plus their own paths. */
@@ -200,7 +197,10 @@ public final class DashboardOptions {
             return set(TITLE, title);
         }
 
-        /** At least 16 bytes; the same on every node that serves the dashboard. */
+        /**
+         * At least 16 bytes; the same on every node that serves the dashboard. Without one, the dashboard uses
+         * a random secret the engines keep in the database, which every replica reads alike.
+         */
         public Builder csrfSecret(byte[] secret) {
             return set(CSRF_SECRET, secret);
         }

@@ -426,6 +426,124 @@ class DashboardIT {
         }
     }
 
+    /**
+     * Two replicas, each a dashboard over its own engine on the same database, with no secret configured:
+     * a form one rendered posts to the other (both sign with the secret the engines share through the
+     * database); a dashboard given a secret of its own refuses that token.
+     */
+    @Test
+    void replicasWithoutASecretOfTheirOwnAcceptEachOthersForms(TestDatabase db) {
+        long id = failed("replica");
+        DurableEngine other = DurableEngine.builder(db.engineOptions().name("replica-b").build()).build();
+        other.start().block(WAIT);
+        try {
+            WebTestClient a = client(DashboardOptions.defaults());
+            DurableDashboard b = DurableDashboard.create(other, DashboardOptions.defaults());
+            dashboards.add(b);
+            WebTestClient replica = WebTestClient.bindToRouterFunction(b.routes()).configureClient()
+                    .responseTimeout(WAIT).build();
+            String token = token(a, "/durable/instances/" + id);
+            BROKEN.remove("replica");
+
+            WebTestClient own = client(DashboardOptions.builder().csrfSecret(new byte[32]).build());
+            post(own, "/durable/instances/" + id + "/retry", token, form("_durable_csrf", token)).expectStatus()
+                    .isForbidden();
+            post(replica, "/durable/instances/" + id + "/retry", token, form("_durable_csrf", token)).expectStatus()
+                    .isSeeOther().expectHeader().location("/durable/instances/" + id + "?done=retried");
+            assertThat(engine.awaitSettled(id, WAIT).block(WAIT).status()).isEqualTo(InstanceStatus.DONE);
+            assertThat(other.admin().sharedSecret("durable.dashboard.csrf").block(WAIT))
+                    .isEqualTo(engine.admin().sharedSecret("durable.dashboard.csrf").block(WAIT));
+        } finally {
+            other.close();
+        }
+    }
+
+    /**
+     * Behind an application context path (WebFlux's {@code spring.webflux.base-path}, which the routes never
+     * see), every link, redirect and the cookie's path carry it.
+     */
+    @Test
+    void honoursTheApplicationsContextPath() throws Exception {
+        DurableDashboard dashboard = DurableDashboard.create(engine, DashboardOptions.builder().basePath("/ops").build());
+        dashboards.add(dashboard);
+        org.springframework.http.server.reactive.HttpHandler app =
+                new org.springframework.http.server.reactive.ContextPathCompositeHandler(
+                        java.util.Map.of("/app", RouterFunctions.toHttpHandler(dashboard.routes())));
+        DisposableServer server = HttpServer.create().host("127.0.0.1").port(0)
+                .handle(new ReactorHttpHandlerAdapter(app)).bindNow();
+        try {
+            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            String root = "http://127.0.0.1:" + server.port();
+            java.net.http.HttpResponse<String> bare = http.send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create(root + "/app/ops")).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertThat(bare.statusCode()).isEqualTo(308);
+            assertThat(bare.headers().firstValue("Location")).hasValue("/app/ops/");
+
+            java.net.http.HttpResponse<String> page = http.send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create(root + "/app/ops/")).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertThat(page.statusCode()).isEqualTo(200);
+            assertThat(page.body()).contains("href=\"/app/ops/instances\"").contains("src=\"/app/ops/static/dashboard.js\"")
+                    .contains("data-base=\"/app/ops\"").contains("action=\"/app/ops/queues/default/pause\"")
+                    .doesNotContain("href=\"/ops/");
+            String cookie = page.headers().firstValue("Set-Cookie").orElseThrow();
+            assertThat(cookie).contains("Path=/app/ops");
+            String token = cookie.substring(cookie.indexOf('=') + 1, cookie.indexOf(';'));
+
+            java.net.http.HttpResponse<String> paused = http.send(java.net.http.HttpRequest.newBuilder(
+                            java.net.URI.create(root + "/app/ops/queues/default/pause"))
+                    .header("Content-Type", "application/x-www-form-urlencoded")
+                    .header("Cookie", "durable_dashboard_csrf=" + token)
+                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString("_durable_csrf=" + token + "&confirm=yes"))
+                    .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertThat(paused.statusCode()).isEqualTo(303);
+            assertThat(paused.headers().firstValue("Location")).hasValue("/app/ops/?done=paused");
+            assertThat(engine.admin().pausedQueues().block(WAIT)).extracting(dev.durable.admin.QueuePause::queue)
+                    .contains("default");
+        } finally {
+            engine.admin().resumeQueue("default").block(WAIT);
+            server.disposeNow(WAIT);
+        }
+    }
+
+    /**
+     * The activity chart reads the fleet's minutes from the database: the outcomes run here are on it, in
+     * every range, for every queue and for the queue chosen, and no range draws another queue's.
+     */
+    @Test
+    void theActivityChartShowsTheFleetsOutcomesFromTheDatabase() {
+        BROKEN.add("chart-bad");
+        long[] before = totals(null);
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            ids.add(engine.insert(JobRequest.of("flaky", i == 0 ? "chart-bad" : "chart-" + i)).block(WAIT));
+        }
+        ids.forEach(id -> engine.awaitSettled(id, WAIT).block(WAIT));
+        WebTestClient client = client(DashboardOptions.defaults());
+        // The class's other tests ran outcomes on the same database: the page must show what the admin reads,
+        // once this test's failure is in it (the engine adds its counts every heartbeat interval).
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        String overview;
+        long[] totals;
+        do {
+            sleep(200);
+            totals = totals(null);
+            overview = body(client.get().uri("/durable/").exchange().expectStatus().isOk());
+        } while ((totals[0] < before[0] + 5 || totals[1] < before[1] + 1 || !overview.contains("id=\"chart-failed\">" + totals[1] + "<")
+                || !overview.contains("id=\"chart-completed\">" + totals[0] + "<")) && System.nanoTime() < deadline);
+        assertThat(totals[0]).isGreaterThanOrEqualTo(before[0] + 5);
+        assertThat(totals[1]).isGreaterThanOrEqualTo(before[1] + 1);
+        assertThat(overview).contains("id=\"chart-failed\">" + totals[1] + "<")
+                .contains("id=\"chart-completed\">" + totals[0] + "<")
+                .contains("data-live=\"1\"").contains("<rect class=\"ok\" data-i=\"59\"");
+        String day = body(client.get().uri("/durable/?range=24h&queue=default").exchange().expectStatus().isOk());
+        assertThat(day).contains("data-live=\"0\"").contains("<rect class=\"ok\" data-i=\"95\"")
+                .doesNotContain("data-i=\"96\"").contains("per 15 min");
+        assertThat(Long.parseLong(day.replaceAll("(?s).*id=\"chart-failed\">(\\d+)<.*", "$1"))).isPositive();
+        String elsewhere = body(client.get().uri("/durable/?range=6h&queue=nothing-ran-here").exchange()
+                .expectStatus().isOk());
+        assertThat(elsewhere).contains("id=\"chart-completed\">0<").contains("id=\"chart-failed\">0<");
+    }
+
     @Test
     void recurringLimitsAndEnginesPagesShowWhatTheEngineKnows() {
         WebTestClient client = client(DashboardOptions.defaults());
@@ -493,6 +611,17 @@ class DashboardIT {
         assertThat(String.join("\n", events)).contains("\"kind\":\"COMPLETED\"").contains("\"counts\"");
         String overview = body(client.get().uri("/durable/").exchange());
         assertThat(overview).contains("data-queue=\"default\"").contains("id=\"chart\"");
+    }
+
+    /** The last hour's completed and failed runs as the admin reads them, of one queue or (null) all. */
+    private long[] totals(String queue) {
+        long[] totals = new long[2];
+        for (dev.durable.admin.QueueActivity minute : engine.admin().activity(Duration.ofHours(1), Duration.ofMinutes(1),
+                queue).block(WAIT)) {
+            totals[0] += minute.completed();
+            totals[1] += minute.failed();
+        }
+        return totals;
     }
 
     private static void sleep(long millis) {

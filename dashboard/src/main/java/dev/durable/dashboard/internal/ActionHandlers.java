@@ -8,7 +8,6 @@ import dev.durable.admin.BulkRequest;
 import dev.durable.admin.DurableAdmin;
 import dev.durable.admin.InstanceFilter;
 import dev.durable.dashboard.DashboardAction;
-import dev.durable.dashboard.DashboardOptions;
 import dev.durable.dashboard.internal.Guard.NotFound;
 import java.io.IOException;
 import java.net.URI;
@@ -26,12 +25,10 @@ import reactor.core.publisher.Mono;
 public final class ActionHandlers {
 
     private final DurableAdmin admin;
-    private final DashboardOptions options;
     private final Guard guard;
 
-    ActionHandlers(DurableAdmin admin, DashboardOptions options, Guard guard) {
+    ActionHandlers(DurableAdmin admin, Guard guard) {
         this.admin = admin;
-        this.options = options;
         this.guard = guard;
     }
 
@@ -42,7 +39,7 @@ public final class ActionHandlers {
         } catch (NotFound e) {
             return ServerResponse.notFound().build();
         }
-        String back = options.basePath() + "/instances/" + id;
+        String back = guard.base(request) + "/instances/" + id;
         return switch (request.pathVariable("action")) {
             case "retry" -> guard.act(request, DashboardAction.RETRY, null,
                     form -> admin.retry(id).then(seeOther(back + "?done=retried")));
@@ -72,9 +69,9 @@ public final class ActionHandlers {
                             .then(seeOther(back + "?done=replayed")));
             case "fork" -> guard.act(request, DashboardAction.FORK, "Start a new instance from a step of #" + id + "?",
                     form -> admin.fork(id, step(form.getFirst("step")), payload(form.getFirst("state")))
-                            .flatMap(fork -> seeOther(options.basePath() + "/instances/" + fork + "?done=forked")));
+                            .flatMap(fork -> seeOther(guard.base(request) + "/instances/" + fork + "?done=forked")));
             case "delete" -> guard.act(request, DashboardAction.DELETE, "Delete instance #" + id + " for good?",
-                    form -> admin.delete(id).then(seeOther(options.basePath() + "/instances?done=deleted")));
+                    form -> admin.delete(id).then(seeOther(guard.base(request) + "/instances?done=deleted")));
             default -> ServerResponse.notFound().build();
         };
     }
@@ -96,7 +93,7 @@ public final class ActionHandlers {
 
     Mono<ServerResponse> queueAction(ServerRequest request) {
         String queue = request.pathVariable("queue");
-        String home = options.basePath() + "/";
+        String home = guard.base(request) + "/";
         return switch (request.pathVariable("action")) {
             case "pause" -> guard.act(request, DashboardAction.PAUSE_QUEUE,
                     "Pause queue " + queue + " on every engine? Running work finishes; nothing new is picked.",
@@ -128,7 +125,8 @@ public final class ActionHandlers {
             if (action.equals("run-now")) {
                 // Not a bulk job: one statement per batch of due-later rows, answered when done.
                 return admin.runNowAll(filter).flatMap(result -> guard.view(request, token == null ? "" : token)
-                        .flatMap(view -> guard.html(HttpStatus.OK, ActionPages.bulkDone(view, action, filterForm, result), null)));
+                        .flatMap(view -> guard.html(request, HttpStatus.OK,
+                                ActionPages.bulkDone(view, action, filterForm, result), null)));
             }
             BulkRequest bulk = switch (action) {
                 case "retry" -> BulkRequest.retry(filter);
@@ -138,7 +136,7 @@ public final class ActionHandlers {
                 default -> throw new InvalidRequestException(
                         "action: retry, cancel, delete, run-now or priority, was '" + action + "'");
             };
-            return admin.startBulk(bulk).flatMap(id -> seeOther(options.basePath() + "/bulk/" + id));
+            return admin.startBulk(bulk).flatMap(id -> seeOther(guard.base(request) + "/bulk/" + id));
         });
     }
 

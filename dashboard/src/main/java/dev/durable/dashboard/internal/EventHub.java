@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.durable.DurableEngine;
 import dev.durable.JobEvent;
 import dev.durable.QueueStats;
+import dev.durable.admin.QueueDepth;
 import dev.durable.admin.StatusCount;
 import java.time.Duration;
 import java.time.Instant;
@@ -13,6 +14,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import org.springframework.http.codec.ServerSentEvent;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -23,9 +25,9 @@ import reactor.util.Loggers;
 
 /**
  * What every viewer's live feed shares: one subscription to the engine's events, replayed (the last
- * {@value #RECENT}) to each viewer that connects and multicast after; one counts refresh, read from the
- * database every interval while at least one viewer is connected and multicast to all of them (never a
- * read per viewer); the per-minute ring behind the overview's chart.
+ * {@value #RECENT}) to each viewer that connects and multicast after; one refresh of the counts, the rows
+ * due now and the last hour's activity, read from the database every interval while at least one viewer is
+ * connected and multicast to all of them (never a read per viewer).
  */
 public final class EventHub implements Disposable {
 
@@ -36,23 +38,36 @@ public final class EventHub implements Disposable {
     private final DurableEngine engine;
     private final Sinks.Many<JobEvent> recent = Sinks.many().replay().limit(RECENT);
     private final ArrayDeque<JobEvent> last = new ArrayDeque<>(RECENT);
-    private final MinuteRing ring = new MinuteRing();
-    private final Flux<List<StatusCount>> counts;
+    private final Flux<Refresh> refreshes;
     private final Disposable subscription;
 
     public EventHub(DurableEngine engine, Duration countsInterval) {
         this.engine = engine;
         this.subscription = engine.events().subscribe(this::accept,
                 error -> log.warn("dashboard event feed ended: {}", error.toString()));
-        this.counts = Flux.interval(Duration.ZERO, countsInterval)
+        this.refreshes = Flux.interval(Duration.ZERO, countsInterval)
                 .onBackpressureDrop()
-                .concatMap(tick -> engine.admin().counts().onErrorResume(error -> Mono.empty()), 1)
+                .concatMap(tick -> refresh().onErrorResume(error -> Mono.empty()), 1)
                 .replay(1)
                 .refCount(1, Duration.ofSeconds(5));
     }
 
+    /** What one refresh read: the counts by queue and status, the rows due now, the last hour's chart. */
+    private record Refresh(List<StatusCount> counts, List<QueueDepth> depths, ActivityChart chart) {
+    }
+
+    private Mono<Refresh> refresh() {
+        return Mono.zip(engine.admin().counts(), engine.admin().depths(), chart(ActivityChart.Range.HOUR, null))
+                .map(read -> new Refresh(read.getT1(), read.getT2(), read.getT3()));
+    }
+
+    /** The fleet's activity over {@code range}, of one queue or (null) every queue. */
+    public Mono<ActivityChart> chart(ActivityChart.Range range, @Nullable String queue) {
+        return engine.admin().activity(range.window, range.bucket, queue)
+                .map(activity -> ActivityChart.of(range, queue, activity, Instant.now()));
+    }
+
     private void accept(JobEvent event) {
-        ring.record(event);
         synchronized (last) {
             if (last.size() == RECENT) {
                 last.removeFirst();
@@ -61,10 +76,6 @@ public final class EventHub implements Disposable {
         }
         // The engine's subscriber calls are serialized: the only reason to fail is a full downstream, dropped.
         recent.tryEmitNext(event);
-    }
-
-    public MinuteRing.Snapshot chart() {
-        return ring.snapshot(Instant.now().getEpochSecond());
     }
 
     /** The events replayed now, oldest first. */
@@ -78,8 +89,8 @@ public final class EventHub implements Disposable {
     public Flux<ServerSentEvent<String>> stream() {
         Flux<ServerSentEvent<String>> events = recent.asFlux()
                 .map(event -> ServerSentEvent.builder(json(event(event))).event("job").build());
-        Flux<ServerSentEvent<String>> countsEvents = counts
-                .map(list -> ServerSentEvent.builder(json(counts(list))).event("counts").build());
+        Flux<ServerSentEvent<String>> countsEvents = refreshes
+                .map(refresh -> ServerSentEvent.builder(json(counts(refresh))).event("counts").build());
         Flux<ServerSentEvent<String>> keepAlive = Flux.interval(Duration.ofSeconds(15))
                 .onBackpressureDrop()
                 .map(tick -> ServerSentEvent.<String>builder().comment("keep-alive").build());
@@ -100,23 +111,30 @@ public final class EventHub implements Disposable {
         return json;
     }
 
-    private Map<String, Object> counts(List<StatusCount> list) {
+    private Map<String, Object> counts(Refresh refresh) {
         // As the page writes them: an estimate (a big history's settled rows) is marked with ~.
         Map<String, Map<String, String>> byQueue = new LinkedHashMap<>();
-        for (StatusCount count : list) {
+        for (StatusCount count : refresh.counts()) {
             byQueue.computeIfAbsent(count.queue(), queue -> new LinkedHashMap<>())
                     .put(count.status().sqlName(), (count.estimated() ? "~" : "") + count.count());
         }
-        Map<String, Map<String, Integer>> now = new LinkedHashMap<>();
+        Map<String, Map<String, Object>> now = new LinkedHashMap<>();
         for (QueueStats stats : engine.queueStats()) {
-            now.put(stats.queue(), Map.of("running", stats.running(), "buffered", stats.buffered()));
+            now.computeIfAbsent(stats.queue(), queue -> new LinkedHashMap<>()).putAll(
+                    Map.of("running", stats.running(), "buffered", stats.buffered()));
         }
-        MinuteRing.Snapshot chart = chart();
+        for (QueueDepth depth : refresh.depths()) {
+            now.computeIfAbsent(depth.queue(), queue -> new LinkedHashMap<>()).putAll(
+                    Map.of("due", depth.due(), "wait", OverviewPage.wait(depth.oldestWait())));
+        }
+        ActivityChart chart = refresh.chart();
         Map<String, Object> json = new LinkedHashMap<>();
         json.put("counts", byQueue);
         json.put("now", now);
         json.put("completed", chart.completed());
         json.put("failed", chart.failed());
+        json.put("retried", chart.retried());
+        json.put("bucket", chart.bucketLabel());
         return json;
     }
 

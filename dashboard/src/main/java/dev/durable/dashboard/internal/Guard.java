@@ -7,8 +7,11 @@ import dev.durable.NoTargetException;
 import dev.durable.ReplayRefusedException;
 import dev.durable.admin.InstanceStateException;
 import dev.durable.dashboard.DashboardAction;
+import dev.durable.admin.DurableAdmin;
 import dev.durable.dashboard.DashboardOptions;
 import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -23,6 +26,8 @@ import org.springframework.util.MultiValueMap;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
+import reactor.util.Logger;
+import reactor.util.Loggers;
 
 /**
  * What every route goes through: the authorizer (a write is refused outright in read-only mode), the signed
@@ -36,12 +41,49 @@ public final class Guard {
     private static final String CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
             + " connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 
-    private final DashboardOptions options;
-    private final Csrf csrf;
+    /** The name of the secret the engines share for the dashboard's tokens (DurableAdmin.sharedSecret). */
+    static final String SHARED_SECRET = "durable.dashboard.csrf";
+    /** How long a dashboard that could not read the shared secret signs with its own before it asks again. */
+    private static final Duration RETRY_SHARED = Duration.ofMinutes(1);
 
-    Guard(DashboardOptions options) {
+    private static final Logger log = Loggers.getLogger(Guard.class);
+
+    private final DashboardOptions options;
+    /** The signer: of the options' secret, else of the shared one, read once (and again after a failed read). */
+    private final Mono<Csrf> csrf;
+
+    Guard(DashboardOptions options, DurableAdmin admin) {
         this.options = options;
-        this.csrf = new Csrf(options.csrfSecret());
+        byte[] given = options.csrfSecret();
+        if (given != null) {
+            this.csrf = Mono.just(new Csrf(given));
+        } else {
+            Csrf ownFallback = new Csrf(random());
+            this.csrf = Mono.defer(() -> admin.sharedSecret(SHARED_SECRET)).map(Csrf::new)
+                    .onErrorResume(error -> {
+                        log.warn("dashboard: the CSRF secret shared through the database could not be read ({});"
+                                + " signing with this process's own for {}: forms another replica served are refused"
+                                + " meanwhile", error.toString(), RETRY_SHARED);
+                        return Mono.just(ownFallback);
+                    })
+                    // Long.MAX_VALUE ms is Reactor's "kept for ever".
+                    .cache(signer -> signer == ownFallback ? RETRY_SHARED : Duration.ofMillis(Long.MAX_VALUE),
+                            error -> Duration.ZERO, () -> Duration.ZERO);
+        }
+    }
+
+    private static byte[] random() {
+        byte[] secret = new byte[32];
+        new SecureRandom().nextBytes(secret);
+        return secret;
+    }
+
+    /**
+     * Where the dashboard is mounted as the browser sees it: the application's context path (WebFlux's
+     * {@code spring.webflux.base-path}, which the routes never see) and the options' base path.
+     */
+    String base(ServerRequest request) {
+        return request.requestPath().contextPath().value() + options.basePath();
     }
 
     Mono<Boolean> allowed(ServerRequest request, DashboardAction action) {
@@ -62,7 +104,7 @@ public final class Guard {
         String done = request.queryParam("done").orElse(null);
         return Mono.defer(() -> options.formFields().apply(request))
                 .defaultIfEmpty(Map.of())
-                .map(fields -> new View(options.basePath(), options.title(), token, Map.copyOf(fields),
+                .map(fields -> new View(base(request), options.title(), token, Map.copyOf(fields),
                         !options.readOnly(), notice(done)));
     }
 
@@ -90,23 +132,25 @@ public final class Guard {
     }
 
     Mono<ServerResponse> page(ServerRequest request, Function<View, Mono<String>> body) {
-        return allowed(request, DashboardAction.READ).flatMap(ok -> {
+        return Mono.zip(allowed(request, DashboardAction.READ), csrf).flatMap(both -> {
+            boolean ok = both.getT1();
+            Csrf signer = both.getT2();
             String cookie = cookieToken(request);
-            boolean fresh = !csrf.valid(cookie);
-            String token = fresh ? csrf.mint() : cookie;
+            boolean fresh = !signer.valid(cookie);
+            String token = fresh ? signer.mint() : cookie;
             return view(request, token).flatMap(view -> {
                 if (!ok) {
-                    return html(HttpStatus.FORBIDDEN, ActionPages.error(view, 403, "Forbidden",
+                    return html(request, HttpStatus.FORBIDDEN, ActionPages.error(view, 403, "Forbidden",
                             "You may not read this dashboard."), null);
                 }
                 return Mono.defer(() -> body.apply(view))
-                        .flatMap(page -> html(HttpStatus.OK, page, fresh ? token : null))
-                        .onErrorResume(error -> failure(view, error, fresh ? token : null));
+                        .flatMap(page -> html(request, HttpStatus.OK, page, fresh ? token : null))
+                        .onErrorResume(error -> failure(request, view, error, fresh ? token : null));
             });
         });
     }
 
-    private Mono<ServerResponse> failure(View view, Throwable error, @Nullable String newToken) {
+    private Mono<ServerResponse> failure(ServerRequest request, View view, Throwable error, @Nullable String newToken) {
         HttpStatus status;
         String title;
         if (error instanceof NotFound || error instanceof NoTargetException) {
@@ -127,10 +171,11 @@ public final class Guard {
         } else {
             return Mono.error(error);
         }
-        return html(status, ActionPages.error(view, status.value(), title, String.valueOf(error.getMessage())), newToken);
+        return html(request, status, ActionPages.error(view, status.value(), title, String.valueOf(error.getMessage())),
+                newToken);
     }
 
-    Mono<ServerResponse> html(HttpStatus status, String page, @Nullable String newToken) {
+    Mono<ServerResponse> html(ServerRequest request, HttpStatus status, String page, @Nullable String newToken) {
         ServerResponse.BodyBuilder response = ServerResponse.status(status).contentType(HTML)
                 .cacheControl(CacheControl.noStore())
                 .header("Content-Security-Policy", CSP)
@@ -139,15 +184,16 @@ public final class Guard {
                 .header("X-Frame-Options", "DENY");
         if (newToken != null) {
             response.cookie(ResponseCookie.from(Csrf.COOKIE, newToken).httpOnly(true).sameSite("Strict")
-                    .path(options.basePath().isEmpty() ? "/" : options.basePath()).build());
+                    .path(base(request).isEmpty() ? "/" : base(request)).build());
         }
         return response.bodyValue(page);
     }
 
     private Mono<ServerResponse> forbidden(ServerRequest request, String why) {
         String token = cookieToken(request);
-        return view(request, csrf.valid(token) ? token : "")
-                .flatMap(view -> html(HttpStatus.FORBIDDEN, ActionPages.error(view, 403, "Forbidden", why), null));
+        return csrf.flatMap(signer -> view(request, signer.valid(token) ? token : ""))
+                .flatMap(view -> html(request, HttpStatus.FORBIDDEN, ActionPages.error(view, 403, "Forbidden", why),
+                        null));
     }
 
     /**
@@ -159,8 +205,9 @@ public final class Guard {
         if (options.readOnly()) {
             return forbidden(request, "This dashboard is read-only.");
         }
-        return request.formData().flatMap(form -> {
-            if (!csrf.accepts(cookieToken(request), form.getFirst(Csrf.FIELD))) {
+        return Mono.zip(request.formData(), csrf).flatMap(both -> {
+            MultiValueMap<String, String> form = both.getT1();
+            if (!both.getT2().accepts(cookieToken(request), form.getFirst(Csrf.FIELD))) {
                 return forbidden(request, "The form's token is missing or stale: reload the page and try again.");
             }
             return allowed(request, action).flatMap(ok -> {
@@ -176,9 +223,10 @@ public final class Guard {
                                 values.forEach(value -> fields.add(Map.entry(name, value)));
                             }
                         });
-                        return html(HttpStatus.OK, ActionPages.confirm(view, question, request.path(), fields), null);
+                        return html(request, HttpStatus.OK, ActionPages.confirm(view, question, request.path(), fields),
+                                null);
                     }
-                    return Mono.defer(() -> run.apply(form)).onErrorResume(error -> failure(view, error, null));
+                    return Mono.defer(() -> run.apply(form)).onErrorResume(error -> failure(request, view, error, null));
                 });
             });
         });

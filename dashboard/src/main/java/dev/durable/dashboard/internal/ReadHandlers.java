@@ -14,6 +14,7 @@ import dev.durable.admin.DurableAdmin;
 import dev.durable.admin.InstanceDetail;
 import dev.durable.admin.InstanceFilter;
 import dev.durable.admin.PageRequest;
+import dev.durable.admin.QueueDepth;
 import dev.durable.admin.StatusCount;
 import dev.durable.dashboard.DashboardAction;
 import dev.durable.dashboard.internal.Guard.NotFound;
@@ -76,18 +77,23 @@ public final class ReadHandlers {
         }
     }
 
-    Mono<String> overview(View view) {
-        return Mono.zip(admin.counts(), engine.liveEngines().collectList(), admin.pausedQueues()).map(both -> {
+    Mono<String> overview(ServerRequest request, View view) {
+        ActivityChart.Range range = ActivityChart.Range.of(request.queryParam("range").orElse(null));
+        String chartQueue = request.queryParam("queue").filter(queue -> !queue.isBlank()).orElse(null);
+        return Mono.zip(admin.counts(), engine.liveEngines().collectList(), admin.pausedQueues(), admin.depths(),
+                hub.chart(range, chartQueue)).map(read -> {
             Map<String, dev.durable.admin.QueuePause> paused = new TreeMap<>();
-            both.getT3().forEach(pause -> paused.put(pause.queue(), pause));
+            read.getT3().forEach(pause -> paused.put(pause.queue(), pause));
             Map<String, Map<InstanceStatus, StatusCount>> counts = new TreeMap<>();
-            for (StatusCount count : both.getT1()) {
+            for (StatusCount count : read.getT1()) {
                 counts.computeIfAbsent(count.queue(), q -> new EnumMap<>(InstanceStatus.class)).put(count.status(), count);
             }
             Map<String, List<String>> servedBy = new TreeMap<>();
-            for (LiveEngine live : both.getT2()) {
+            for (LiveEngine live : read.getT2()) {
                 live.queues().forEach(q -> servedBy.computeIfAbsent(q, x -> new ArrayList<>()).add(live.name()));
             }
+            Map<String, QueueDepth> depths = new TreeMap<>();
+            read.getT4().forEach(depth -> depths.put(depth.queue(), depth));
             Map<String, QueueStats> here = new TreeMap<>();
             engine.queueStats().forEach(stats -> here.put(stats.queue(), stats));
             Set<String> queues = new TreeSet<>(counts.keySet());
@@ -99,11 +105,11 @@ public final class ReadHandlers {
                 // A copy: a queue no live engine serves gets the immutable empty list, which refuses sort.
                 List<String> engines = new ArrayList<>(servedBy.getOrDefault(queue, List.of()));
                 Collections.sort(engines);
-                rows.add(new OverviewPage.QueueRow(queue, counts.getOrDefault(queue, Map.of()), here.get(queue), engines,
-                        paused.containsKey(queue)));
+                rows.add(new OverviewPage.QueueRow(queue, counts.getOrDefault(queue, Map.of()), depths.get(queue),
+                        here.get(queue), engines, paused.containsKey(queue)));
             }
             List<JobEvent> recent = hub.recentEvents();
-            return OverviewPage.overview(view, rows, true, hub.chart(), recent);
+            return OverviewPage.overview(view, rows, true, read.getT5(), recent);
         });
     }
 

@@ -23,19 +23,19 @@ public final class Routes {
 
     public Routes(DurableEngine engine, DashboardOptions options, EventHub hub) {
         this.options = options;
-        this.guard = new Guard(options);
+        this.guard = new Guard(options, engine.admin());
         this.reads = new ReadHandlers(engine, hub, guard);
-        this.actions = new ActionHandlers(engine.admin(), options, guard);
+        this.actions = new ActionHandlers(engine.admin(), guard);
     }
 
     public RouterFunction<ServerResponse> routes() {
         String b = options.basePath();
         RouterFunctions.Builder routes = RouterFunctions.route();
         if (!b.isEmpty()) {
-            routes.GET(b, request -> ServerResponse.permanentRedirect(URI.create(b + "/")).build());
+            routes.GET(b, request -> ServerResponse.permanentRedirect(URI.create(guard.base(request) + "/")).build());
         }
         return routes
-                .GET(b + "/", request -> guard.page(request, reads::overview))
+                .GET(b + "/", request -> guard.page(request, view -> reads.overview(request, view)))
                 .GET(b + "/instances", request -> guard.page(request, view -> reads.instances(request, view)))
                 .GET(b + "/instances/{id}", request -> guard.page(request, view -> reads.detail(request, view)))
                 .GET(b + "/recurring", request -> guard.page(request, reads::recurring))

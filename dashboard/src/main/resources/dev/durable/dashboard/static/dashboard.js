@@ -73,25 +73,27 @@
         if (link) { link.textContent = String(n); }
         else if (cells[j].textContent !== String(n)) { cells[j].textContent = String(n); }
       }
-      var now = c.now[q];
-      if (now) {
-        var r = row.querySelector("td[data-now='running']");
-        var b = row.querySelector("td[data-now='buffered']");
-        if (r) { r.textContent = String(now.running); }
-        if (b) { b.textContent = String(now.buffered); }
+      var now = c.now[q] || {};
+      var fields = { running: now.running, buffered: now.buffered, due: now.due || 0, wait: now.wait || "–" };
+      for (var name in fields) {
+        var cell = row.querySelector("td[data-now='" + name + "']");
+        if (cell && fields[name] !== undefined) { cell.textContent = String(fields[name]); }
       }
     }
-    chart(c.completed, c.failed);
+    chart(c);
   }
 
-  function chart(completed, failed) {
+  // Only the default view (the last hour of every queue) is redrawn live; another range stays as served.
+  function chart(c) {
     var svg = document.getElementById("chart");
-    if (!svg || !completed) { return; }
-    var max = 1, tc = 0, tf = 0, i;
+    if (!svg || svg.getAttribute("data-live") !== "1" || !c.completed) { return; }
+    var completed = c.completed, failed = c.failed, retried = c.retried;
+    var max = 1, tc = 0, tf = 0, tr = 0, i;
     for (i = 0; i < completed.length; i++) {
-      max = Math.max(max, completed[i], failed[i]);
+      max = Math.max(max, completed[i], failed[i], retried[i]);
       tc += completed[i];
       tf += failed[i];
+      tr += retried[i];
     }
     function set(kind, values) {
       for (var k = 0; k < values.length; k++) {
@@ -106,12 +108,14 @@
     }
     set("ok", completed);
     set("bad", failed);
+    set("retry", retried);
     var label = document.getElementById("chart-max");
-    if (label) { label.textContent = "max " + max + "/min"; }
-    var c = document.getElementById("chart-completed");
-    var f = document.getElementById("chart-failed");
-    if (c) { c.textContent = String(tc); }
-    if (f) { f.textContent = String(tf); }
+    if (label) { label.textContent = "max " + max + " per " + c.bucket; }
+    var totals = { "chart-completed": tc, "chart-failed": tf, "chart-retried": tr };
+    for (var id in totals) {
+      var node = document.getElementById(id);
+      if (node) { node.textContent = String(totals[id]); }
+    }
   }
 
   var status = document.getElementById("connection");
