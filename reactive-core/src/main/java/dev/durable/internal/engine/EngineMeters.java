@@ -149,6 +149,10 @@ final class EngineMeters {
         counter("durable.drained", counters.released, queue, "buffered rows given back at shutdown");
         counter("durable.drain.abandoned", counters.drainAbandoned, queue, "runs still going at the drain timeout");
         counter("durable.stale", counters.stale, queue, null);
+        counter("durable.leases.lost", counters.leasesLost, queue,
+                "held rows a heartbeat found no longer this worker's (dropped unstarted, or their run stopped)");
+        counter("durable.runs.cancelled", counters.runsCancelled, queue,
+                "held rows a heartbeat found cancelled (given back unstarted, or their run stopped)");
         FunctionCounter.builder("durable.throttled", counters.throttledByGate, AtomicLong::get).tag("queue", queue)
                 .tag("limit", "gate").description("rows a full gate held back at a pick").register(meters);
         FunctionCounter.builder("durable.throttled", counters.throttledByRate, AtomicLong::get).tag("queue", queue)
