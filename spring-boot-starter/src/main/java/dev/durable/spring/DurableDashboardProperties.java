@@ -18,8 +18,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param path where it is mounted
  * @param readOnly hides and refuses every action
  * @param title the name in its header
- * @param csrfSecret the key its form tokens are signed with (at least 16 characters); set the same on
- *     every node behind a load balancer, unset a random one per process
+ * @param csrfSecret the key its form tokens are signed with (at least 16 characters, the same on every
+ *     replica); unset, a random secret the engines keep in the database, which every replica reads alike
  * @param readAuthority with Spring Security, the authority a user needs to read the pages; unset, any
  *     authenticated user may
  * @param actionAuthority with Spring Security, the authority a user needs for actions (retry, cancel,
