@@ -26,8 +26,10 @@ import reactor.core.publisher.Mono;
  *       form another one rendered; give one to keep it out of the database;</li>
  *   <li>{@code formFields}: hidden fields every form of a page carries besides the dashboard's own token, for
  *       the application's own filters (the Spring Boot starter adds Spring Security's CSRF token this way);</li>
- *   <li>{@code countsInterval}: how often the shared count refresh of the live feed reads the counts while at
- *       least one viewer is connected (one read for all viewers).</li>
+ *   <li>{@code countsInterval}: how often the shared refresh of the live feed reads the counts, the due rows
+ *       and the last hour's activity while at least one viewer is connected (one read for all viewers; after a
+ *       refresh that took long, the next waits nine times as long, so a big backlog's counting costs the
+ *       database at most a tenth of a core).</li>
  * </ul>
  */
 public final class DashboardOptions {

@@ -9,6 +9,7 @@ import dev.durable.admin.PageRequest;
 import dev.durable.admin.StatusCount;
 import dev.durable.internal.Db;
 import dev.durable.internal.sql.ListingSql;
+import dev.durable.internal.sql.QueueActivitySql;
 import dev.durable.internal.sql.Tables;
 import dev.durable.testing.TestDatabase;
 import dev.durable.testing.TestPostgres;
@@ -35,6 +36,11 @@ import reactor.core.publisher.Mono;
  * median, 95th percentile and maximum, and the rows the page held. One COUNTS line times
  * {@code admin().counts()} (live rows counted, settled rows from the statistics). With
  * {@code --explain true} each filter's plan (EXPLAIN ANALYZE) is printed first.
+ *
+ * <p>Issue 34's fleet view: the minutes table is filled with seven days (the default retention) of ten
+ * queues' activity; one ACTIVITY line per range the dashboard offers times {@code admin().activity(...)},
+ * one DEPTHS line times {@code admin().depths()} over the live rows (all due: {@code --live 1000000} is a
+ * backlog of a million), and one FLUSH line times an engine's flush of ten queues' counts.
  *
  * <pre>
  * benchmarks/admin [--rows 1000000] [--runs 50] [--explain true] [--live 10000]
@@ -140,10 +146,59 @@ public final class AdminListing {
             System.out.println(String.format(Locale.ROOT, "COUNTS rows=%d live=%d groups=%d settled_estimated=%d"
                     + " median_ms=%.2f p95_ms=%.2f max_ms=%.2f", rows, live, counts[0].size(), settled, millis[0],
                     millis[1], millis[2]));
+            fleetView(database, admin, rows, live, runs);
         } finally {
             engine.closeLater().block(WAIT);
             database.close();
         }
+    }
+
+    /** Issue 34: the activity ranges, the depths and a flush, over a week of ten queues' minutes. */
+    private static void fleetView(TestDatabase database, DurableAdmin admin, int rows, int live, int runs) {
+        String minutes = '"' + database.schema() + "\".durable_queue_minutes";
+        execute(database, "INSERT INTO " + minutes + " (minute, queue, completed, failed, retried)"
+                + " SELECT m, 'q' || q, 1000 + q, q, 2 * q"
+                + " FROM generate_series(date_trunc('minute', now()) - interval '7 days', date_trunc('minute', now()),"
+                + " interval '1 minute') AS m, generate_series(0, 9) AS q");
+        execute(database, "VACUUM ANALYZE " + minutes);
+        Map<String, Duration[]> ranges = new LinkedHashMap<>();
+        ranges.put("1h", new Duration[] {Duration.ofHours(1), Duration.ofMinutes(1)});
+        ranges.put("24h", new Duration[] {Duration.ofHours(24), Duration.ofMinutes(15)});
+        ranges.put("7d", new Duration[] {Duration.ofDays(7), Duration.ofHours(2)});
+        for (String queue : new String[] {null, "q3"}) {
+            for (Map.Entry<String, Duration[]> range : ranges.entrySet()) {
+                int[] size = new int[1];
+                double[] millis = time(runs, () -> size[0] = admin.activity(range.getValue()[0], range.getValue()[1],
+                        queue).block(WAIT).size());
+                System.out.println(String.format(Locale.ROOT, "ACTIVITY rows=%d range=%s queue=%s buckets=%d"
+                        + " median_ms=%.2f p95_ms=%.2f max_ms=%.2f", rows, range.getKey(), queue == null ? "all" : queue,
+                        size[0], millis[0], millis[1], millis[2]));
+            }
+        }
+        long[] due = new long[1];
+        double[] millis = time(runs, () -> {
+            due[0] = admin.depths().block(WAIT).stream().mapToLong(dev.durable.admin.QueueDepth::due).sum();
+            return (int) due[0];
+        });
+        System.out.println(String.format(Locale.ROOT, "DEPTHS live=%d due=%d median_ms=%.2f p95_ms=%.2f max_ms=%.2f",
+                live, due[0], millis[0], millis[1], millis[2]));
+        // Pooled, as an engine's connections are: the flush's own cost, not a connection's setup.
+        io.r2dbc.pool.ConnectionPool pool = new io.r2dbc.pool.ConnectionPool(io.r2dbc.pool.ConnectionPoolConfiguration
+                .builder(ConnectionFactories.get(database.url())).initialSize(1).maxSize(1).build());
+        QueueActivitySql sql = new QueueActivitySql(new Db(pool, Duration.ofMinutes(5)), new Tables(database.schema()));
+        String[] queues = new String[10];
+        Long[] counts = new Long[10];
+        for (int q = 0; q < 10; q++) {
+            queues[q] = "q" + q;
+            counts[q] = 100L;
+        }
+        double[] flush = time(runs, () -> {
+            sql.add(queues, counts, counts, counts, counts, counts).block(WAIT);
+            return 0;
+        });
+        System.out.println(String.format(Locale.ROOT, "FLUSH queues=10 median_ms=%.2f p95_ms=%.2f max_ms=%.2f",
+                flush[0], flush[1], flush[2]));
+        pool.dispose();
     }
 
     /** Median, 95th percentile and maximum in milliseconds of {@code runs} calls, after two warm-up calls. */

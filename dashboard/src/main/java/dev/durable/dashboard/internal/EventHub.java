@@ -26,8 +26,8 @@ import reactor.util.Loggers;
 /**
  * What every viewer's live feed shares: one subscription to the engine's events, replayed (the last
  * {@value #RECENT}) to each viewer that connects and multicast after; one refresh of the counts, the rows
- * due now and the last hour's activity, read from the database every interval while at least one viewer is
- * connected and multicast to all of them (never a read per viewer).
+ * due now and the last hour's activity, read from the database every interval (longer when a refresh is slow)
+ * while at least one viewer is connected and multicast to all of them (never a read per viewer).
  */
 public final class EventHub implements Disposable {
 
@@ -39,15 +39,23 @@ public final class EventHub implements Disposable {
     private final Sinks.Many<JobEvent> recent = Sinks.many().replay().limit(RECENT);
     private final ArrayDeque<JobEvent> last = new ArrayDeque<>(RECENT);
     private final Flux<Refresh> refreshes;
+    private volatile long lastRefreshNanos;
     private final Disposable subscription;
 
     public EventHub(DurableEngine engine, Duration countsInterval) {
         this.engine = engine;
         this.subscription = engine.events().subscribe(this::accept,
                 error -> log.warn("dashboard event feed ended: {}", error.toString()));
-        this.refreshes = Flux.interval(Duration.ZERO, countsInterval)
-                .onBackpressureDrop()
-                .concatMap(tick -> refresh().onErrorResume(error -> Mono.empty()), 1)
+        // The next refresh waits the interval, or nine times what the last one took if that is longer: on a
+        // big backlog (a million due rows: about half a second of counting) watching the dashboard costs the
+        // database at most a tenth of one core.
+        this.refreshes = Mono.defer(() -> {
+                    long started = System.nanoTime();
+                    return refresh().doOnTerminate(() -> lastRefreshNanos = System.nanoTime() - started);
+                })
+                .onErrorResume(error -> Mono.empty())
+                .repeatWhen(done -> done.concatMap(any -> Mono.delay(
+                        Duration.ofNanos(Math.max(countsInterval.toNanos(), 9 * lastRefreshNanos)))))
                 .replay(1)
                 .refCount(1, Duration.ofSeconds(5));
     }
