@@ -119,6 +119,31 @@ class FirstHourStarterIT {
         }
     }
 
+    /**
+     * An application served under {@code spring.webflux.base-path}: the dashboard the starter mounts redirects
+     * and links under that path, which its routes never see. (Spring Security is on this classpath and nobody
+     * signs in here, so the page is the dashboard's 403, in its own frame and links.)
+     */
+    @Test
+    void theDashboardLivesUnderTheApplicationsBasePath() throws Exception {
+        try (ConfigurableApplicationContext context = run("--durable.url=" + db.url(), "--spring.webflux.base-path=/app",
+                "--durable.dashboard.enabled=true")) {
+            String port = context.getEnvironment().getProperty("local.server.port");
+            HttpResponse<String> bare = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + port + "/app/durable")).timeout(WAIT).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(bare.statusCode()).isEqualTo(308);
+            assertThat(bare.headers().firstValue("Location")).hasValue("/app/durable/");
+            HttpResponse<String> page = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + port + "/app/durable/")).timeout(WAIT).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(page.statusCode()).isEqualTo(403);
+            assertThat(page.body()).contains("You may not read this dashboard.")
+                    .contains("href=\"/app/durable/instances\"").contains("data-base=\"/app/durable\"")
+                    .doesNotContain("href=\"/durable/");
+        }
+    }
+
     @Test
     void aPlainInsertInsideTheApplicationsTransactionCommitsOrRollsBackWithIt() {
         // The engine on the application's ConnectionFactory (spring.r2dbc.url); its queue polls a
