@@ -120,28 +120,77 @@ class QueueActivityIT {
     }
 
     /**
-     * Counts whose flush fails (the table is gone for a while) are kept and added by a later flush; a
-     * claim taken back by the reaper counts as reaped.
+     * Counts whose flushes fail (a trigger refuses every write to the table for a while, and counts its
+     * refusals in a sequence, which no rollback undoes) are kept and added by a later flush; a claim taken
+     * back by the reaper counts as reaped.
      */
     @Test
-    void countsOutliveAFailedFlushAndALeaseRecoveredByTheReaperIsCountedAsReaped() {
+    void countsOutliveFailedFlushesAndALeaseRecoveredByTheReaperIsCountedAsReaped() {
         JobDefinition<String, String> ok = JobDefinition.of("ok", String.class, (String s) -> Mono.just(s))
                 .queue("reaped");
         DurableEngine engine = engines.start(options("reaper", "reaped").reaperInterval(Duration.ofMillis(100)), ok);
-        String minutes = "\"" + db.schema() + "\".durable_queue_minutes";
-        db.execute("ALTER TABLE " + minutes + " RENAME TO durable_queue_minutes_away");
+        String schema = "\"" + db.schema() + "\"";
+        db.execute("CREATE SEQUENCE " + schema + ".refused_flushes;"
+                + " CREATE FUNCTION " + schema + ".refuse_flush() RETURNS trigger LANGUAGE plpgsql AS $$"
+                + " BEGIN PERFORM nextval('" + schema + ".refused_flushes'); RAISE EXCEPTION 'refused'; END $$;"
+                + " CREATE TRIGGER refuse BEFORE INSERT ON " + schema + ".durable_queue_minutes"
+                + " FOR EACH ROW EXECUTE FUNCTION " + schema + ".refuse_flush()");
         for (int i = 0; i < 3; i++) {
             engines.awaitSettled(engine, engine.insert(JobRequest.of("ok", "during")).block(WAIT), WAIT);
         }
-        Eventually.sleep(2_000); // ten flush intervals: the flushes of those counts fail
-        db.execute("ALTER TABLE \"" + db.schema() + "\".durable_queue_minutes_away RENAME TO durable_queue_minutes");
-        db.execute("INSERT INTO \"" + db.schema() + "\".durable_instances (type, queue, step, state, max_attempts,"
+        Eventually.until("two flushes refused", WAIT, () -> Sql.query(db,
+                "SELECT last_value FROM {schema}.refused_flushes WHERE is_called", row -> row.get(0, Long.class))
+                .stream().anyMatch(refused -> refused >= 2));
+        assertThat(totals(engine)).doesNotContainKey("reaped");
+        db.execute("DROP TRIGGER refuse ON " + schema + ".durable_queue_minutes");
+        db.execute("INSERT INTO " + schema + ".durable_instances (type, queue, step, state, max_attempts,"
                 + " status, attempt, claimed_by, lease_expires_at) VALUES ('ok', 'reaped', 'run', '\"x\"', 3,"
                 + " 'executing', 1, 'gone-worker', now() - interval '1 minute')");
         Eventually.until("reaped and completed", WAIT, () -> {
             Map<String, List<Long>> totals = totals(engine);
             return List.of(4L, 0L, 0L, 0L, 1L).equals(totals.get("reaped"));
         });
+    }
+
+    /**
+     * Cancels that settle rows outside a run count too: a parent cancelled with its waiting children, and
+     * a claimed row a heartbeat finds cancelled in the buffer and gives back cancelled.
+     */
+    @Test
+    void cancelsOutsideARunAreCountedACascadeAndABufferedRowGivenBack() {
+        reactor.core.publisher.Sinks.Empty<Void> release = reactor.core.publisher.Sinks.empty();
+        JobDefinition<String, String> slow = JobDefinition.of("slow", String.class,
+                (String s) -> release.asMono().thenReturn(s)).queue("cancels");
+        JobDefinition<String, String> ok = JobDefinition.of("ok", String.class, (String s) -> Mono.just(s))
+                .queue("cancels");
+        WorkflowDefinition<String> parent = WorkflowDefinition.builder("parent", String.class).queue("family")
+                .step("spawn", ctx -> Mono.just(Outcome.spawnChildren(List.of(
+                        JobRequest.of("ok", "c1").queue("family").runAt(java.time.Instant.now().plus(HOUR)),
+                        JobRequest.of("ok", "c2").queue("family").runAt(java.time.Instant.now().plus(HOUR))),
+                        "join", ctx.state())))
+                .step("join", ctx -> Mono.just(Outcome.done(ctx.state())))
+                .build();
+        DurableEngine engine = engines.start(engines.options("cancels").heartbeatInterval(Duration.ofMillis(200))
+                .queue(QueueOptions.builder("cancels").concurrency(1).prefetch(1).pollInterval(Duration.ofMillis(100))
+                        .build())
+                .queue(QueueOptions.builder("family").pollInterval(Duration.ofMillis(100)).build()), slow, ok, parent);
+        try {
+            long family = engine.insert(JobRequest.of("parent", "p")).block(WAIT);
+            engines.awaitStatus(engine, family, InstanceStatus.AWAITING_CHILDREN, WAIT);
+            assertThat(engine.cancel(family, true).block(WAIT)).isEqualTo(CancelResult.CANCELLED);
+
+            long running = engine.insert(JobRequest.of("slow", "s")).block(WAIT);
+            engines.awaitStatus(engine, running, InstanceStatus.EXECUTING, WAIT);
+            long buffered = engine.insert(JobRequest.of("ok", "b")).block(WAIT);
+            engines.awaitStatus(engine, buffered, InstanceStatus.EXECUTING, WAIT); // claimed into the buffer
+            assertThat(engine.cancel(buffered).block(WAIT)).isEqualTo(CancelResult.REQUESTED);
+            engines.awaitStatus(engine, buffered, InstanceStatus.CANCELLED, WAIT);
+        } finally {
+            release.tryEmitEmpty();
+        }
+        // completed, failed, retried, cancelled, reaped
+        Eventually.until("the cancels counted", WAIT, () -> List.of(0L, 0L, 0L, 3L, 0L).equals(totals(engine).get("family"))
+                && List.of(1L, 0L, 0L, 1L, 0L).equals(totals(engine).get("cancels")));
     }
 
     /**
@@ -194,7 +243,7 @@ class QueueActivityIT {
         assertThatThrownBy(() -> first.admin().sharedSecret(" ").block(WAIT)).isInstanceOf(InvalidRequestException.class);
     }
 
-    /** The window and bucket are whole minutes, the bucket within the window; GC deletes minutes past the retention. */
+    /** The window and bucket are whole minutes, the bucket divides the window; GC deletes minutes past the retention. */
     @Test
     void oldMinutesGoWithTheRetentionAndBadWindowsAreRefused() {
         DurableEngine engine = engines.start(options("gc").retention(Duration.ofHours(2)));
@@ -205,12 +254,13 @@ class QueueActivityIT {
         engine.maintenance().orElseThrow().collectGarbage().block(WAIT);
         assertThat(Sql.query(db, "SELECT queue FROM {schema}.durable_queue_minutes WHERE queue IN ('old', 'kept')",
                 row -> row.get(0, String.class))).containsExactly("kept");
-        assertThat(engine.admin().activity(Duration.ofHours(2), Duration.ofHours(2), "kept").block(WAIT))
+        // Three whole hours up to now's: the hour-old minute is in one of them whatever the time of day.
+        assertThat(engine.admin().activity(Duration.ofHours(3), HOUR, "kept").block(WAIT))
                 .extracting(QueueActivity::queue, QueueActivity::completed)
                 .containsExactly(org.assertj.core.groups.Tuple.tuple("kept", 5L));
 
         for (Duration[] bad : new Duration[][] {{Duration.ofSeconds(90), MINUTE}, {HOUR, Duration.ofSeconds(30)},
-                {MINUTE, HOUR}, {Duration.ofDays(32), HOUR}, {Duration.ZERO, Duration.ZERO}}) {
+                {MINUTE, HOUR}, {HOUR, Duration.ofMinutes(7)}, {Duration.ofDays(32), HOUR}, {Duration.ZERO, Duration.ZERO}}) {
             assertThatThrownBy(() -> engine.admin().activity(bad[0], bad[1], null).block(WAIT))
                     .as("%s by %s", bad[0], bad[1]).isInstanceOf(InvalidRequestException.class);
         }

@@ -57,21 +57,24 @@ public interface DurableAdmin {
     }
 
     /**
-     * What the fleet's runs did over the last {@code window} (to the minute, the current one
-     * included), per queue, summed into stretches of {@code bucket}, oldest first; {@code queue} one
-     * queue, or null for all. Only stretches with something in them are returned. Read from the
-     * counts every engine adds every few seconds (table durable_queue_minutes, kept as long as the
+     * What the fleet's runs did over the last {@code window}, per queue, summed into stretches of
+     * {@code bucket}, oldest first; {@code queue} one queue, or null for all. The stretches start on
+     * multiples of the bucket since the epoch and end with the one that holds the database's now
+     * (still filling); only those with something in them are returned. Read from the counts every
+     * engine adds every heartbeat interval (table durable_queue_minutes, kept as long as the
      * {@linkplain dev.durable.EngineOptions#retention() retention}), so every engine and dashboard
-     * replica answers the same, also after a restart. One statement over a few thousand rows.
-     * {@link dev.durable.InvalidRequestException} unless the window and the bucket are whole minutes,
-     * the bucket at most the window, the window at most 31 days.
+     * replica answers the same, also after a restart. One statement over the window's minutes of
+     * every queue (seven days of ten queues: 100,800 rows, about 0.2 s). Outcomes the count misses
+     * are listed on {@link QueueActivity}. {@link dev.durable.InvalidRequestException} unless the
+     * window and the bucket are whole minutes, the bucket divides the window, and the window is at
+     * most 31 days.
      */
     Mono<List<QueueActivity>> activity(Duration window, Duration bucket, @Nullable String queue);
 
     /**
      * The rows due now per queue, with the age of the oldest (queues with none are left out): what
      * waits for a free worker, fleet-wide. One statement that reads the pick index whole (a backlog of
-     * a million rows takes it about a tenth of a second: benchmarks/README.md). Also published as the
+     * a million due rows takes it about 0.2 s: benchmarks/README.md). Also published as the
      * {@code durable.queue.depth} and {@code durable.queue.age} gauges.
      */
     Mono<List<QueueDepth>> depths();
@@ -80,7 +83,9 @@ public interface DurableAdmin {
      * A random secret of 32 bytes stored under {@code name} in the database, made by the first caller
      * and read alike by every engine on the database after: for signing what several replicas must all
      * check (the dashboard signs its CSRF tokens with one). Anyone who may read Durable's tables may read
-     * it. {@link dev.durable.InvalidRequestException} for a blank name or one longer than 200 characters.
+     * it. A read of one row; the first call for a name also draws the secret (off the caller's thread)
+     * and inserts it. {@link dev.durable.InvalidRequestException} for a blank name or one longer than 200
+     * characters.
      */
     Mono<byte[]> sharedSecret(String name);
 

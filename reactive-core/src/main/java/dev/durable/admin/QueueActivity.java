@@ -6,9 +6,12 @@ import java.time.Instant;
  * What one queue's runs did in one stretch of time, counted by every engine of the fleet as its
  * outcomes committed ({@link DurableAdmin#activity}): the same whichever engine reads it, and kept
  * across restarts. An engine adds its counts every few seconds, so the current stretch is still
- * filling, and an engine killed outright takes its last few seconds' counts with it. Outcomes
- * committed on a caller's own transaction ({@code DurableEngine.complete(connection, ...)}) are not
- * counted: the engine never sees that commit.
+ * filling, and an engine killed outright takes its last few seconds' counts with it. Not counted:
+ * outcomes committed on a caller's own transaction ({@code DurableEngine.complete(connection, ...)}:
+ * the engine never sees that commit), and instances failed in bulk by
+ * {@code DurableAdmin.failUnmigratable} and {@code DurableEngine.failUnrunnable} (removals of a type
+ * or version, not runs). Bulk actions run as jobs of their own queue, {@code durable.admin}, and
+ * count there.
  *
  * @param from the start of the stretch (a whole minute of the database's clock)
  * @param queue the queue

@@ -7,7 +7,8 @@
 -- its queues (QueueActivitySql): a job pays an increment in memory, never a statement, and the
 -- rows are the same whichever engine or dashboard replica reads them, before and after a restart.
 -- An engine that dies loses what it counted since its last flush (a few seconds); outcomes
--- committed on a caller's own transaction are not counted (the engine does not see that commit).
+-- committed on a caller's own transaction are not counted (the engine does not see that commit),
+-- nor are rows failed in bulk when a type or version is removed (failUnmigratable, failUnrunnable).
 -- A minute's row is written by each engine once per flush; GC deletes rows past the retention.
 CREATE TABLE durable_queue_minutes (
     -- The minute (date_trunc('minute', now()) of the flush) and the queue.
@@ -20,8 +21,8 @@ CREATE TABLE durable_queue_minutes (
     cancelled  bigint      NOT NULL DEFAULT 0,
     -- Claims the reaper or a startup reclaim took back because their lease ran out.
     reaped     bigint      NOT NULL DEFAULT 0,
-    -- The primary key is the flush's upsert target and the readers' range by minute (every queue
-    -- over the last hours, or one queue's: the queue is then a filter over a few hundred rows).
+    -- The primary key is the flush's upsert target, the readers' range by minute (every queue's
+    -- minutes are read, one queue's too: the queue is a filter on the range) and GC's oldest first.
     PRIMARY KEY (minute, queue)
 );
 

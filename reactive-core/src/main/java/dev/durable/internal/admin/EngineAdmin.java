@@ -39,6 +39,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * {@link DurableAdmin} over one engine: reads and actions by id here, over the admin's statements and
@@ -125,9 +126,9 @@ public final class EngineAdmin implements DurableAdmin {
     public Mono<List<QueueActivity>> activity(Duration window, Duration bucket, @Nullable String queue) {
         return Mono.defer(() -> {
             if (window == null || bucket == null || !wholeMinutes(window) || !wholeMinutes(bucket)
-                    || bucket.compareTo(window) > 0 || window.compareTo(LONGEST_WINDOW) > 0) {
+                    || window.toSeconds() % bucket.toSeconds() != 0 || window.compareTo(LONGEST_WINDOW) > 0) {
                 return Mono.error(new InvalidRequestException("activity: the window and the bucket must be whole"
-                        + " minutes, the bucket at most the window, the window at most " + LONGEST_WINDOW.toDays()
+                        + " minutes, the bucket a divisor of the window, the window at most " + LONGEST_WINDOW.toDays()
                         + " days; were " + window + " and " + bucket));
             }
             return whenOpen.thenMany(sql.activity().read(window, bucket, queue)).collectList();
@@ -150,9 +151,15 @@ public final class EngineAdmin implements DurableAdmin {
                 return Mono.error(new InvalidRequestException("sharedSecret: a name of 1 to 200 characters, not blank;"
                         + " was " + (name == null ? "null" : "'" + name + "'")));
             }
-            byte[] candidate = new byte[32];
-            RANDOM.nextBytes(candidate);
-            return whenOpen.then(sql.secrets().secret(name, candidate));
+            // SecureRandom may block while the system gathers entropy: drawn off the caller's thread, once per name.
+            Mono<byte[]> made = Mono.fromCallable(() -> {
+                        byte[] candidate = new byte[32];
+                        RANDOM.nextBytes(candidate);
+                        return candidate;
+                    })
+                    .subscribeOn(Schedulers.boundedElastic())
+                    .flatMap(candidate -> sql.secrets().secret(name, candidate));
+            return whenOpen.then(sql.secrets().read(name)).switchIfEmpty(made);
         });
     }
 

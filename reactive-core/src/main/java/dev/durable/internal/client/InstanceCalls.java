@@ -85,6 +85,8 @@ public final class InstanceCalls {
                     if (row.after() == InstanceStatus.CANCELLED) {
                         transitions.cancelled(id, row.type(), row.queue());
                     }
+                    row.descendantsCancelled().forEach(child -> transitions.cancelled(child.id(), child.type(),
+                            child.queue()));
                 })
                 .map(InstanceCalls::cancelResult)
                 .defaultIfEmpty(CancelResult.NOT_FOUND);

@@ -8,7 +8,6 @@ import dev.durable.QueueStats;
 import dev.durable.RecurringJob;
 import dev.durable.internal.Cleanup;
 import dev.durable.internal.RequestMapper;
-import dev.durable.internal.sql.QueueActivitySql;
 import dev.durable.internal.sql.RegistrySql;
 import dev.durable.internal.sql.Statements;
 import dev.durable.internal.sql.Tables;
@@ -60,7 +59,9 @@ public final class EngineRuntime {
     private final EngineOptions options;
     private final Transitions transitions;
     private final OutcomeTally tally;
-    private final QueueActivitySql activity;
+    private final QueueDepthGauges depths;
+    /** Where the outcome counts go: the fleet's minutes. */
+    private final OutcomeTally.Store minutes;
     private final java.util.concurrent.atomic.AtomicReference<Mono<Void>> closing =
             new java.util.concurrent.atomic.AtomicReference<>();
 
@@ -74,7 +75,7 @@ public final class EngineRuntime {
         this.runMaintenance = options.runMaintenance();
         this.transitions = wiring.transitions();
         this.tally = telemetry.tally();
-        this.activity = sql.activity();
+        this.minutes = sql.activity()::add;
         transitions.pokeThrough(transport);
         HandlerLane lane = new HandlerLane(options.handlerScheduler());
         OutcomeCommit outcomeCommit = new OutcomeCommit(sql.db(), sql.outcomes(), sql.inserts());
@@ -102,7 +103,7 @@ public final class EngineRuntime {
             Pick pick = new Pick(context, options.pickRetries(), sql.picks(), admission, queue.fairness());
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
-                    options.heartbeatInterval().toMillis(), sql.leases(), delays, admission);
+                    options.heartbeatInterval().toMillis(), sql.leases(), delays, admission, transitions);
             Runner runner = (row, cancellation, claimLost) -> executor.run(row, cancellation, claimLost,
                     admission);
             QueueScheduler scheduler = new QueueScheduler(queue, worker, pick, heartbeat, queueLeases, runner,
@@ -128,8 +129,9 @@ public final class EngineRuntime {
                 List.copyOf(options.queues().keySet()), types,
                 types.stream().map(type -> wiring.definitions().get(type).version()).toList(),
                 types.stream().map(type -> wiring.definitions().get(type).lowestVersion()).toList(),
-                options.leaseTtl().toMillis()), sql.activity(), List.copyOf(options.queues().keySet()),
-                Schedulers.parallel(), options.meterRegistry());
+                options.leaseTtl().toMillis()), Schedulers.parallel(), options.meterRegistry());
+        this.depths = new QueueDepthGauges(sql.activity(), List.copyOf(options.queues().keySet()),
+                options.meterRegistry(), Schedulers.parallel());
         this.claims = new ClaimOnInsert(schedulers, wiring.definitions().keySet(), registry::paused);
     }
 
@@ -161,7 +163,8 @@ public final class EngineRuntime {
                 .concatMap(i -> leases.get(i).reclaim().then(Mono.fromRunnable(schedulers.get(i)::start)))
                 .then(Mono.fromRunnable(() -> {
                     registry.start(options.heartbeatInterval());
-                    tally.start(activity, options.heartbeatInterval(), Schedulers.parallel());
+                    tally.start(minutes, options.heartbeatInterval(), Schedulers.parallel());
+                    depths.start(options.heartbeatInterval().multipliedBy(QueueDepthGauges.HEARTBEATS));
                     if (runMaintenance) {
                         maintenance.start();
                     }
@@ -208,11 +211,12 @@ public final class EngineRuntime {
         return closing.updateAndGet(made -> made != null ? made : Mono.defer(() -> {
             maintenance.stop();
             recurring.stop();
+            depths.stop();
             return Cleanup.inOrder(Mono.whenDelayError(schedulers.stream().map(QueueScheduler::close).toList()),
-                    Mono.whenDelayError(registry.close(), tally.stop(activity, QueueScheduler.CLOSE_STEP), transport.close(),
+                    Mono.whenDelayError(registry.close(), tally.stop(minutes, QueueScheduler.CLOSE_STEP), transport.close(),
                                     limiter.close())
                             .timeout(QueueScheduler.CLOSE_STEP, Mono.fromRunnable(() -> log.warn(
-                                    "poke transport or limiter not closed within {}", QueueScheduler.CLOSE_STEP))))
+                                    "registry entry, outcome counts, poke transport or limiter not closed within {}", QueueScheduler.CLOSE_STEP))))
                     .doFinally(signal -> transitions.stopPokingThrough(transport));
         }).cache());
     }

@@ -1,5 +1,6 @@
 package dev.durable.internal.engine;
 
+import dev.durable.InstanceStatus;
 import dev.durable.internal.sql.LeaseSql;
 import dev.durable.internal.sql.Rows.ClaimedRow;
 import dev.durable.limit.LimitClaim;
@@ -27,9 +28,11 @@ final class Leases implements Releaser {
     private final LeaseSql leases;
     private final LeaseSql.RetryDelay delays;
     private final Admission admission;
+    private final Transitions transitions;
 
     Leases(QueueContext queue, String prefix, long heartbeatMillis, LeaseSql leases, LeaseSql.RetryDelay delays,
-            Admission admission) {
+            Admission admission, Transitions transitions) {
+        this.transitions = transitions;
         this.queue = queue;
         this.prefix = prefix;
         this.heartbeatMillis = heartbeatMillis;
@@ -40,7 +43,8 @@ final class Leases implements Releaser {
 
     /**
      * Gives claimed, unstarted rows back to runnable (undoing the attempt their claim took), then
-     * their gate slots. A failure is logged: the rows' leases expire and the reaper returns them.
+     * their gate slots; a row whose cancel was requested meanwhile is settled cancelled, and said so.
+     * A failure is logged: the rows' leases expire and the reaper returns them.
      */
     @Override
     public Mono<Void> release(List<ClaimedRow> rows) {
@@ -50,6 +54,11 @@ final class Leases implements Releaser {
         List<Long> ids = rows.stream().map(ClaimedRow::id).toList();
         List<LimitClaim> held = admission.stopRenewing(ids);
         return leases.release(rows, queue.worker())
+                .doOnNext(released -> {
+                    if (released.status() == InstanceStatus.CANCELLED) {
+                        transitions.cancelled(released.id(), released.type(), released.queue());
+                    }
+                })
                 .count()
                 .doOnNext(released -> {
                     queue.counters().released.addAndGet(released);
@@ -73,6 +82,7 @@ final class Leases implements Releaser {
     Mono<Long> reclaim() {
         long margin = Math.max(queue.leaseMillis() - 2 * heartbeatMillis, 0);
         return leases.recoverExpired(margin, prefix, queue.worker(), RECLAIM_LIMIT, delays, RECLAIM_TIMEOUT)
+                .doOnNext(recovery -> recovery.recovered().forEach(transitions::reclaimed))
                 .map(recovery -> (long) recovery.recovered().size())
                 .doOnNext(reclaimed -> {
                     if (reclaimed > 0) {

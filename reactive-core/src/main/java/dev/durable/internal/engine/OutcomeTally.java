@@ -1,6 +1,5 @@
 package dev.durable.internal.engine;
 
-import dev.durable.internal.sql.QueueActivitySql;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -8,10 +7,9 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
-import reactor.core.Disposable;
-import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.util.Logger;
 import reactor.util.Loggers;
@@ -20,7 +18,9 @@ import reactor.util.Loggers;
  * This engine's committed outcomes per queue, counted in memory as they commit (a run pays an
  * increment, never a statement) and added to the fleet's minutes (durable_queue_minutes) by a flush
  * every interval, one statement for all queues. A flush that fails puts its counts back for the
- * next one; close flushes what is left.
+ * next one; stopping lets the flush in flight finish and flushes what is left. Best effort both
+ * ways: an engine killed outright loses what it counted since its last flush, and a flush whose
+ * statement committed but whose answer timed out is counted again by the next.
  */
 public final class OutcomeTally {
 
@@ -31,9 +31,17 @@ public final class OutcomeTally {
 
     private static final int OUTCOMES = Outcome.values().length;
 
+    /** Where a flush adds its counts: one value per queue in each array ({@code QueueActivitySql::add}). */
+    @FunctionalInterface
+    interface Store {
+        Mono<Void> add(String[] queues, Long[] completed, Long[] failed, Long[] retried, Long[] cancelled,
+                Long[] reaped);
+    }
+
     private final Map<String, LongAdder[]> byQueue = new ConcurrentHashMap<>();
-    /** The flush loop of the running engine (an engine that is closed and started again starts a new one). */
-    private volatile Disposable loop = Disposables.disposed();
+    /** Ends the running engine's flush loop (an engine closed and started again starts a new one). */
+    private volatile Sinks.One<Boolean> stopped = Sinks.one();
+    private volatile Mono<Void> loop = Mono.empty();
 
     void count(String queue, Outcome outcome) {
         adders(queue)[outcome.ordinal()].increment();
@@ -49,28 +57,35 @@ public final class OutcomeTally {
         });
     }
 
-    /** Flushes into {@code sql} every {@code interval} until {@link #stop}. */
-    void start(QueueActivitySql sql, Duration interval, Scheduler timer) {
-        loop.dispose();
-        loop = Flux.interval(interval, interval, timer)
+    /** Flushes into {@code store} every {@code interval} until {@link #stop}. */
+    void start(Store store, Duration interval, Scheduler timer) {
+        Sinks.One<Boolean> stop = Sinks.one();
+        stopped = stop;
+        // A tick after the stop is not taken; a flush already running finishes (concatMap is not cancelled).
+        Mono<Void> running = Flux.interval(interval, interval, timer)
                 .onBackpressureDrop()
-                .concatMap(tick -> flush(sql), 0)
-                .subscribe(null, error -> log.error("outcome tally's flush loop failed", error));
+                .takeUntilOther(stop.asMono())
+                .concatMap(tick -> flush(store), 0)
+                .then()
+                .cache();
+        loop = running;
+        running.subscribe(null, error -> log.error("outcome tally's flush loop failed", error));
     }
 
-    /** Stops the loop and flushes what is left, within {@code bound}. */
-    Mono<Void> stop(QueueActivitySql sql, Duration bound) {
+    /** Stops the loop, waits for its flush in flight, and flushes what is left, within {@code bound}. */
+    Mono<Void> stop(Store store, Duration bound) {
         return Mono.defer(() -> {
-            loop.dispose();
-            return flush(sql).timeout(bound, Mono.empty());
-        });
+            stopped.tryEmitValue(true);
+            return loop.then(flush(store));
+        }).timeout(bound, Mono.fromRunnable(() -> log.warn(
+                "outcome counts not flushed within {} at close: durable_queue_minutes misses them", bound)));
     }
 
     /**
      * Adds the counts since the last flush to the current minute's rows. The counts are taken out
      * first (a run counted meanwhile waits for the next flush) and put back when the statement fails.
      */
-    Mono<Void> flush(QueueActivitySql sql) {
+    Mono<Void> flush(Store store) {
         return Mono.defer(() -> {
             Map<String, long[]> taken = take();
             if (taken.isEmpty()) {
@@ -85,7 +100,7 @@ public final class OutcomeTally {
                     columns[o][q] = values.get(q)[o];
                 }
             }
-            return sql.add(queues, columns[0], columns[1], columns[2], columns[3], columns[4])
+            return store.add(queues, columns[0], columns[1], columns[2], columns[3], columns[4])
                     .onErrorResume(error -> {
                         giveBack(taken);
                         log.warn("outcome counts not added to durable_queue_minutes (kept for the next flush): {}",

@@ -2,8 +2,6 @@ package dev.durable.internal.engine;
 
 import dev.durable.LiveEngine;
 import dev.durable.UnservedWork;
-import dev.durable.admin.QueueDepth;
-import dev.durable.internal.sql.QueueActivitySql;
 import dev.durable.internal.sql.RegistrySql;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -31,9 +29,7 @@ import reactor.util.Loggers;
  * lease TTL after the engine stops refreshing it and is removed when the engine closes. Each
  * refresh returns the whole fleet, kept here: an insert into a queue no live engine serves is
  * warned about at once, and, every so often, the work no live engine can run is counted into the
- * {@code durable.unserved} gauges, and each queue's due rows into {@code durable.queue.depth} and
- * {@code durable.queue.age} (fleet-wide figures: every engine publishes the same, for the queues it
- * serves and those with due rows).
+ * {@code durable.unserved} gauges.
  */
 public final class Registry {
 
@@ -53,30 +49,17 @@ public final class Registry {
     private final AtomicReference<java.util.Set<String>> paused = new AtomicReference<>(java.util.Set.of());
     private final Map<String, Long> warned = new ConcurrentHashMap<>();
     private final MultiGauge unservedGauge;
-    private final QueueActivitySql activity;
-    private final List<String> served;
-    private final MultiGauge depthGauge;
-    private final MultiGauge ageGauge;
     private final Disposable.Swap ticks = Disposables.swap();
     private long refreshes;
 
-    Registry(RegistrySql sql, RegistrySql.Entry entry, QueueActivitySql activity, List<String> served, Scheduler timer,
-            MeterRegistry meters) {
+    Registry(RegistrySql sql, RegistrySql.Entry entry, Scheduler timer, MeterRegistry meters) {
         this.sql = sql;
         this.entry = entry;
-        this.activity = activity;
-        this.served = served;
         this.timer = timer;
         Gauge.builder("durable.engines.live", fleet, engines -> engines.get().size())
                 .description("live engines in the registry, as this engine last read it").register(meters);
         this.unservedGauge = MultiGauge.builder("durable.unserved")
                 .description("rows due now that no live engine can run (sampled at the head of each queue)")
-                .register(meters);
-        this.depthGauge = MultiGauge.builder("durable.queue.depth")
-                .description("rows due now and not started, fleet-wide (runnable, not waiting behind their key)")
-                .register(meters);
-        this.ageGauge = MultiGauge.builder("durable.queue.age").baseUnit("seconds")
-                .description("how long the oldest row due now has waited, fleet-wide")
                 .register(meters);
     }
 
@@ -89,8 +72,7 @@ public final class Registry {
     void start(Duration interval) {
         ticks.update(Flux.interval(interval, interval, timer)
                 .onBackpressureDrop()
-                .concatMap(tick -> refresh().then(++refreshes % UNSERVED_EVERY == 0
-                                ? countUnserved().then(measureDepths()) : Mono.empty())
+                .concatMap(tick -> refresh().then(++refreshes % UNSERVED_EVERY == 0 ? countUnserved() : Mono.empty())
                         .onErrorResume(error -> {
                             log.warn("engine registry not refreshed: {}", error.toString());
                             return Mono.empty();
@@ -121,24 +103,6 @@ public final class Registry {
                 rows.add(MultiGauge.Row.of(Tags.of("queue", parts[0], "reason", parts[1].toLowerCase()), count));
             });
             unservedGauge.register(rows, true);
-        }).then();
-    }
-
-    /** The due rows of every queue with some, and 0 for the queues this engine serves that have none. */
-    private Mono<Void> measureDepths() {
-        return activity.depths().collectList().doOnNext(depths -> {
-            Map<String, QueueDepth> byQueue = new LinkedHashMap<>();
-            served.forEach(queue -> byQueue.put(queue, null));
-            depths.forEach(depth -> byQueue.put(depth.queue(), depth));
-            List<MultiGauge.Row<?>> due = new ArrayList<>();
-            List<MultiGauge.Row<?>> age = new ArrayList<>();
-            byQueue.forEach((queue, depth) -> {
-                due.add(MultiGauge.Row.of(Tags.of("queue", queue), depth == null ? 0 : depth.due()));
-                age.add(MultiGauge.Row.of(Tags.of("queue", queue),
-                        depth == null ? 0 : depth.oldestWait().toMillis() / 1000.0));
-            });
-            depthGauge.register(due, true);
-            ageGauge.register(age, true);
         }).then();
     }
 

@@ -128,10 +128,21 @@ public final class Telemetry {
         }
     }
 
-    /** A row the reaper or a reclaim recovered, or an await that expired. */
+    /** A row the reaper recovered, or an await that expired. */
     public void recovered(Transition transition, boolean expiredAwait) {
         if (!expiredAwait) {
             meters.reaped(transition.queue());
+        }
+        takenBack(transition, expiredAwait);
+    }
+
+    /** A dead predecessor's claim taken back at start (durable.reclaimed counts it, not durable.reaped). */
+    public void reclaimed(Transition transition) {
+        takenBack(transition, false);
+    }
+
+    private void takenBack(Transition transition, boolean expiredAwait) {
+        if (!expiredAwait) {
             tally.count(transition.queue(), transition.status() == InstanceStatus.FAILED ? OutcomeTally.Outcome.FAILED
                     : transition.status() == InstanceStatus.CANCELLED ? OutcomeTally.Outcome.CANCELLED
                     : OutcomeTally.Outcome.REAPED);

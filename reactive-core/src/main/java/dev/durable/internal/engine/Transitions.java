@@ -114,6 +114,12 @@ public final class Transitions {
         changed(transition);
     }
 
+    /** A dead predecessor's claim taken back at start (or failed, or cancelled). */
+    void reclaimed(Transition transition) {
+        telemetry.reclaimed(transition);
+        changed(transition);
+    }
+
     /** An await whose deadline passed, resumed. */
     public void awaitExpired(Transition transition) {
         telemetry.recovered(transition, true);

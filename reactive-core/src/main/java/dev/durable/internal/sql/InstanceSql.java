@@ -114,12 +114,16 @@ public final class InstanceSql {
                       FROM tree t
                      WHERE i.id = t.id AND i.status NOT IN ('done', 'failed', 'cancelled')
                        AND NOT (i.status <> 'executing' AND %s)
-                    RETURNING i.id, i.status
+                    RETURNING i.id, i.status, i.queue, i.type
                 ), changed AS (
-                    SELECT id, status FROM moved UNION ALL SELECT id, status FROM kept
+                    SELECT id, status, queue, type FROM moved UNION ALL SELECT id, status, queue, type FROM kept
+                ), descendants AS (
+                    SELECT array_agg(id) AS ids, array_agg(queue) AS queues, array_agg(type) AS types
+                      FROM changed WHERE id <> $1 AND status = 'cancelled'
                 )
-                SELECT r.status AS before, c.status AS after, r.queue, r.type
-                  FROM root r LEFT JOIN changed c ON c.id = $1""".formatted(Settled.settlesWhere("'cancelled'")));
+                SELECT r.status AS before, c.status AS after, r.queue, r.type, d.ids, d.queues, d.types
+                  FROM root r LEFT JOIN changed c ON c.id = $1 CROSS JOIN descendants d""".formatted(
+                        Settled.settlesWhere("'cancelled'")));
         this.countBusy = tables.render("SELECT (SELECT count(*) FROM {instances} WHERE queue = ANY($1)"
                 + " AND status = 'runnable' AND NOT key_waiting AND eligible_at <= now() + $2 * interval '1 millisecond')"
                 + " + (SELECT count(*) FROM {instances} WHERE status = 'executing' AND queue = ANY($1))");
@@ -172,9 +176,16 @@ public final class InstanceSql {
                         .bind(0, id).bind(1, cascade).execute())
                 .concatMap(result -> result.map(row -> {
                     String after = row.get("after", String.class);
+                    Long[] ids = row.get("ids", Long[].class);
+                    String[] queues = row.get("queues", String[].class);
+                    String[] types = row.get("types", String[].class);
+                    List<CancelRow.Descendant> cancelled = new java.util.ArrayList<>();
+                    for (int i = 0; ids != null && i < ids.length; i++) {
+                        cancelled.add(new CancelRow.Descendant(ids[i], queues[i], types[i]));
+                    }
                     return new CancelRow(InstanceStatus.fromSql(row.get("before", String.class)),
                             after == null ? null : InstanceStatus.fromSql(after), row.get("queue", String.class),
-                            row.get("type", String.class));
+                            row.get("type", String.class), cancelled);
                 })))
                 .next();
     }

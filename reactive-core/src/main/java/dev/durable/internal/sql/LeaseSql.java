@@ -105,11 +105,11 @@ public final class LeaseSql {
                            attempt = greatest(i.attempt - 1, 0), updated_at = now()
                       FROM r
                      WHERE %s AND NOT (%s)
-                    RETURNING i.id, i.queue, i.status
+                    RETURNING i.id, i.queue, i.status, i.type
                 )
-                SELECT id, queue, status FROM moved
+                SELECT id, queue, status, type FROM moved
                  UNION ALL
-                SELECT id, queue, status FROM kept""".formatted(releaseStatus, releaseGuard,
+                SELECT id, queue, status, type FROM kept""".formatted(releaseStatus, releaseGuard,
                 Settled.settlesWhere(releaseStatus)));
         this.lockExpired = tables.render("""
                 SELECT id, type, attempt FROM {instances}

@@ -25,17 +25,19 @@ public final class QueueActivitySql {
     private final String add;
 
     /**
-     * The minutes from $1 seconds before the current one, summed into buckets of $2 seconds (bucket
-     * start, queue), oldest first; $3 one queue, or null for all. Index: the primary key, a range
-     * of minutes (a day of 20 queues is 28,800 rows). Locks: none.
+     * The last $1 seconds in whole buckets of $2 seconds (a multiple of it), summed per bucket and
+     * queue, oldest first: the buckets end with the one that holds now() and start on multiples of
+     * $2 since the epoch; $3 one queue, or null for all. Index: the primary key, a range of minutes
+     * over every queue (one queue is a filter on it: seven days of ten queues read 100,800 rows for
+     * either). Locks: none.
      */
     private final String read;
 
     /**
      * Per queue, the rows due now (runnable, not waiting behind their key's head, eligible by now)
      * and the age of the oldest. Index: the pick index, read whole (rows scheduled ahead are read
-     * and filtered: the count is of the index, not of a range); see benchmarks/README.md for its
-     * cost under a big backlog. Locks: none.
+     * and filtered: the count is of the index, not of a range): about 220 ms for a million due
+     * rows (benchmarks/README.md, "The fleet's activity"). Locks: none.
      */
     private final String depths;
 
@@ -58,7 +60,7 @@ public final class QueueActivitySql {
                        sum(completed)::bigint, sum(failed)::bigint, sum(retried)::bigint, sum(cancelled)::bigint,
                        sum(reaped)::bigint
                   FROM {queue_minutes}
-                 WHERE minute >= date_trunc('minute', now()) - $1 * interval '1 second'
+                 WHERE minute >= to_timestamp((floor(extract(epoch FROM now()) / $2) + 1) * $2 - $1)
                    AND ($3::text IS NULL OR queue = $3)
                  GROUP BY 1, 2
                  ORDER BY 1, 2""");
@@ -80,7 +82,7 @@ public final class QueueActivitySql {
                 .then();
     }
 
-    /** The activity of the last {@code window} (to the minute) in buckets of {@code bucket}, oldest first. */
+    /** The activity of the last {@code window} in buckets of {@code bucket} (which divides it), oldest first. */
     public Flux<QueueActivity> read(Duration window, Duration bucket, @Nullable String queue) {
         return db.withConnection(connection -> Flux.from(Db.bind(connection.createStatement(read)
                                 .bind(0, window.toSeconds()).bind(1, bucket.toSeconds()), 2, queue, String.class)

@@ -170,7 +170,12 @@ public final class Rows {
     public record Delivery(long id, String queue, String type, boolean stored, boolean woken, boolean inboxFull) {
     }
 
-    /** What a cancel found and left. */
-    public record CancelRow(InstanceStatus before, @Nullable InstanceStatus after, String queue, String type) {
+    /** What a cancel found and left, and the descendants it cancelled with it (a cascade). */
+    public record CancelRow(InstanceStatus before, @Nullable InstanceStatus after, String queue, String type,
+            List<Descendant> descendantsCancelled) {
+
+        /** A descendant the cascade settled cancelled (one still executing is only asked to stop). */
+        public record Descendant(long id, String queue, String type) {
+        }
     }
 }

@@ -17,6 +17,9 @@ public final class SharedSecretSql {
      */
     private final String secret;
 
+    /** The secret named $1, if there is one. Index: the primary key. Locks: none. */
+    private final String read;
+
     private final Db db;
 
     public SharedSecretSql(Db db, Tables tables) {
@@ -25,18 +28,27 @@ public final class SharedSecretSql {
                 INSERT INTO {shared_secrets} AS s (name, secret) VALUES ($1, $2)
                 ON CONFLICT (name) DO UPDATE SET secret = s.secret
                 RETURNING s.secret""");
+        this.read = tables.render("SELECT secret FROM {shared_secrets} WHERE name = $1");
+    }
+
+    /** The secret under {@code name}; empty when there is none yet. */
+    public Mono<byte[]> read(String name) {
+        return db.withConnection(connection -> Flux.from(connection.createStatement(read).bind(0, name).execute())
+                        .concatMap(result -> result.map(row -> bytes(row.get(0, ByteBuffer.class)))))
+                .next();
     }
 
     /** The secret under {@code name}, which {@code candidate} becomes when it is the first. */
     public Mono<byte[]> secret(String name, byte[] candidate) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(secret)
                         .bind(0, name).bind(1, ByteBuffer.wrap(candidate)).execute())
-                .concatMap(result -> result.map(row -> {
-                    ByteBuffer bytes = row.get(0, ByteBuffer.class);
-                    byte[] out = new byte[bytes.remaining()];
-                    bytes.get(out);
-                    return out;
-                })))
+                .concatMap(result -> result.map(row -> bytes(row.get(0, ByteBuffer.class)))))
                 .next();
+    }
+
+    private static byte[] bytes(ByteBuffer buffer) {
+        byte[] out = new byte[buffer.remaining()];
+        buffer.get(out);
+        return out;
     }
 }
