@@ -282,9 +282,10 @@ class DashboardBrowserIT {
         assertThat(browser.getCurrentUrl()).endsWith("/app/durable/?done=paused");
         assertThat(browser.findElement(By.cssSelector("#queues tr[data-queue='mail'] td.state")).getText())
                 .contains("paused");
-        // Claim-on-insert learns of the pause at the engine's next registry refresh (a heartbeat, 500 ms here).
-        sleep(Duration.ofSeconds(2));
-        long held = engine.insert(JobRequest.of("send-receipt", "held@example.com")).block(WAIT);
+        // Due a second from now: claim-on-insert (which learns of a pause only at the next registry refresh)
+        // leaves it, so what keeps it waiting is the pick's own check of the pause, as for any due row.
+        long held = engine.insert(JobRequest.of("send-receipt", "held@example.com")
+                .runAt(java.time.Instant.now().plusSeconds(1))).block(WAIT);
         wait.until(ExpectedConditions.presenceOfElementLocated(
                 By.cssSelector("#feed li[data-id='" + held + "'][data-kind='INSERTED']")));
         // The live counts show it due, fleet-wide, and nothing picks it.

@@ -489,6 +489,16 @@ class DashboardIT {
             assertThat(cookie).contains("Path=/app/ops");
             String token = cookie.substring(cookie.indexOf('=') + 1, cookie.indexOf(';'));
 
+            // Without a script, a destructive action answers a confirmation whose form posts back under the path.
+            java.net.http.HttpResponse<String> confirm = http.send(java.net.http.HttpRequest.newBuilder(
+                            java.net.URI.create(root + "/app/ops/queues/default/pause"))
+                    .header("Content-Type", "application/x-www-form-urlencoded")
+                    .header("Cookie", "durable_dashboard_csrf=" + token)
+                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString("_durable_csrf=" + token))
+                    .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertThat(confirm.statusCode()).isEqualTo(200);
+            assertThat(confirm.body()).contains("action=\"/app/ops/queues/default/pause\"");
+
             java.net.http.HttpResponse<String> paused = http.send(java.net.http.HttpRequest.newBuilder(
                             java.net.URI.create(root + "/app/ops/queues/default/pause"))
                     .header("Content-Type", "application/x-www-form-urlencoded")

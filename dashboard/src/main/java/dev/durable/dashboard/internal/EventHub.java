@@ -33,6 +33,8 @@ public final class EventHub implements Disposable {
 
     private static final Logger log = Loggers.getLogger(EventHub.class);
     static final int RECENT = 50;
+    /** The longest a slow refresh makes the next one wait. */
+    private static final Duration SLOWEST_REFRESH = Duration.ofMinutes(1);
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final DurableEngine engine;
@@ -46,16 +48,21 @@ public final class EventHub implements Disposable {
         this.engine = engine;
         this.subscription = engine.events().subscribe(this::accept,
                 error -> log.warn("dashboard event feed ended: {}", error.toString()));
-        // The next refresh waits the interval, or nine times what the last one took if that is longer: on a
-        // big backlog (a million due rows: about half a second of counting) watching the dashboard costs the
-        // database at most a tenth of one core.
+        // The next refresh waits the interval, or nine times what the last one took if that is longer (that at
+        // most a minute): on a big backlog (a million due rows: about half a second of counting) watching the
+        // dashboard costs the database at most a tenth of one core. A failed refresh is not timed: it waits the
+        // interval, and the feed catches up once the database answers again.
         this.refreshes = Mono.defer(() -> {
                     long started = System.nanoTime();
-                    return refresh().doOnTerminate(() -> lastRefreshNanos = System.nanoTime() - started);
+                    return refresh().doOnNext(done -> lastRefreshNanos = System.nanoTime() - started);
                 })
-                .onErrorResume(error -> Mono.empty())
-                .repeatWhen(done -> done.concatMap(any -> Mono.delay(
-                        Duration.ofNanos(Math.max(countsInterval.toNanos(), 9 * lastRefreshNanos)))))
+                .onErrorResume(error -> {
+                    lastRefreshNanos = 0;
+                    log.debug("dashboard refresh failed: {}", error.toString());
+                    return Mono.empty();
+                })
+                .repeatWhen(done -> done.concatMap(any -> Mono.delay(Duration.ofNanos(Math.max(countsInterval.toNanos(),
+                        Math.min(SLOWEST_REFRESH.toNanos(), 9 * lastRefreshNanos))))))
                 .replay(1)
                 .refCount(1, Duration.ofSeconds(5));
     }

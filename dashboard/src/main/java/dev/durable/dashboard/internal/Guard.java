@@ -223,8 +223,9 @@ public final class Guard {
                                 values.forEach(value -> fields.add(Map.entry(name, value)));
                             }
                         });
-                        return html(request, HttpStatus.OK, ActionPages.confirm(view, question, request.path(), fields),
-                                null);
+                        // The full path: the confirmation posts back to where the browser sent this (context path included).
+                        return html(request, HttpStatus.OK,
+                                ActionPages.confirm(view, question, request.requestPath().value(), fields), null);
                     }
                     return Mono.defer(() -> run.apply(form)).onErrorResume(error -> failure(request, view, error, null));
                 });

@@ -34,8 +34,12 @@ public final class OverviewPage {
             @Nullable QueueStats here, List<String> engines, @Nullable Boolean paused) {
     }
 
-    static String overview(View view, List<QueueRow> queues, boolean pauseKnown, ActivityChart chart,
-            List<JobEvent> recent) {
+    /**
+     * {@code depthsRead}: whether the due rows could be read (when not, their cells say "?");
+     * {@code chart}: null when the activity could not be read.
+     */
+    static String overview(View view, List<QueueRow> queues, boolean pauseKnown, boolean depthsRead,
+            @Nullable ActivityChart chart, List<JobEvent> recent) {
         return layout(view, "overview", "Overview", h -> {
             h.raw("<section><h2>Queues</h2><div class=\"scroll\"><table id=\"queues\"><thead><tr><th>Queue</th>");
             for (InstanceStatus status : STATUSES) {
@@ -67,9 +71,10 @@ public final class OverviewPage {
                     }
                     h.raw("</td>");
                 }
-                h.raw("<td class=\"num\" data-now=\"due\">").text(row.depth() == null ? 0 : row.depth().due())
+                h.raw("<td class=\"num\" data-now=\"due\">")
+                        .text(!depthsRead ? "?" : row.depth() == null ? 0 : row.depth().due())
                         .raw("</td><td class=\"num\" data-now=\"wait\">")
-                        .text(row.depth() == null ? "–" : wait(row.depth().oldestWait())).raw("</td>");
+                        .text(!depthsRead ? "?" : row.depth() == null ? "–" : wait(row.depth().oldestWait())).raw("</td>");
                 h.raw("<td class=\"num\" data-now=\"running\">").text(row.here() == null ? "–" : row.here().running())
                         .raw("</td><td class=\"num\" data-now=\"buffered\">")
                         .text(row.here() == null ? "–" : row.here().buffered()).raw("</td>");
@@ -101,7 +106,16 @@ public final class OverviewPage {
             h.raw("</tbody></table></div><p class=\"hint\">Counts of settled instances marked ~ are the planner's"
                     + " estimates on a big history. Due now and oldest wait are the fleet's rows ready to start;"
                     + " running and buffered are this engine's schedulers now.</p></section>");
-            chart(h, view, chart, queues.stream().map(QueueRow::queue).toList());
+            if (!depthsRead) {
+                h.raw("<p class=\"problem\" id=\"depths-unread\">The rows due now could not be read (see the"
+                        + " application's log); the other counts are current.</p>");
+            }
+            if (chart != null) {
+                chart(h, view, chart, queues.stream().map(QueueRow::queue).toList());
+            } else {
+                h.raw("<section id=\"activity\"><h2>Activity</h2><p class=\"problem\">The activity could not be read"
+                        + " from the database (see the application's log).</p></section>");
+            }
             h.raw("<section><h2>Live events</h2><ol id=\"feed\" class=\"feed\">");
             for (int i = recent.size() - 1; i >= 0; i--) {
                 feedItem(h, view, recent.get(i));

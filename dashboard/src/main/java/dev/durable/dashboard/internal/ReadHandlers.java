@@ -29,6 +29,7 @@ import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -41,6 +42,8 @@ import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.util.Logger;
+import reactor.util.Loggers;
 
 /**
  * The routes that read: each page reads through the admin API and the engine, then renders with its page
@@ -48,6 +51,8 @@ import reactor.core.publisher.Mono;
  * dashboard's own stylesheet and script.
  */
 public final class ReadHandlers {
+
+    private static final Logger log = Loggers.getLogger(ReadHandlers.class);
 
     private static final int TREE_CHILDREN = 20;
     private static final int TREE_GRANDCHILDREN = 10;
@@ -80,8 +85,14 @@ public final class ReadHandlers {
     Mono<String> overview(ServerRequest request, View view) {
         ActivityChart.Range range = ActivityChart.Range.of(request.queryParam("range").orElse(null));
         String chartQueue = request.queryParam("queue").filter(queue -> !queue.isBlank()).orElse(null);
-        return Mono.zip(admin.counts(), engine.liveEngines().collectList(), admin.pausedQueues(), admin.depths(),
-                hub.chart(range, chartQueue)).map(read -> {
+        // The due rows and the chart are read apart from the rest: when one fails (a count timing out on a huge
+        // backlog), the page says so in its place and shows everything else.
+        Mono<Optional<List<QueueDepth>>> depthsRead = admin.depths().map(Optional::of)
+                .onErrorResume(error -> unread("the rows due now", error));
+        Mono<Optional<ActivityChart>> chartRead = hub.chart(range, chartQueue).map(Optional::of)
+                .onErrorResume(error -> unread("the activity", error));
+        return Mono.zip(admin.counts(), engine.liveEngines().collectList(), admin.pausedQueues(), depthsRead,
+                chartRead).map(read -> {
             Map<String, dev.durable.admin.QueuePause> paused = new TreeMap<>();
             read.getT3().forEach(pause -> paused.put(pause.queue(), pause));
             Map<String, Map<InstanceStatus, StatusCount>> counts = new TreeMap<>();
@@ -93,7 +104,7 @@ public final class ReadHandlers {
                 live.queues().forEach(q -> servedBy.computeIfAbsent(q, x -> new ArrayList<>()).add(live.name()));
             }
             Map<String, QueueDepth> depths = new TreeMap<>();
-            read.getT4().forEach(depth -> depths.put(depth.queue(), depth));
+            read.getT4().orElse(List.of()).forEach(depth -> depths.put(depth.queue(), depth));
             Map<String, QueueStats> here = new TreeMap<>();
             engine.queueStats().forEach(stats -> here.put(stats.queue(), stats));
             Set<String> queues = new TreeSet<>(counts.keySet());
@@ -109,8 +120,13 @@ public final class ReadHandlers {
                         here.get(queue), engines, paused.containsKey(queue)));
             }
             List<JobEvent> recent = hub.recentEvents();
-            return OverviewPage.overview(view, rows, true, read.getT5(), recent);
+            return OverviewPage.overview(view, rows, true, read.getT4().isPresent(), read.getT5().orElse(null), recent);
         });
+    }
+
+    private static <T> Mono<Optional<T>> unread(String what, Throwable error) {
+        log.warn("dashboard: {} could not be read: {}", what, error.toString());
+        return Mono.just(Optional.empty());
     }
 
     Mono<String> instances(ServerRequest request, View view) {
