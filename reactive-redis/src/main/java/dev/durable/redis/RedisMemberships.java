@@ -21,7 +21,7 @@ public final class RedisMemberships {
     }
 
     /**
-     * Registers this node with a client of its own for {@code uri}, shut down on {@link #close()}.
+     * Registers this node with a client of its own for {@code uri}, shut down on {@link RedisMembership#close()}.
      * Signals {@link RedisUnavailableException} when Redis cannot be reached for the first
      * registration; after that, outages only delay heartbeats (logged once).
      */
