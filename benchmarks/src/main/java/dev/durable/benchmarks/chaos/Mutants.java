@@ -15,6 +15,7 @@ import java.util.List;
  * <pre>
  * java Mutants.java list FILE             the mutants' names, one a line
  * java Mutants.java describe FILE NAME    its one-line description
+ * java Mutants.java args FILE NAME        the chaos arguments it needs beyond the run's own (may be empty)
  * java Mutants.java apply FILE NAME COPY  applies it under the directory COPY
  * </pre>
  *
@@ -24,6 +25,7 @@ import java.util.List;
  *
  * <pre>
  * mutant NAME: what it breaks
+ * args --redis                   (optional: what the chaos run needs to reach the change)
  * file path/from/the/root.java
  * find
  * ...exact lines...
@@ -37,7 +39,7 @@ public final class Mutants {
     record Change(String file, String find, String replace) {
     }
 
-    record Mutant(String name, String description, List<Change> changes) {
+    record Mutant(String name, String description, String args, List<Change> changes) {
     }
 
     private Mutants() {
@@ -51,6 +53,7 @@ public final class Mutants {
         switch (args[0]) {
             case "list" -> mutants.forEach(mutant -> System.out.println(mutant.name()));
             case "describe" -> System.out.println(find(mutants, args[2]).description());
+            case "args" -> System.out.println(find(mutants, args[2]).args());
             case "apply" -> apply(find(mutants, args[2]), Path.of(args[3]));
             default -> throw new IllegalArgumentException("unknown command " + args[0]);
         }
@@ -91,18 +94,22 @@ public final class Mutants {
         List<String> lines = Files.readAllLines(path, StandardCharsets.UTF_8);
         String name = null;
         String description = null;
+        String runArgs = "";
         List<Change> changes = new ArrayList<>();
         String file = null;
         for (int i = 0; i < lines.size(); i++) {
             String line = lines.get(i);
             if (line.startsWith("mutant ")) {
                 if (name != null) {
-                    mutants.add(new Mutant(name, description, List.copyOf(changes)));
+                    mutants.add(new Mutant(name, description, runArgs, List.copyOf(changes)));
                 }
                 int colon = line.indexOf(':');
                 name = line.substring("mutant ".length(), colon < 0 ? line.length() : colon).strip();
                 description = colon < 0 ? name : line.substring(colon + 1).strip();
+                runArgs = "";
                 changes.clear();
+            } else if (line.startsWith("args ")) {
+                runArgs = line.substring("args ".length()).strip();
             } else if (line.startsWith("file ")) {
                 file = line.substring("file ".length()).strip();
             } else if (line.equals("find")) {
@@ -124,7 +131,7 @@ public final class Mutants {
             }
         }
         if (name != null) {
-            mutants.add(new Mutant(name, description, List.copyOf(changes)));
+            mutants.add(new Mutant(name, description, runArgs, List.copyOf(changes)));
         }
         return mutants;
     }
