@@ -17,6 +17,8 @@ import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.ConnectionFactoryOptions;
 import io.r2dbc.spi.Option;
 import io.r2dbc.spi.Result;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,7 +38,7 @@ import reactor.core.publisher.Flux;
  *
  * <pre>
  * benchmarks/chaos [--minutes M] [--engines N] [--fault-every D] [--redis] [--rounds R] [--faults KIND,...]
- *                  [--recovery-minutes M] [--burn-ms MS] [--load-factor F] [--skew]
+ *                  [--recovery-minutes M] [--burn-ms MS] [--load-factor F] [--skew] [--previous-jar JAR]
  * </pre>
  * With {@code --minutes}, load for that long, a fault every D seconds, cycling through the kinds;
  * with {@code --rounds} (and no minutes), load until R rounds of every kind have struck (the suite's
@@ -49,7 +51,10 @@ import reactor.core.publisher.Flux;
  * (the second has version 2 of the workflow, with a new step and a migration from version 1): the
  * first in-process engine always runs the second (it can run every row), the others start
  * alternating and every other worker JVM runs each, and an engine a fault replaces comes back as the
- * other release, as a rolling deploy and its rollback do. Once a minute the harness samples its heap after a collection, its threads,
+ * other release, as a rolling deploy and its rollback do. With {@code --previous-jar} (implies
+ * {@code --skew}) the worker JVMs of the first release run that jar, an earlier build of this
+ * harness and of the engine ({@code benchmarks/chaos-previous} builds one from a commit): two engine
+ * releases on one database under the same faults, as a rolling deploy of Durable itself. Once a minute the harness samples its heap after a collection, its threads,
  * the server's connections and the backlog: a SOAK line sums them up (the trend past warm-up). Exit status 1 when an invariant broke. The run's files (the server's
  * data and logs, the worker JVMs' logs) live in one temporary directory, removed after a clean run
  * and kept, and named, after a failed one.
@@ -69,10 +74,12 @@ public final class Chaos {
      * loads until every fault has struck, within a generous cap), how long the recovery may go
      * without a row settling, how often a fault strikes, how many in-process engines, whether Redis
      * runs (limiter, pokes, its restarts), which kinds of fault, the overload knobs (the CPU each plain job burns and how
-     * many times the usual plain jobs are inserted), and whether two releases run side by side.
+     * many times the usual plain jobs are inserted), whether two releases run side by side, and the
+     * earlier build the first release's worker JVMs run (null: this one).
      */
     public record Config(Duration load, int rounds, Duration recovery, Duration faultEvery, int engines,
-            boolean redis, List<Fault> kinds, Duration burn, int loadFactor, boolean skew) {
+            boolean redis, List<Fault> kinds, Duration burn, int loadFactor, boolean skew,
+            @Nullable Path previousJar) {
 
         /**
          * The short run of the test suite: one round of every kind, however long a loaded machine
@@ -81,7 +88,7 @@ public final class Chaos {
          */
         public static Config shortRun() {
             return new Config(Duration.ofMinutes(15), 1, Duration.ofMinutes(3), Duration.ofSeconds(2), 3, false,
-                    Fault.round(false), Duration.ofMillis(2), 1, true);
+                    Fault.round(false), Duration.ofMillis(2), 1, true, null);
         }
 
         /** How many faults a count-based run injects. */
@@ -101,6 +108,7 @@ public final class Chaos {
         Duration burn = Duration.ZERO;
         int loadFactor = 1;
         boolean skew = false;
+        Path previousJar = null;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             String value = i + 1 < args.length ? args[i + 1] : null;
@@ -111,6 +119,7 @@ public final class Chaos {
                 case "--rounds" -> rounds = Integer.parseInt(require(arg, value, i++));
                 case "--redis" -> redis = true;
                 case "--skew" -> skew = true;
+                case "--previous-jar" -> previousJar = Path.of(require(arg, value, i++));
                 case "--recovery-minutes" -> recovery = Duration.ofMillis((long) (Double.parseDouble(require(arg, value, i++)) * 60_000));
                 case "--burn-ms" -> burn = Duration.ofMillis(Long.parseLong(require(arg, value, i++)));
                 case "--load-factor" -> loadFactor = Integer.parseInt(require(arg, value, i++));
@@ -122,11 +131,14 @@ public final class Chaos {
                 }
                 default -> throw new IllegalArgumentException("unknown argument " + arg + "; usage: benchmarks/chaos"
                         + " [--minutes M] [--engines N] [--fault-every SECONDS] [--redis] [--rounds R] [--faults KIND,...]"
-                        + " [--recovery-minutes M] [--burn-ms MS] [--load-factor F] [--skew]");
+                        + " [--recovery-minutes M] [--burn-ms MS] [--load-factor F] [--skew] [--previous-jar JAR]");
             }
         }
         if (engines < 1 || loadFactor < 1 || burn.isNegative()) {
             throw new IllegalArgumentException("--engines and --load-factor must be at least 1, --burn-ms at least 0");
+        }
+        if (previousJar != null && !Files.isRegularFile(previousJar)) {
+            throw new IllegalArgumentException("--previous-jar " + previousJar + " is not a file");
         }
         List<Fault> kinds = new ArrayList<>();
         for (Fault fault : Fault.round(redis)) {
@@ -139,7 +151,7 @@ public final class Chaos {
         Config config = new Config(minutes > 0 ? Duration.ofMillis((long) (minutes * 60_000)) : Duration.ofMinutes(30),
                 rounds > 0 ? rounds : minutes > 0 ? Integer.MAX_VALUE : 1,
                 recovery != null ? recovery : Duration.ofMinutes(3), faultEvery, engines, redis, kinds, burn,
-                loadFactor, skew);
+                loadFactor, skew || previousJar != null, previousJar);
         Report report = run(config, line -> System.err.println(line));
         System.out.println(report.details());
         if (!report.minutes().isEmpty()) {

@@ -47,6 +47,8 @@ final class ChaosRun implements AutoCloseable {
     private static final Duration STALL = Chaos.CALL_TIMEOUT.plusSeconds(10);
     /** Every worker JVM incarnation: they share one proxy, and one may replace another during a fault. */
     private static final String JVM_PATTERN = "jvm%";
+    /** The end of the label of a worker JVM that runs the previous jar. */
+    private static final String PREVIOUS_JAR_SUFFIX = "-previous";
     /** However the backlog moves, the recovery ends after this long. */
     private static final Duration RECOVERY_CAP = Duration.ofMinutes(60);
     /** After a fault's window, how long its engine may still run a row it lost without breaking stale_start. */
@@ -323,6 +325,10 @@ final class ChaosRun implements AutoCloseable {
             releases.put("first", count("SELECT count(*) FROM S.chaos_exec WHERE generation = 1"));
             releases.put("second", count("SELECT count(*) FROM S.chaos_exec WHERE generation = 2"));
             releases.put("new_step", count("SELECT count(*) FROM S.chaos_exec WHERE step = '" + ChaosWorkload.AUDIT + "'"));
+            if (config.previousJar() != null) {
+                releases.put("previous_jar", count("SELECT count(*) FROM S.chaos_exec WHERE label LIKE '%"
+                        + PREVIOUS_JAR_SUFFIX + "'"));
+            }
             releases.put("migrated", count("SELECT count(DISTINCT a.instance_id) FROM S.chaos_exec a JOIN S.chaos_exec b"
                     + " ON b.instance_id = a.instance_id WHERE a.seen_version = 1 AND b.seen_version = 2"
                     + " AND a.type = '" + ChaosWorkload.FLOW + "'"));
@@ -821,12 +827,17 @@ final class ChaosRun implements AutoCloseable {
 
     private void startJvm() {
         synchronized (jvmLock) {
-            String label = "jvm" + (jvmCount++);
+            int generation = generation(jvmCount);
+            // The first release's JVMs run the earlier build when there is one: its engine and its
+            // workload, the older workflow version an older deploy carries.
+            Path previousJar = generation == 1 ? config.previousJar() : null;
+            boolean previous = previousJar != null;
+            String label = "jvm" + (jvmCount++) + (previous ? PREVIOUS_JAR_SUFFIX : "");
             List<String> command = List.of(Jvms.javaBinary(), "-Xmx256m", "-XX:+UseSerialGC",
                     "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                    "-cp", Jvms.classpath(), ChaosWorker.class.getName(), jvmProxy.proxiedUrl(server.url), server.url,
-                    schema, label, redis == null ? "-" : redis.uri(), Long.toString(config.burn().toMillis()),
-                    Integer.toString(generation(jvmCount - 1)));
+                    "-cp", previousJar != null ? previousJar.toString() : Jvms.classpath(), ChaosWorker.class.getName(),
+                    jvmProxy.proxiedUrl(server.url), server.url, schema, label, redis == null ? "-" : redis.uri(),
+                    Long.toString(config.burn().toMillis()), Integer.toString(generation));
             try {
                 jvm = new ProcessBuilder(command)
                         .redirectErrorStream(true)
@@ -837,6 +848,9 @@ final class ChaosRun implements AutoCloseable {
             }
             jvmLabel = label;
             tally("worker JVMs started", 1);
+            if (previous) {
+                tally("worker JVMs started on the previous jar", 1);
+            }
         }
     }
 
