@@ -152,10 +152,10 @@ public final class DurableEngine implements AutoCloseable {
      * with no transaction open, or a transactional run's own, is an {@link InvalidRequestException}.
      *
      * <p>These outcomes settle the instance (done, failed, cancelled). Moving a workflow on to another
-     * step belongs in a {@linkplain StepHandler#transactional transactional step}: the guard knows a
-     * claim by its worker and attempt, and a step change made from outside the run starts the next
-     * step's attempts afresh, so the same worker's next claim could carry the very worker and attempt
-     * of the run still under way, whose own outcome would then pass the guard.
+     * step belongs in a {@linkplain StepHandler#transactional transactional step}, whose writes commit
+     * with its transition. The guard knows a claim by its worker, its attempt and the transaction
+     * that made it ({@link Claim#stamp()}): a claim made by hand without the stamp matches no claim an
+     * engine's pick made.
      *
      * <pre>{@code
      * JobDefinition.of("ship", Order.class, (order, context) -> Mono.usingWhen(pool.create(),

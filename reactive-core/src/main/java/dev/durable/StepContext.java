@@ -24,6 +24,7 @@ public final class StepContext<S> {
     private final JsonCodec codec;
     private final Cancellation cancellation;
     private final String worker;
+    private final long claimStamp;
 
     /** A context that is never cancelled: public so tests of step handlers can make one. */
     public StepContext(long id, String type, String queue, String step, int attempt, int maxAttempts,
@@ -41,10 +42,18 @@ public final class StepContext<S> {
                 cancellation, "");
     }
 
-    /** Made by the engine for each step, claimed by {@code worker}. */
+    /** A context claimed by {@code worker} without a stamp. */
     public StepContext(long id, String type, String queue, String step, int attempt, int maxAttempts,
             @Nullable S state, boolean awaitedSignals, List<Signal> signals, List<Signal> inbox,
             List<Child> children, JsonCodec codec, Cancellation cancellation, String worker) {
+        this(id, type, queue, step, attempt, maxAttempts, state, awaitedSignals, signals, inbox, children, codec,
+                cancellation, worker, 0);
+    }
+
+    /** Made by the engine for each step, claimed by {@code worker} with stamp {@code claimStamp} ({@link Claim#stamp()}). */
+    public StepContext(long id, String type, String queue, String step, int attempt, int maxAttempts,
+            @Nullable S state, boolean awaitedSignals, List<Signal> signals, List<Signal> inbox,
+            List<Child> children, JsonCodec codec, Cancellation cancellation, String worker, long claimStamp) {
         this.id = id;
         this.type = type;
         this.queue = queue;
@@ -59,11 +68,12 @@ public final class StepContext<S> {
         this.codec = codec;
         this.cancellation = cancellation;
         this.worker = worker;
+        this.claimStamp = claimStamp;
     }
 
     /** This run's claim: what completing it from a caller's transaction is guarded by ({@link DurableEngine#complete}). */
     public Claim claim() {
-        return new Claim(id, type, step, worker, attempt);
+        return new Claim(id, type, step, worker, attempt, claimStamp);
     }
 
     /** Whether this step should stop: its instance was cancelled or the run lost its claim. */

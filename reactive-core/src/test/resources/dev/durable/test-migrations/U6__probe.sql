@@ -1,2 +1,2 @@
--- Undo of the test-only V5.
+-- Undo of the test-only V6.
 ALTER TABLE durable_engines DROP COLUMN probe;

@@ -21,19 +21,18 @@ import reactor.core.publisher.Mono;
  * Outcomes a caller commits in its own transaction for a run's {@link Claim} ({@code engine.complete},
  * {@code fail} and {@code cancel} with a connection): the run's work was done in that
  * transaction, so the outcome goes with it, or not at all. The same statements as the engine's own
- * commit ({@link OutcomeSql}), under the same guard (the claim's worker and attempt), the row first
- * locked and checked with the claim's step (an inline step that followed on the claim shares its
- * worker and attempt): a claim no longer current is refused with {@link StaleOutcomeException} and the
+ * commit ({@link OutcomeSql}), under the same guard (the claim's worker, attempt and stamp), the row
+ * first locked and checked with the claim's step (an inline step that followed on the claim shares
+ * all three): a claim no longer current is refused with {@link StaleOutcomeException} and the
  * caller's transaction should roll back;
  * so is one whose instance's cancel was requested (the settle would end it cancelled, the caller's
  * writes kept).
  * The run's own outcome, when its handler returns, then finds the row no longer its own and is dropped.
  *
- * <p>Each settles its instance: a settled row is never claimed again, so no later claim can share
- * the run's worker and attempt (a step change would start the attempts afresh, and the same worker's
- * next claim could: that is the transactional step's to do). A child's parent woken by its settle
- * waits for its queue's poll. Refused: a connection with no transaction open (the outcome would
- * commit on its own), and a transactional run's own (its outcome is what its handler returns).
+ * <p>Each settles its instance; moving a workflow on to another step is the transactional step's to
+ * do. A child's parent woken by its settle waits for its queue's poll. Refused: a connection with no
+ * transaction open (the outcome would commit on its own), and a transactional run's own (its outcome
+ * is what its handler returns).
  */
 public final class CallerOutcomes {
 
@@ -109,16 +108,16 @@ public final class CallerOutcomes {
      * turn the settle into a cancel, not what the caller's writes went with: refused before it.
      */
     private Mono<Void> commit(Connection connection, Claim claim, OutcomeRow outcome) {
-        return outcomes.lockClaim(connection, claim.id(), claim.worker(), claim.attempt(), claim.step())
+        return outcomes.lockClaim(connection, claim.id(), claim.worker(), claim.attempt(), claim.step(), claim.stamp())
                 .switchIfEmpty(Mono.error(() -> new StaleOutcomeException(outcome.id(), outcome.worker())))
                 .flatMap(cancelRequested -> cancelRequested && outcome.status() != InstanceStatus.CANCELLED
                         ? Mono.error(StaleOutcomeException.cancelRequested(outcome.id()))
                         : outcomes.settle(connection, List.of(outcome)).then());
     }
 
-    /** The claim as the commit's guard reads it: the row's id, worker and attempt, nothing else. */
+    /** The claim as the commit's guard reads it: the row's id, worker, attempt and stamp, nothing else. */
     private static ClaimedRow bare(Claim claim) {
-        return new ClaimedRow(claim.id(), claim.worker(), claim.type(), 0, "", 0, 0L, "", null, claim.attempt(), 0,
-                null, null, List.of(), List.of(), List.of(), null, null, null, null, null, Map.of());
+        return new ClaimedRow(claim.id(), claim.worker(), claim.type(), 0, "", 0, 0L, "", null, claim.attempt(),
+                claim.stamp(), 0, null, null, List.of(), List.of(), List.of(), null, null, null, null, null, Map.of());
     }
 }

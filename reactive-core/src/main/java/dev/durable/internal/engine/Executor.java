@@ -254,7 +254,7 @@ final class Executor {
                     + definition.argsType().getName() + ": " + malformed.getMessage())));
         }
         JobContext context = new JobContext(row.id(), row.type(), row.queue(), row.attempt(), row.maxAttempts(),
-                cancellation, row.worker());
+                cancellation, row.worker(), row.claimXid());
         A decoded = args;
         JobHandler.InTransaction<A, R> inTransaction = definition.transactionalHandler();
         if (inTransaction != null) {
@@ -298,7 +298,7 @@ final class Executor {
         List<Signal> signals = row.inbox().stream().filter(signal -> awaited.contains(signal.name())).toList();
         StepContext<S> context = new StepContext<>(row.id(), row.type(), row.queue(), row.step(), row.attempt(),
                 row.maxAttempts(), state, !awaited.isEmpty(), signals, row.inbox(), row.children(), codec,
-                cancellation, row.worker());
+                cancellation, row.worker(), row.claimXid());
         if (handler instanceof StepHandler.Transactional<S> inTransaction) {
             return inTransaction(definition, row, run, transaction -> LateRace.timeout(
                             Mono.defer(() -> inTransaction.run(context, transaction)), definition.timeout())

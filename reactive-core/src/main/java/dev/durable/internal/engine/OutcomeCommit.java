@@ -74,15 +74,17 @@ final class OutcomeCommit {
         List<Long> signalIds = new ArrayList<>();
         List<String> signalWorkers = new ArrayList<>();
         List<Integer> signalAttempts = new ArrayList<>();
+        List<Long> signalClaims = new ArrayList<>();
         for (OutcomeRow outcome : batch) {
             for (Long signal : outcome.consumedSignals()) {
                 signalIds.add(signal);
                 signalWorkers.add(outcome.worker());
                 signalAttempts.add(outcome.claimedAttempt());
+                signalClaims.add(outcome.claimXid());
             }
         }
         Mono<Void> consume = signalIds.isEmpty() ? Mono.empty()
-                : outcomes.consumeSignals(connection, signalIds, signalWorkers, signalAttempts);
+                : outcomes.consumeSignals(connection, signalIds, signalWorkers, signalAttempts, signalClaims);
         return outcomes.lockForCommit(connection, batch.stream().map(OutcomeRow::id).toList())
                 .then(consume)
                 .thenMany(outcomes.commit(connection, batch))

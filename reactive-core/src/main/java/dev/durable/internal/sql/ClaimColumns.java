@@ -35,7 +35,7 @@ final class ClaimColumns {
     static final String SELECT = """
             i.id, i.claimed_by, i.type, i.type_version, i.queue, i.priority,
             (extract(epoch FROM i.eligible_at) * 1000000)::bigint AS eligible_micros, i.step,
-            i.state::text AS state, i.attempt, i.max_attempts, i.concurrency_key, i.parent_id,
+            i.state::text AS state, i.attempt, i.claim_xid, i.max_attempts, i.concurrency_key, i.parent_id,
             i.awaited_signals, i.gate_name, i.gate_shard, i.rate_limit, i.rate_weight, i.rate_partition,
             i.window_name, i.window_weight, i.window_partition,
             i.trace_context, i.trace_last,
@@ -59,7 +59,7 @@ final class ClaimColumns {
     /** The columns {@link #read} reads, in the order of the indexes below (the limits: {@link #LIMITS}). */
     private static final ColumnPositions POSITIONS = new ColumnPositions("id", "claimed_by", "type", "type_version",
             "queue", "priority", "eligible_micros", "step", "state", "attempt", "max_attempts", "concurrency_key",
-            "parent_id", "awaited_signals", "inbox", "children", "trace_context", "trace_last");
+            "parent_id", "awaited_signals", "inbox", "children", "trace_context", "trace_last", "claim_xid");
     private static final int ID = 0;
     private static final int CLAIMED_BY = 1;
     private static final int TYPE = 2;
@@ -78,6 +78,7 @@ final class ClaimColumns {
     private static final int CHILDREN = 15;
     private static final int TRACE_CONTEXT = 16;
     private static final int TRACE_LAST = 17;
+    private static final int CLAIM_XID = 18;
 
     /** The limit slots' columns of a claimed row or a pick's candidate, in the order of the indexes below. */
     private static final ColumnPositions LIMITS = new ColumnPositions("gate_name", "concurrency_key", "gate_shard",
@@ -97,6 +98,7 @@ final class ClaimColumns {
         String[] awaited = row.get(AWAITED_SIGNALS, String[].class);
         String[][] inbox = row.get(INBOX, String[][].class);
         ColumnPositions.Values limits = LIMITS.of(readable);
+        Long claimXid = row.get(CLAIM_XID, Long.class);
         return new ClaimedRow(
                 row.get(ID, Long.class),
                 row.get(CLAIMED_BY, String.class),
@@ -108,6 +110,7 @@ final class ClaimColumns {
                 row.get(STEP, String.class),
                 row.get(STATE, String.class),
                 row.get(ATTEMPT, Integer.class),
+                claimXid == null ? 0 : claimXid,
                 row.get(MAX_ATTEMPTS, Integer.class),
                 row.get(CONCURRENCY_KEY, String.class),
                 row.get(PARENT_ID, Long.class),

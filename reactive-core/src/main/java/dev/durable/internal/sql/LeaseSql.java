@@ -35,8 +35,9 @@ public final class LeaseSql {
      * Gives claimed rows that never started back to runnable at once (graceful shutdown, a row
      * claimed twice by one worker, a cancelled row in the buffer), undoing the attempt their claim
      * took; a row whose cancel was requested ends cancelled. Guarded by worker and by the attempt
-     * each claim took, so an old claim never gives back a newer one. Index: primary key. Locks:
-     * each released row.
+     * and the transaction each claim took, so an old claim never gives back a newer one, not even the
+     * same worker's at the same attempt (a release sent on a connection that froze can arrive after
+     * its claim was reaped and the row claimed again). Index: primary key. Locks: each released row.
      */
     private final String release;
 
@@ -95,8 +96,10 @@ public final class LeaseSql {
                 SELECT o.id, o.cancel_requested, false FROM owned o
                  WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.id = o.id)""");
         String releaseStatus = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE 'runnable' END";
-        String releaseGuard = "i.id = r.id AND i.id = ANY ($1::bigint[]) AND i.attempt = r.attempt AND i.claimed_by = $2";
-        this.release = tables.render("WITH r AS (SELECT * FROM unnest($1::bigint[], $3::int[]) AS r(id, attempt)), "
+        String releaseGuard = "i.id = r.id AND i.id = ANY ($1::bigint[]) AND i.attempt = r.attempt AND i.claimed_by = $2"
+                + " AND " + OutcomeSql.claimed("i", "r.claim_xid");
+        this.release = tables.render("WITH r AS (SELECT * FROM unnest($1::bigint[], $3::int[], $4::bigint[])"
+                + " AS r(id, attempt, claim_xid)), "
                 + Settled.move("r", releaseGuard, releaseStatus, "i.step", "i.state", "i.result", "i.last_error",
                         "greatest(i.attempt - 1, 0)") + """
                 , kept AS (
@@ -167,7 +170,8 @@ public final class LeaseSql {
     public Flux<Transition> release(List<ClaimedRow> claims, String worker) {
         return db.withConnection(connection -> Flux.from(connection.createStatement(release)
                         .bind(0, claims.stream().map(ClaimedRow::id).toArray(Long[]::new)).bind(1, worker)
-                        .bind(2, claims.stream().map(ClaimedRow::attempt).toArray(Integer[]::new)).execute())
+                        .bind(2, claims.stream().map(ClaimedRow::attempt).toArray(Integer[]::new))
+                        .bind(3, claims.stream().map(ClaimedRow::claimXid).toArray(Long[]::new)).execute())
                 .concatMap(result -> result.map(Transition::read)));
     }
 

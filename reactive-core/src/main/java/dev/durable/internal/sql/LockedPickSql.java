@@ -63,8 +63,8 @@ public final class LockedPickSql {
     private final String fairLockCandidates;
 
     /**
-     * The second half: claims the locked rows $1 for worker $2 with a lease of $3 ms.
-     * Index: primary key. Locks: the rows, which the transaction already holds.
+     * The second half: claims the locked rows $1 for worker $2 with a lease of $3 ms, recording the
+     * claiming transaction as {@link CandidateSql#CLAIM} does. Index: primary key. Locks: the rows, which the transaction already holds.
      */
     private final String claimLocked;
 
@@ -86,7 +86,8 @@ public final class LockedPickSql {
         this.claimLocked = tables.render("""
                 UPDATE {instances} i
                    SET status = 'executing', claimed_by = $2, attempt = i.attempt + 1,
-                       lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
+                       lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now(),
+                       claim_xid = pg_current_xact_id()::text::bigint
                  WHERE i.id = ANY($1) AND i.status = 'runnable'
                 RETURNING\s""" + ClaimColumns.SELECT);
     }

@@ -14,7 +14,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * An outcome to commit, always built from the claim it answers: the commit is guarded by the
- * claim's worker and attempt, so a run of an earlier claim can never commit under a newer one.
+ * claim's worker, attempt and transaction, so a run of an earlier claim can never commit under a newer one.
  * There is one factory per kind of outcome and no public constructor, so no outcome is half built.
  *
  * <p>Null {@code step}, {@code stateJson}, {@code error} and {@code attempt} keep what the row
@@ -225,9 +225,14 @@ public final class OutcomeRow {
         return claim.worker();
     }
 
-    /** The attempt the claim took: the commit's guard, with the worker. */
+    /** The attempt the claim took: the commit's guard, with the worker and the claiming transaction. */
     public int claimedAttempt() {
         return claim.attempt();
+    }
+
+    /** The transaction that took the claim (0: none recorded): the commit's guard, with worker and attempt. */
+    public long claimXid() {
+        return claim.claimXid();
     }
 
     public @Nullable Long parentId() {

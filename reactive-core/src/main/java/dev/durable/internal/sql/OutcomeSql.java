@@ -43,15 +43,17 @@ public final class OutcomeSql {
             .windowSlot(o -> o.limitChange().window())
             .integer("fairness_change", o -> o.limitChange().fairnessChange().ordinal())
             .text("fairness_key", o -> o.limitChange().fairnessKey())
-            .integer("claimed_attempt", OutcomeRow::claimedAttempt);
+            .integer("claimed_attempt", OutcomeRow::claimedAttempt)
+            .bigint("claim_xid", OutcomeRow::claimXid);
     }
 
-    /** The plain settling outcomes' columns: the fast path ships six arrays, not the full outcome's twenty-eight. */
+    /** The plain settling outcomes' columns: the fast path ships seven arrays, not the full outcome's twenty-nine. */
     private static Columns.Builder<OutcomeRow> settleColumns() {
         return Columns.<OutcomeRow>builder()
             .bigint("id", OutcomeRow::id)
             .text("worker", OutcomeRow::worker)
             .integer("claimed_attempt", OutcomeRow::claimedAttempt)
+            .bigint("claim_xid", OutcomeRow::claimXid)
             .text("status", o -> o.status().sqlName())
             .text("result", OutcomeRow::resultJson)
             .text("error", OutcomeRow::error);
@@ -65,7 +67,8 @@ public final class OutcomeSql {
     private final Columns<OutcomeRow> settleColumns;
 
     /**
-     * The ownership guard of every commit: the claim's worker and attempt, looked up by primary key.
+     * The ownership guard of every commit: the claim's worker, attempt and transaction ({@link #claimed}),
+     * looked up by primary key.
      * The commits read each row's outcome by position ({@link Columns#atPosition}: {@code o.x} is
      * the x array's element at the row's place among the sorted ids), not by joining the rows to the
      * unnested outcomes: that join's plan was the statistics' to pick (a merge join, a hash join over
@@ -74,7 +77,18 @@ public final class OutcomeSql {
      * {@code id = ANY ($1)} finds the rows by primary key, and {@code i.id = o.id} checks the place.
      */
     private static final String GUARD = "i.id = o.id AND i.id = ANY ($1::bigint[]) AND i.claimed_by = o.worker"
-            + " AND i.attempt = o.claimed_attempt";
+            + " AND i.attempt = o.claimed_attempt AND " + claimed("i", "o.claim_xid");
+
+    /**
+     * Whether row {@code row}'s current claim was made by the transaction {@code xid} (a bigint, 0
+     * for a claim that recorded none: made as the row was inserted, or by an engine of schema
+     * version 4). Worker and attempt alone cannot tell a claim from a later one of the same worker
+     * at the same attempt (a step's attempts restart at each transition), so a statement of an
+     * earlier claim that arrived late would act on the newer one.
+     */
+    static String claimed(String row, String xid) {
+        return row + ".claim_xid IS NOT DISTINCT FROM NULLIF(" + xid + ", 0)";
+    }
 
     /**
      * An inline step (the outcome stays executing) on a claim whose lease ran out: it cannot keep a
@@ -155,7 +169,7 @@ public final class OutcomeSql {
 
     /**
      * Marks the signals the committed steps consumed, guarded by the same ownership as the commit
-     * (worker and claimed attempt), so a stale run of an earlier claim cannot consume the signals
+     * (worker, claimed attempt and claiming transaction), so a stale run of an earlier claim cannot consume the signals
      * a newer run awaits. Marked, not deleted, so their dedup keys keep refusing redeliveries.
      * Index: the signals' primary key and the instances' primary key. Locks: the marked signal rows.
      */
@@ -192,8 +206,9 @@ public final class OutcomeSql {
 
     /**
      * A caller's completion first locks the claimed row, checking the claim with its step (the
-     * commit's guard knows a claim by worker and attempt, which an inline step that followed on the
-     * same claim shares: a claim used after its run went on would settle the next step), and reads
+     * commit's guard knows a claim by worker, attempt and transaction, which an inline step that
+     * followed on the same claim shares: a claim used after its run went on would settle the next
+     * step), and reads
      * whether its cancel was requested (the settle would then end it cancelled). Held locked, the row
      * cannot change before the settle that follows. Index: primary key. Locks: the row, to the end of
      * the caller's transaction.
@@ -281,14 +296,17 @@ public final class OutcomeSql {
                 Settled.settlesWhere(SETTLE_FINAL)).replace("{trace_set}", traceSet), "o", "i.id", 1));
         this.lockForCommit = tables.render("SELECT id FROM {instances} WHERE id = ANY($1) ORDER BY id FOR UPDATE");
         this.lockClaim = tables.render("""
-                SELECT cancel_requested FROM {instances}
-                 WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND step = $4 AND status = 'executing'
-                   FOR UPDATE""");
+                SELECT i.cancel_requested FROM {instances} i
+                 WHERE i.id = $1 AND i.claimed_by = $2 AND i.attempt = $3 AND i.step = $4 AND i.status = 'executing'
+                   AND %s
+                   FOR UPDATE""".formatted(claimed("i", "$5")));
         this.consumeSignals = tables.render("""
                 UPDATE {signals} s SET consumed_at = now()
-                  FROM unnest($1::bigint[], $2::text[], $3::int[]) AS c(signal_id, worker, attempt), {instances} i
+                  FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[])
+                       AS c(signal_id, worker, attempt, claim_xid), {instances} i
                  WHERE s.id = c.signal_id AND i.id = s.instance_id
-                   AND i.claimed_by = c.worker AND i.attempt = c.attempt AND i.status = 'executing'""");
+                   AND i.claimed_by = c.worker AND i.attempt = c.attempt AND i.status = 'executing'
+                   AND %s""".formatted(claimed("i", "c.claim_xid")));
         this.wokenParents = tables.render("""
                 SELECT id, queue, status, type FROM {instances}
                  WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");
@@ -345,11 +363,13 @@ public final class OutcomeSql {
 
     /**
      * Locks row {@code id} when it is still claimed by {@code worker} at {@code attempt} and
-     * {@code step}; emits whether its cancel was requested, or nothing when the claim is not current.
+     * {@code step}, by transaction {@code claimXid}; emits whether its cancel was requested, or nothing
+     * when the claim is not current.
      */
-    public Mono<Boolean> lockClaim(Connection connection, long id, String worker, int attempt, String step) {
+    public Mono<Boolean> lockClaim(Connection connection, long id, String worker, int attempt, String step,
+            long claimXid) {
         return Flux.from(connection.createStatement(lockClaim).bind(0, id).bind(1, worker).bind(2, attempt)
-                        .bind(3, step).execute())
+                        .bind(3, step).bind(4, claimXid).execute())
                 .concatMap(result -> result.map(row -> Boolean.TRUE.equals(row.get(0, Boolean.class))))
                 .next()
                 .onErrorMap(Errors::translate);
@@ -359,13 +379,14 @@ public final class OutcomeSql {
         return Math.max(1, duration.toMillis());
     }
 
-    /** Marks signals consumed, each guarded by the claim (worker, attempt) of the step that consumed it. */
+    /** Marks signals consumed, each guarded by the claim (worker, attempt, transaction) of the step that consumed it. */
     public Mono<Void> consumeSignals(Connection connection, List<Long> signalIds, List<String> workers,
-            List<Integer> attempts) {
+            List<Integer> attempts, List<Long> claimXids) {
         return Flux.from(connection.createStatement(consumeSignals)
                         .bind(0, signalIds.toArray(Long[]::new))
                         .bind(1, workers.toArray(String[]::new))
-                        .bind(2, attempts.toArray(Integer[]::new)).execute())
+                        .bind(2, attempts.toArray(Integer[]::new))
+                        .bind(3, claimXids.toArray(Long[]::new)).execute())
                 .concatMap(result -> result.getRowsUpdated())
                 .then();
     }

@@ -72,8 +72,11 @@ public final class Rows {
 
     /**
      * A row claimed by {@code worker} (by a pick, or by the insert that created it), with what its
-     * run needs. {@code attempt} is the attempt the claim took: every outcome of the run is guarded
-     * by it and by the worker. A gated row's {@code gate} slot is keyed by its {@code concurrencyKey}.
+     * run needs. {@code attempt} is the attempt the claim took and {@code claimXid} the transaction
+     * that took it (0: none recorded, a row claimed as it was inserted): every outcome of the run is
+     * guarded by both and by the worker, since a step's attempts restart at each transition and one
+     * worker can claim a row again at the attempt it had before. A gated row's {@code gate} slot is
+     * keyed by its {@code concurrencyKey}.
      */
     public record ClaimedRow(
             long id,
@@ -86,6 +89,7 @@ public final class Rows {
             String step,
             @Nullable String stateJson,
             int attempt,
+            long claimXid,
             int maxAttempts,
             @Nullable String concurrencyKey,
             @Nullable Long parentId,
@@ -106,13 +110,17 @@ public final class Rows {
             signalTraces = Map.copyOf(signalTraces);
         }
 
-        /** A claim with no window slot and no stored trace context (tests and benchmarks build these). */
+        /**
+         * A claim with no window slot, no stored trace context and no claiming transaction (tests and
+         * benchmarks build these for rows they write as executing).
+         */
         public ClaimedRow(long id, String worker, String type, int typeVersion, String queue, int priority,
                 long eligibleMicros, String step, @Nullable String stateJson, int attempt, int maxAttempts,
                 @Nullable String concurrencyKey, @Nullable Long parentId, List<String> awaitedSignals,
                 List<Signal> inbox, List<Child> children, @Nullable GateSlot gate, @Nullable RateSlot rate) {
-            this(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson, attempt, maxAttempts,
-                    concurrencyKey, parentId, awaitedSignals, inbox, children, gate, rate, null, null, null, Map.of());
+            this(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson, attempt, 0,
+                    maxAttempts, concurrencyKey, parentId, awaitedSignals, inbox, children, gate, rate, null, null, null,
+                    Map.of());
         }
 
         /**
@@ -125,14 +133,14 @@ public final class Rows {
                 boolean keepsGate, boolean keepsRateLimit, boolean keepsWindow, List<Signal> inbox,
                 @Nullable String traceLast) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
-                    1, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(), keepsGate ? gate : null,
+                    1, claimXid, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(), keepsGate ? gate : null,
                     keepsRateLimit ? rate : null, keepsWindow ? window : null, traceContext, traceLast, signalTraces);
         }
 
         /** The same claim after a migration wrote {@code typeVersion}, {@code step} and {@code stateJson} onto its row. */
         public ClaimedRow migratedTo(int typeVersion, String step, @Nullable String stateJson) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
-                    attempt, maxAttempts, concurrencyKey, parentId, awaitedSignals, inbox, children, gate, rate, window,
+                    attempt, claimXid, maxAttempts, concurrencyKey, parentId, awaitedSignals, inbox, children, gate, rate, window,
                     traceContext, traceLast, signalTraces);
         }
     }

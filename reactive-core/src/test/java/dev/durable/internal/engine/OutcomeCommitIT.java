@@ -25,6 +25,7 @@ class OutcomeCommitIT {
     private static final Duration WAIT = Duration.ofSeconds(30);
 
     private TestDatabase db;
+    private Statements statements;
     private OutcomeCommit commit;
 
     @BeforeEach
@@ -33,7 +34,7 @@ class OutcomeCommitIT {
         DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
         schema.migrate().block(WAIT);
         schema.closeLater().block(WAIT);
-        Statements statements = Statements.create(new Db(db.connectionFactory(), WAIT), db.schema(), List.of(),
+        statements = Statements.create(new Db(db.connectionFactory(), WAIT), db.schema(), List.of(),
                 List.of(), Map.of(), EngineOptions.DEFAULT_MAX_INBOX_SIGNALS);
         commit = new OutcomeCommit(statements.db(), statements.outcomes(), statements.inserts());
     }
@@ -57,6 +58,55 @@ class OutcomeCommitIT {
     private boolean consumed(long signal) {
         return Sql.query(db, "SELECT consumed_at IS NOT NULL FROM"
                 + " {schema}.durable_signals WHERE id = $1", row -> row.get(0, Boolean.class), signal).get(0);
+    }
+
+    /**
+     * A late statement of an earlier claim (sent on a connection that froze, given up on, delivered
+     * when it thawed) finds its row claimed again by the same worker, at the same attempt of the same
+     * step: the first claim was reaped, another worker ran the step, which went on to itself (a
+     * poller), and the first worker claimed it again. Worker, attempt and step cannot tell the two
+     * claims apart; the claiming transaction does. The late release, the late commit and the late
+     * signal consumption all leave the newer claim alone.
+     */
+    @Test
+    void aLateReleaseOrCommitOfAnEarlierClaimLeavesTheSameWorkersNewerClaimOfTheSameStepAlone() {
+        long id = Sql.query(db, "INSERT INTO {schema}.durable_instances (type, queue, step, state, max_attempts,"
+                + " has_signals) VALUES ('flow', 'q', 'poll', '\"s\"', 5, true) RETURNING id",
+                row -> row.get(0, Long.class)).get(0);
+        long signal = Sql.query(db, "INSERT INTO {schema}.durable_signals (instance_id, name) VALUES ($1, 'go')"
+                + " RETURNING id", row -> row.get(0, Long.class), id).get(0);
+        ClaimedRow first = claim(id, "w");
+        Sql.update(db, "UPDATE {schema}.durable_instances SET lease_expires_at = now() - interval '1 second'"
+                + " WHERE id = $1", id);
+        assertThat(statements.leases().recoverExpired(0, null, "reaper", 10, (type, attempt) -> 0L, WAIT).block(WAIT)
+                .recovered()).hasSize(1);
+        ClaimedRow other = claim(id, "x");
+        assertThat(commit.commit(List.of(OutcomeRow.next(other, "poll", "\"s\"", 0, OutcomeRow.LimitChange.NONE,
+                List.of()))).block(WAIT).transitions()).hasSize(1);
+        ClaimedRow second = claim(id, "w");
+        assertThat(List.of(second.worker(), second.step(), second.attempt()))
+                .as("the two claims' worker, step and attempt")
+                .isEqualTo(List.of(first.worker(), first.step(), first.attempt()));
+
+        assertThat(statements.leases().release(List.of(first), "w").collectList().block(WAIT))
+                .as("rows the late release gave back").isEmpty();
+        assertThat(commit.commit(List.of(OutcomeRow.next(first, "after", "\"s\"", 0, OutcomeRow.LimitChange.NONE,
+                List.of(signal)))).block(WAIT).transitions()).as("the late commit's transitions").isEmpty();
+        assertThat(commit.commit(List.of(OutcomeRow.done(first, "\"late\"", List.of()))).block(WAIT).transitions())
+                .as("the late settle's transitions").isEmpty();
+        assertThat(consumed(signal)).as("signal consumed by the late commit").isFalse();
+        assertThat(Sql.query(db, "SELECT status || ' ' || step || ' ' || claimed_by FROM {schema}.durable_instances"
+                + " WHERE id = $1", row -> row.get(0, String.class), id)).containsExactly("executing poll w");
+
+        assertThat(commit.commit(List.of(OutcomeRow.done(second, "\"ok\"", List.of()))).block(WAIT).transitions())
+                .as("the current claim's settle").hasSize(1);
+    }
+
+    /** Claims runnable row {@code id} for {@code worker} with the pick's own claim statement. */
+    private ClaimedRow claim(long id, String worker) {
+        return statements.db().inTransaction(connection -> statements.picks().locked()
+                        .claimLocked(connection, List.of(id), worker, 60_000))
+                .single().block(WAIT);
     }
 
     @Test

@@ -1,0 +1,18 @@
+-- Durable's schema, version 5: a claim records the transaction that made it, and every statement a
+-- claim's owner sends about it (the outcome's commit, the release of an unstarted claim, the
+-- consumption of its signals, a caller's completion) checks it beside the worker and the attempt.
+--
+-- Worker and attempt alone could not tell two claims of one worker apart once the row's attempts had
+-- started again in between: a step's attempts restart at every transition, so when a worker's claim
+-- was reaped and another worker moved the row on (to another step, or to the same one: a poller),
+-- the first worker's next claim of the row could carry the same attempt, and the same step. A
+-- statement of the earlier claim that arrived late (sent on a connection that froze, given up on,
+-- delivered when it thawed) then released or settled the newer claim, and the row ran twice at once.
+-- The claiming transaction's id (pg_current_xact_id, epoch included, so never reused) tells every
+-- claim of a row from every other, across settles and moves back from the history too.
+--
+-- Set by the picks' claim statements. Null on a row no pick claimed yet: a row inserted already
+-- claimed (an idle scheduler claims what it inserts) has its first claim, which no earlier one can
+-- be mistaken for; a row claimed by an engine of version 4 (which does not set it) is guarded by
+-- worker and attempt, as before. A column without a default: added without rewriting the table.
+ALTER TABLE durable_instances ADD COLUMN claim_xid bigint;
