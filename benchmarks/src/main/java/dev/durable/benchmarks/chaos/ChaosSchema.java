@@ -160,6 +160,18 @@ final class ChaosSchema {
                         CASE WHEN n.last_error IS DISTINCT FROM o.last_error
                              THEN substring(n.last_error FROM 'chaos-token:([0-9a-f-]{36})') END)
                 $$;
+                -- Whether a transition is a lease recovery (the reaper's, or a startup reclaim's): the
+                -- claim ends (runnable, or failed past its attempts) at the same attempt, with the error
+                -- the recovery writes for that very claim. Not "the error changed": a step's attempts
+                -- restart at each transition and a commit keeps the last error, so a second recovery of
+                -- the same worker at the same attempt writes the text the row already has.
+                CREATE FUNCTION S.chaos_reaped(o S.durable_instances, n S.durable_instances) RETURNS boolean
+                    LANGUAGE sql IMMUTABLE AS $$
+                    SELECT o.status = 'executing' AND n.claimed_by IS NULL AND n.status IN ('runnable', 'failed')
+                       AND n.attempt = o.attempt
+                       AND n.last_error IS NOT DISTINCT FROM 'worker ' || o.claimed_by || ' lost: its lease expired on attempt '
+                           || o.attempt || ' of ' || o.max_attempts
+                $$;
                 CREATE FUNCTION S.chaos_audit_update() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN
                     INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
@@ -169,8 +181,7 @@ final class ChaosSchema {
                                                window_partition, window_weight, at)
                     VALUES (NEW.id, OLD.status, NEW.status, OLD.step, NEW.step, OLD.claimed_by, NEW.claimed_by,
                             OLD.attempt, NEW.attempt, OLD.lease_expires_at, NEW.cancel_requested, S.chaos_token(OLD, NEW),
-                            NEW.last_error IS DISTINCT FROM OLD.last_error
-                                AND NEW.last_error LIKE 'worker % lost: its lease expired%',
+                            S.chaos_reaped(OLD, NEW),
                             NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, NEW.window_name,
                             NEW.window_partition, NEW.window_weight, clock_timestamp());
                     RETURN NULL;
@@ -227,8 +238,7 @@ final class ChaosSchema {
                                                window_partition, window_weight, at)
                     VALUES (NEW.id, o.status, n.status, o.step, n.step, o.claimed_by, NULL, o.attempt, n.attempt,
                             o.lease_expires_at, S.chaos_token(o, n),
-                            n.last_error IS DISTINCT FROM o.last_error
-                                AND n.last_error LIKE 'worker % lost: its lease expired%',
+                            S.chaos_reaped(o, n),
                             o.rate_limit, o.rate_partition, o.rate_weight, o.window_name, o.window_partition,
                             o.window_weight, clock_timestamp());
                     RETURN NULL;
