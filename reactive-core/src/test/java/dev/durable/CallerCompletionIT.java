@@ -184,6 +184,35 @@ class CallerCompletionIT {
         assertThat(done.resultJson()).isEqualTo("\"second's own\"");
     }
 
+    /**
+     * The claim's stamp (the transaction that made it) is part of the guard: the run's own claim with
+     * any other stamp is another claim, refused before anything is written; the run's own passes.
+     */
+    @Test
+    void theRunsClaimWithAnotherStampIsRefused() {
+        DurableEngine[] engine = new DurableEngine[1];
+        AtomicReference<Throwable> refused = new AtomicReference<>();
+        JobDefinition<String, String> stamped = JobDefinition.of("stamped", String.class,
+                (String order, JobContext context) -> {
+                    Claim own = context.claim();
+                    Claim other = new Claim(own.id(), own.type(), own.step(), own.worker(), own.attempt(),
+                            own.stamp() + 1);
+                    return inCallersTransaction(true, connection -> engine[0].complete(connection, other, "other"))
+                            .doOnError(refused::set)
+                            .onErrorResume(StaleOutcomeException.class, stale -> Mono.empty())
+                            .then(inCallersTransaction(true, connection -> engine[0].complete(connection, own, "own")))
+                            .thenReturn("by the handler");
+                })
+                .queue("caller-stamped");
+        engine[0] = engines.start(engines.options("caller-stamped").queue(TransactionalIT.queue("caller-stamped", 1)),
+                stamped);
+        long id = engine[0].insert(JobRequest.of("stamped", "x")).block();
+        Instance done = engines.awaitSettled(engine[0], id, WAIT);
+        assertThat(refused.get()).isInstanceOf(StaleOutcomeException.class);
+        assertThat(done.status()).isEqualTo(InstanceStatus.DONE);
+        assertThat(done.resultJson()).isEqualTo("\"own\"");
+    }
+
     @Test
     void aClaimThatIsNoLongerCurrentIsRefusedAndTheCallerRollsBack() {
         JobDefinition<String, String> idle = JobDefinition.of("idle", String.class, (String s) -> Mono.just(s))

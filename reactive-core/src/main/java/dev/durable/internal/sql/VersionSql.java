@@ -14,8 +14,8 @@ import reactor.core.publisher.Mono;
 public final class VersionSql {
 
     /**
-     * Writes the migration of a claimed row: only while worker $2 still holds claim $3 on it
-     * (status executing) and it is still of version $4. Index: primary key. Locks: the row, which
+     * Writes the migration of a claimed row: only while worker $2 still holds the claim of attempt
+     * $3 and transaction $8 on it (status executing) and it is still of version $4. Index: primary key. Locks: the row, which
      * the claim owns (no other writer but a cancel or the reaper, which the guard then loses to).
      */
     private final String migrateClaimed;
@@ -48,9 +48,10 @@ public final class VersionSql {
     public VersionSql(Db db, Tables tables) {
         this.db = db;
         this.migrateClaimed = tables.render("""
-                UPDATE {instances}
+                UPDATE {instances} i
                    SET type_version = $5, step = $6, state = $7::jsonb, updated_at = now()
-                 WHERE id = $1 AND claimed_by = $2 AND attempt = $3 AND status = 'executing' AND type_version = $4""");
+                 WHERE i.id = $1 AND i.claimed_by = $2 AND i.attempt = $3 AND i.status = 'executing'
+                   AND i.type_version = $4 AND %s""".formatted(OutcomeSql.claimed("i", "$8")));
         this.byIds = tables.render("""
                 SELECT id, type, type_version, attempt, step, state::text AS state FROM {instances}
                  WHERE id = ANY ($1::bigint[]) AND status IN ('runnable', 'awaiting_signal', 'awaiting_children')
@@ -84,11 +85,12 @@ public final class VersionSql {
     }
 
     /** Writes a claimed row's migration; emits whether the claim still held (else nothing was written). */
-    public Mono<Boolean> migrateClaimed(long id, String worker, int attempt, int fromVersion, int toVersion, String step,
-            @Nullable String stateJson) {
+    public Mono<Boolean> migrateClaimed(long id, String worker, int attempt, long claimXid, int fromVersion,
+            int toVersion, String step, @Nullable String stateJson) {
         return db.withConnection(connection -> Db.bind(connection.createStatement(migrateClaimed)
                                 .bind(0, id).bind(1, worker).bind(2, attempt).bind(3, fromVersion).bind(4, toVersion)
                                 .bind(5, step), 6, stateJson, String.class)
+                        .bind(7, claimXid)
                         .execute())
                 .concatMap(result -> Mono.from(result.getRowsUpdated()))
                 .reduce(0L, Long::sum)
