@@ -1,6 +1,8 @@
 -- Durable's schema, version 5: a claim records the transaction that made it, and every statement a
 -- claim's owner sends about it (the outcome's commit, the release of an unstarted claim, the
--- consumption of its signals, a caller's completion) checks it beside the worker and the attempt.
+-- consumption of its signals, the claim-time migration's write, a caller's completion) checks it
+-- beside the worker and the attempt (the heartbeat does not: it only renews the lease of a row its
+-- worker holds now).
 --
 -- Worker and attempt alone could not tell two claims of one worker apart once the row's attempts had
 -- started again in between: a step's attempts restart at every transition, so when a worker's claim
@@ -11,8 +13,11 @@
 -- The claiming transaction's id (pg_current_xact_id, epoch included, so never reused) tells every
 -- claim of a row from every other, across settles and moves back from the history too.
 --
--- Set by the picks' claim statements. Null on a row no pick claimed yet: a row inserted already
--- claimed (an idle scheduler claims what it inserts) has its first claim, which no earlier one can
--- be mistaken for; a row claimed by an engine of version 4 (which does not set it) is guarded by
--- worker and attempt, as before. A column without a default: added without rewriting the table.
+-- Set by the picks' claim statements, and left as it is when the claim ends: it is read only
+-- beside the claim's worker. Null on a row no pick claimed yet (a row inserted already claimed, as
+-- an idle scheduler claims what it inserts, has its first claim, which no earlier one can be
+-- mistaken for; a row moved back from the history starts again without one). An engine of version 4
+-- leaves the value it found: its claims are guarded by worker and attempt, as before, and another
+-- worker's stamp on the row never matches a claim of its own. A column without a default: added
+-- without rewriting the table.
 ALTER TABLE durable_instances ADD COLUMN claim_xid bigint;

@@ -14,8 +14,8 @@ import reactor.core.scheduler.Scheduler;
 /**
  * Claim-time migration: a claimed instance of an older version its definition can migrate goes
  * through the chain of state migrations, and the new version, step and state are written onto the
- * row before its step runs, with one UPDATE guarded by the claim (worker, attempt, executing) and the
- * old version.
+ * row before its step runs, with one UPDATE guarded by the claim (worker, attempt, claiming
+ * transaction, executing) and the old version.
  *
  * <p>Why a separate UPDATE rather than riding the step's outcome commit: outcomes are group-committed
  * in a fixed set of statements shared by every row, and carrying a version and a possibly migrated

@@ -87,7 +87,7 @@ public final class OutcomeSql {
      * earlier claim that arrived late would act on the newer one.
      */
     static String claimed(String row, String xid) {
-        return row + ".claim_xid IS NOT DISTINCT FROM NULLIF(" + xid + ", 0)";
+        return row + ".claim_xid IS NOT DISTINCT FROM NULLIF(" + xid + "::bigint, 0)";
     }
 
     /**
@@ -124,9 +124,10 @@ public final class OutcomeSql {
 
     /**
      * Commits a batch of outcomes in one statement, each guarded by ownership: the row must still
-     * be claimed by the worker that ran it, at the attempt its claim took (the table's check ties
-     * a claim to the executing status, so no status filter is needed: the row is found by primary
-     * key, whatever the statistics say about executing rows); else the outcome is stale and is not
+     * be claimed by the worker that ran it, at the attempt and by the transaction its claim took
+     * ({@link #GUARD}; the table's check ties a claim to the executing status, so no status filter
+     * is needed: the row is found by primary key, whatever the statistics say about executing
+     * rows); else the outcome is stale and is not
      * returned. A row whose cancel was requested ends cancelled and keeps its step and state. An
      * outcome that stays executing (inline run-ahead) keeps the claim and renews the lease, unless
      * the lease has run out: a lapsed lease is never renewed (a lease-native limiter may have given
@@ -151,7 +152,7 @@ public final class OutcomeSql {
 
     /**
      * The fast path of the commit, for outcomes that only settle a row (done, failed, cancelled)
-     * with no rider: six arrays instead of twenty-eight, the same guard, the same move to the history
+     * with no rider: seven arrays instead of twenty-nine, the same guard, the same move to the history
      * table, and an in-place update for a row whose correlation key stays occupied. Index: the
      * primary key per outcome; the history's primary key. Locks: each settled row, in the order
      * given, and through the triggers its gate counter.

@@ -49,13 +49,15 @@ class VersionSqlIT {
                 .containsExactly(kept + " v2 new 2", claimed + " v1 old 1", executing + " v1 old 1");
 
         // Claim-time: only the worker holding the claim at that attempt and transaction, on the version it read.
-        Sql.update(db, "UPDATE {schema}.durable_instances SET claim_xid = 42 WHERE id = $1", executing);
-        assertThat(sql.migrateClaimed(executing, "w2", 1, 42, 1, 2, "new", "{}").block(WAIT)).isFalse();
-        assertThat(sql.migrateClaimed(executing, "w1", 2, 42, 1, 2, "new", "{}").block(WAIT)).isFalse();
-        assertThat(sql.migrateClaimed(executing, "w1", 1, 42, 2, 3, "new", "{}").block(WAIT)).isFalse();
-        assertThat(sql.migrateClaimed(executing, "w1", 1, 41, 1, 2, "new", "{}").block(WAIT)).isFalse();
+        // A stamp past 32 bits, as a transaction id of a later epoch is.
+        long stamp = (1L << 40) + 42;
+        Sql.update(db, "UPDATE {schema}.durable_instances SET claim_xid = $2 WHERE id = $1", executing, stamp);
+        assertThat(sql.migrateClaimed(executing, "w2", 1, stamp, 1, 2, "new", "{}").block(WAIT)).isFalse();
+        assertThat(sql.migrateClaimed(executing, "w1", 2, stamp, 1, 2, "new", "{}").block(WAIT)).isFalse();
+        assertThat(sql.migrateClaimed(executing, "w1", 1, stamp, 2, 3, "new", "{}").block(WAIT)).isFalse();
+        assertThat(sql.migrateClaimed(executing, "w1", 1, stamp - 1, 1, 2, "new", "{}").block(WAIT)).isFalse();
         assertThat(sql.migrateClaimed(executing, "w1", 1, 0, 1, 2, "new", "{}").block(WAIT)).isFalse();
-        assertThat(sql.migrateClaimed(executing, "w1", 1, 42, 1, 2, "new", null).block(WAIT)).isTrue();
+        assertThat(sql.migrateClaimed(executing, "w1", 1, stamp, 1, 2, "new", null).block(WAIT)).isTrue();
 
         // Failing a version: only rows still of it, never an executing one.
         long stranded = insert(db, "awaiting_signal", null);
