@@ -47,6 +47,8 @@ final class ChaosRun implements AutoCloseable {
     private static final Duration STALL = Chaos.CALL_TIMEOUT.plusSeconds(10);
     /** Every worker JVM incarnation: they share one proxy, and one may replace another during a fault. */
     private static final String JVM_PATTERN = "jvm%";
+    /** The gate key a Redis restart holds a slot of while Redis is down (a key of its own: no burst's). */
+    private static final String RESTART_GATE_KEY = "gr";
     /** The end of the label of a worker JVM that runs the previous jar. */
     private static final String PREVIOUS_JAR_SUFFIX = "-previous";
     /** However the backlog moves, the recovery ends after this long. */
@@ -683,13 +685,38 @@ final class ChaosRun implements AutoCloseable {
             case REDIS_RESTART -> {
                 if (redis != null && redis.isEmbedded()) {
                     fault(fault, null, () -> {
+                        // A gate holder that lives through the restart, and rows of its key inserted
+                        // while Redis is down: Redis comes back empty, and the gate must stand in for
+                        // the holder the database shows before it admits the waiting rows (without the
+                        // stand-in, a full gate's worth would run beside it: gate_over).
+                        boolean held = holdGate();
                         redis.stop();
+                        insert(producer, ChaosWorkload.gateWaiters(RESTART_GATE_KEY));
                         Chaos.sleep(3000);
                         redis.start();
+                        tally(held ? "redis restarts with a gate holder running" : "redis restarts without a gate holder", 1);
                     });
                 }
             }
         }
+    }
+
+    /**
+     * Inserts a long job into gate key {@link #RESTART_GATE_KEY} and waits (a while) until it runs;
+     * says whether it does.
+     */
+    private boolean holdGate() {
+        insert(producer, List.of(ChaosWorkload.gateHolder(RESTART_GATE_KEY)));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (System.nanoTime() < deadline) {
+            long running = countSafely("SELECT count(*) FROM S.durable_instances WHERE gate_name = $1"
+                    + " AND concurrency_key = $2 AND status = 'executing'", ChaosWorkload.GATE, RESTART_GATE_KEY);
+            if (running > 0 && running != Long.MAX_VALUE) {
+                return true;
+            }
+            Chaos.sleep(50);
+        }
+        return false;
     }
 
     /** Runs a fault and records its window (label: a LIKE pattern of the labels it struck; null: every engine), by this JVM's clock. */

@@ -92,6 +92,9 @@ final class ChaosSchema {
                     type            text NOT NULL,
                     step            text NOT NULL,
                     attempt         integer NOT NULL,
+                    -- The claiming transaction (Claim.stamp, schema version 5): null for a claim that
+                    -- recorded none, and from an earlier build's worker (benchmarks/chaos-previous).
+                    claim_xid       bigint,
                     label           text NOT NULL,
                     generation      integer NOT NULL,
                     started_at      timestamptz NOT NULL,
@@ -101,7 +104,8 @@ final class ChaosSchema {
                     seen_step       text,
                     seen_attempt    integer,
                     seen_claimed_by text,
-                    seen_version    integer);
+                    seen_version    integer,
+                    seen_claim_xid  bigint);
                 CREATE INDEX ON S.chaos_exec (instance_id, step);
                 CREATE TABLE S.chaos_workers (
                     label  text NOT NULL,
@@ -135,6 +139,7 @@ final class ChaosSchema {
                     old_attempt    integer,
                     new_attempt    integer NOT NULL,
                     old_lease_expires_at timestamptz,
+                    old_claim_xid  bigint,
                     new_cancel_requested boolean,
                     token          text,
                     reaped         boolean NOT NULL,
@@ -162,9 +167,12 @@ final class ChaosSchema {
                 $$;
                 -- Whether a transition is a lease recovery (the reaper's, or a startup reclaim's): the
                 -- claim ends (runnable, or failed past its attempts) at the same attempt, with the error
-                -- the recovery writes for that very claim. Not "the error changed": a step's attempts
-                -- restart at each transition and a commit keeps the last error, so a second recovery of
-                -- the same worker at the same attempt writes the text the row already has.
+                -- the recovery writes for that very claim (LeaseSql's reapError, whose text this
+                -- repeats). Not "the error changed": a step's attempts restart at each transition and
+                -- a commit keeps the last error, so a second recovery of the same worker at the same
+                -- attempt writes the text the row already has. A recovery of a row whose cancel was
+                -- requested ends it cancelled with its error kept: not told apart here, and never
+                -- needed (a cancelled row runs no more).
                 CREATE FUNCTION S.chaos_reaped(o S.durable_instances, n S.durable_instances) RETURNS boolean
                     LANGUAGE sql IMMUTABLE AS $$
                     SELECT o.status = 'executing' AND n.claimed_by IS NULL AND n.status IN ('runnable', 'failed')
@@ -176,11 +184,12 @@ final class ChaosSchema {
                 BEGIN
                     INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
                                                old_claimed_by, new_claimed_by, old_attempt, new_attempt,
-                                               old_lease_expires_at, new_cancel_requested, token,
+                                               old_lease_expires_at, old_claim_xid, new_cancel_requested, token,
                                                reaped, rate_limit, rate_partition, rate_weight, window_name,
                                                window_partition, window_weight, at)
                     VALUES (NEW.id, OLD.status, NEW.status, OLD.step, NEW.step, OLD.claimed_by, NEW.claimed_by,
-                            OLD.attempt, NEW.attempt, OLD.lease_expires_at, NEW.cancel_requested, S.chaos_token(OLD, NEW),
+                            OLD.attempt, NEW.attempt, OLD.lease_expires_at, OLD.claim_xid, NEW.cancel_requested,
+                            S.chaos_token(OLD, NEW),
                             S.chaos_reaped(OLD, NEW),
                             NEW.rate_limit, NEW.rate_partition, NEW.rate_weight, NEW.window_name,
                             NEW.window_partition, NEW.window_weight, clock_timestamp());
@@ -233,11 +242,11 @@ final class ChaosSchema {
                     n.claimed_by := NULL;
                     INSERT INTO S.chaos_audit (instance_id, old_status, new_status, old_step, new_step,
                                                old_claimed_by, new_claimed_by, old_attempt, new_attempt,
-                                               old_lease_expires_at, token,
+                                               old_lease_expires_at, old_claim_xid, token,
                                                reaped, rate_limit, rate_partition, rate_weight, window_name,
                                                window_partition, window_weight, at)
                     VALUES (NEW.id, o.status, n.status, o.step, n.step, o.claimed_by, NULL, o.attempt, n.attempt,
-                            o.lease_expires_at, S.chaos_token(o, n),
+                            o.lease_expires_at, o.claim_xid, S.chaos_token(o, n),
                             S.chaos_reaped(o, n),
                             o.rate_limit, o.rate_partition, o.rate_weight, o.window_name, o.window_partition,
                             o.window_weight, clock_timestamp());
@@ -365,9 +374,20 @@ final class ChaosSchema {
                 + " + (SELECT count(*) FROM S.durable_instances i JOIN S.durable_history h ON h.id = i.id)", schema);
     }
 
-    /** Whether execution {@code e} ran under the claim {@code a} ended (its worker, attempt and step). */
+    /**
+     * Whether execution {@code e} ran under the claim {@code a} ended (its worker, attempt and step, and
+     * its claiming transaction when the execution knows it: one worker can claim a row again at the
+     * attempt and step it had before).
+     */
     private static final String SAME_CLAIM = "e.attempt = a.old_attempt AND e.step = a.old_step"
-            + " AND EXISTS (SELECT 1 FROM S.chaos_workers w WHERE w.label = e.label AND a.old_claimed_by LIKE w.worker)";
+            + " AND EXISTS (SELECT 1 FROM S.chaos_workers w WHERE w.label = e.label AND a.old_claimed_by LIKE w.worker)"
+            + " AND " + sameTransaction("e", "a");
+
+    /** Whether execution {@code exec}'s claim is the one transition {@code audit} ended, by their claiming transactions. */
+    private static String sameTransaction(String exec, String audit) {
+        return "(" + exec + ".claim_xid IS NULL OR " + audit + ".old_claim_xid IS NOT DISTINCT FROM " + exec
+                + ".claim_xid)";
+    }
 
     static String staleCommits(String schema) {
         return render("SELECT count(*) FROM S.chaos_audit a JOIN S.chaos_exec e ON e.token = a.token"
@@ -390,8 +410,8 @@ final class ChaosSchema {
     }
 
     static String claimsCommittedTwice(String schema) {
-        return render("SELECT count(*) FROM (SELECT instance_id, old_step, old_attempt, old_claimed_by"
-                + " FROM S.chaos_audit WHERE token IS NOT NULL GROUP BY 1, 2, 3, 4 HAVING count(*) > 1) t", schema);
+        return render("SELECT count(*) FROM (SELECT instance_id, old_step, old_attempt, old_claimed_by, old_claim_xid"
+                + " FROM S.chaos_audit WHERE token IS NOT NULL GROUP BY 1, 2, 3, 4, 5 HAVING count(*) > 1) t", schema);
     }
 
     static String brokenStateSequences(String schema) {
@@ -490,7 +510,8 @@ final class ChaosSchema {
     /** Whether execution {@code e} saw its own claim when it started. */
     private static final String CURRENT_AT_START = "e.seen_status = 'executing' AND e.seen_step = e.step"
             + " AND e.seen_attempt = e.attempt AND EXISTS (SELECT 1 FROM S.chaos_workers w"
-            + " WHERE w.label = e.label AND e.seen_claimed_by LIKE w.worker)";
+            + " WHERE w.label = e.label AND e.seen_claimed_by LIKE w.worker)"
+            + " AND ( e.claim_xid IS NULL OR e.seen_claim_xid IS NOT DISTINCT FROM e.claim_xid)";
 
     /**
      * Executions by an engine of the first release (it knows version 1 of the workflow only) of an
@@ -533,7 +554,8 @@ final class ChaosSchema {
             + " WHERE e2.started_at > e1.started_at AND e1.ended_at IS NOT NULL AND e2.started_at < e1.ended_at"
             + " AND " + currentAtStart("e1") + " AND " + currentAtStart("e2")
             + " AND NOT EXISTS (SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id AND a.reaped"
-            + "     AND a.old_claimed_by = e1.seen_claimed_by AND a.old_attempt = e1.attempt)";
+            + "     AND a.old_claimed_by = e1.seen_claimed_by AND a.old_attempt = e1.attempt AND a.old_step = e1.step"
+            + "     AND " + sameTransaction("e1", "a") + ")";
 
     /** {@link #CURRENT_AT_START} of the execution aliased {@code alias}. */
     private static String currentAtStart(String alias) {

@@ -1,6 +1,7 @@
 package dev.durable.benchmarks.chaos;
 
 import dev.durable.Backoff;
+import dev.durable.Claim;
 import dev.durable.Definition;
 import dev.durable.JobDefinition;
 import dev.durable.JobRequest;
@@ -143,7 +144,7 @@ final class ChaosWorkload {
 
     List<Definition> definitions() {
         JobDefinition<JobArgs, Map<String, String>> job = JobDefinition.<JobArgs, Map<String, String>>of(JOB,
-                        JobArgs.class, (args, ctx) -> started(ctx.id(), JOB, JobDefinition.STEP, ctx.attempt())
+                        JobArgs.class, (args, ctx) -> started(ctx.claim(), JOB)
                                 .flatMap(run -> Mono.delay(Duration.ofMillis(args.sleepMs()))
                                         .then(Mono.fromRunnable(this::burn))
                                         .then(Mono.defer(() -> finish(run.token(), args.fate())))))
@@ -153,7 +154,7 @@ final class ChaosWorkload {
         JobDefinition<JobArgs, Map<String, String>> deep = slow(DEEP, DEEP_QUEUE);
         JobDefinition<JobArgs, Map<String, String>> solo = slow(SOLO, SOLO_QUEUE);
         JobDefinition<String, String> poison = JobDefinition.<String, String>of(POISON, String.class,
-                        (ignored, ctx) -> started(ctx.id(), POISON, JobDefinition.STEP, ctx.attempt())
+                        (ignored, ctx) -> started(ctx.claim(), POISON)
                                 .flatMap(run -> ended(run.token(), "halt"))
                                 .then(Mono.fromCallable(() -> {
                                     if (!halts) {
@@ -171,28 +172,28 @@ final class ChaosWorkload {
                 .queue(FLOWS)
                 .backoff(Backoff.fixed(Duration.ofMillis(200)))
                 .timeout(Duration.ofSeconds(30))
-                .step("begin", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                .step("begin", ctx -> step(ctx.claim(), run ->
                         Outcome.next("chain", ctx.state().with(run.token())).inline()))
-                .step("chain", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                .step("chain", ctx -> step(ctx.claim(), run ->
                         Outcome.next("keyed", ctx.state().with(run.token())).inline()
                                 .concurrencyKey("wfk-" + ctx.id() % FLOW_KEYS)))
-                .step("keyed", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                .step("keyed", ctx -> step(ctx.claim(), run ->
                         Outcome.next(generation == 2 ? AUDIT : "fanout", ctx.state().with(run.token()))))
-                .step("fanout", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                .step("fanout", ctx -> step(ctx.claim(), run ->
                         Outcome.spawnChildren(children(ctx.state().children()), "join",
                                 ctx.state().with(run.token()))))
-                .step("join", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run -> run.before() == 0
+                .step("join", ctx -> step(ctx.claim(), run -> run.before() == 0
                         // The join's first run asks to run again: a retry outcome commits no token.
                         ? Outcome.<FlowState>retry(Duration.ofMillis(100))
                         : Outcome.await(Set.of(GO), "finish", ctx.state().with(run.token()), Duration.ofSeconds(2))))
-                .step("finish", ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                .step("finish", ctx -> step(ctx.claim(), run ->
                         Outcome.done(Map.of("token", run.token(), "signalled", !ctx.signals().isEmpty(),
                                 "children", ctx.children().size()))));
         if (generation == 2) {
             // The next release: a step between keyed and fanout; a version 1 instance (its state has
             // the same shape) migrates when a node of this release claims it.
             flow.version(2)
-                    .step(AUDIT, ctx -> step(ctx.id(), ctx.step(), ctx.attempt(), run ->
+                    .step(AUDIT, ctx -> step(ctx.claim(), run ->
                             Outcome.next("fanout", ctx.state().with(run.token()))))
                     .migration(StateMigration.from(1).state(FlowState.class, old -> old));
         }
@@ -207,7 +208,7 @@ final class ChaosWorkload {
     private JobDefinition<JobArgs, Map<String, String>> transactional(String type, String queue) {
         String effects = "INSERT INTO " + ChaosSchema.q(schema) + ".chaos_effects (instance_id, token) VALUES ($1, $2)";
         return JobDefinition.<JobArgs, Map<String, String>>transactional(type, JobArgs.class,
-                        (args, ctx, transaction) -> started(ctx.id(), type, JobDefinition.STEP, ctx.attempt())
+                        (args, ctx, transaction) -> started(ctx.claim(), type)
                                 .flatMap(run -> Flux.from(transaction.createStatement(effects).bind(0, ctx.id())
                                                 .bind(1, run.token()).execute())
                                         .flatMap(result -> result.getRowsUpdated())
@@ -226,7 +227,7 @@ final class ChaosWorkload {
 
     private JobDefinition<JobArgs, Map<String, String>> slow(String type, String queue) {
         return JobDefinition.<JobArgs, Map<String, String>>of(type, JobArgs.class,
-                        (args, ctx) -> started(ctx.id(), type, JobDefinition.STEP, ctx.attempt())
+                        (args, ctx) -> started(ctx.claim(), type)
                                 .flatMap(run -> Mono.delay(Duration.ofMillis(args.sleepMs()))
                                         .then(type.equals(SOLO) ? stallHandshake(run.token()) : Mono.empty())
                                         .then(Mono.defer(() -> finish(run.token(), args.fate())))))
@@ -324,6 +325,20 @@ final class ChaosWorkload {
         return burst;
     }
 
+    /** A job that holds a slot of gate key {@code key} for 6 s: across a Redis restart. */
+    static JobRequest gateHolder(String key) {
+        return JobRequest.of(JOB, new JobArgs(6000, "ok")).gate(GATE, key);
+    }
+
+    /** Jobs of a second each, more than gate key {@code key} takes at once: they wait for its slots. */
+    static List<JobRequest> gateWaiters(String key) {
+        List<JobRequest> waiters = new ArrayList<>();
+        for (int i = 0; i <= GATE_CAPACITY; i++) {
+            waiters.add(JobRequest.of(JOB, new JobArgs(1000, "ok")).gate(GATE, key));
+        }
+        return waiters;
+    }
+
     static JobRequest deepJob() {
         return JobRequest.of(DEEP, new JobArgs(800 + ThreadLocalRandom.current().nextInt(1200), "ok"));
     }
@@ -387,31 +402,36 @@ final class ChaosWorkload {
 
     // ---- recording ----------------------------------------------------------------------------
 
-    private <S> Mono<Outcome<S>> step(long id, String step, int attempt, Function<Started, Outcome<S>> outcome) {
-        return started(id, FLOW, step, attempt)
+    private <S> Mono<Outcome<S>> step(Claim claim, Function<Started, Outcome<S>> outcome) {
+        return started(claim, FLOW)
                 .flatMap(run -> Mono.delay(Duration.ofMillis(5 + ThreadLocalRandom.current().nextInt(60)))
                         .then(ended(run.token(), "ok"))
                         .then(Mono.fromCallable(() -> outcome.apply(run))));
     }
 
     /**
-     * Records the start of an execution with the claim the row shows right now, and emits its token
-     * and how many executions of that step came before; an error when it cannot be recorded (the
-     * run then fails like any handler error).
+     * Records the start of an execution of {@code claim} with the claim the row shows right now (the
+     * claiming transaction too: null for a claim that recorded none), and emits its token and how
+     * many executions of that step came before; an error when it cannot be recorded (the run then
+     * fails like any handler error).
      */
-    private Mono<Started> started(long id, String type, String step, int attempt) {
+    private Mono<Started> started(Claim claim, String type) {
+        long id = claim.id();
+        String step = claim.step();
+        int attempt = claim.attempt();
         String token = UUID.randomUUID().toString();
         String s = '"' + schema + '"';
-        String sql = ("INSERT INTO S.chaos_exec (token, instance_id, type, step, attempt, label, generation, started_at,"
-                + " seen_status, seen_step, seen_attempt, seen_claimed_by, seen_version)"
-                + " SELECT $1, $2, $3, $4, $5, $6, $7, clock_timestamp(), i.status, i.step, i.attempt, i.claimed_by,"
-                + " i.type_version"
+        String sql = ("INSERT INTO S.chaos_exec (token, instance_id, type, step, attempt, claim_xid, label, generation,"
+                + " started_at, seen_status, seen_step, seen_attempt, seen_claimed_by, seen_version, seen_claim_xid)"
+                + " SELECT $1, $2, $3, $4, $5, NULLIF($8::bigint, 0), $6, $7, clock_timestamp(), i.status, i.step,"
+                + " i.attempt, i.claimed_by, i.type_version, h.claim_xid"
                 + " FROM (SELECT 1) one LEFT JOIN S.durable_instances_all i ON i.id = $2"
+                + " LEFT JOIN S.durable_instances h ON h.id = $2"
                 + " RETURNING (SELECT count(*) FROM S.chaos_exec p WHERE p.instance_id = $2 AND p.step = $4)")
                 .replace("S.", s + ".");
         return Flux.usingWhen(recorder.create(), (Connection c) -> Flux.from(c.createStatement(sql)
                                 .bind(0, token).bind(1, id).bind(2, type).bind(3, step).bind(4, attempt).bind(5, label)
-                                .bind(6, generation).execute())
+                                .bind(6, generation).bind(7, claim.stamp()).execute())
                         .flatMap(result -> result.map((row, meta) -> ((Number) row.get(0)).longValue())),
                         Connection::close)
                 // The whole exchange, not its first row: RETURNING sends the row before the insert
