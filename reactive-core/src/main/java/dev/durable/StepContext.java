@@ -50,7 +50,7 @@ public final class StepContext<S> {
                 cancellation, worker, 0);
     }
 
-    /** Made by the engine for each step, claimed by {@code worker} with stamp {@code claimStamp} ({@link Claim#stamp()}). */
+    /** Made by the engine for each step, claimed by {@code worker} with {@code claimStamp} ({@link Claim#stamp()}). */
     public StepContext(long id, String type, String queue, String step, int attempt, int maxAttempts,
             @Nullable S state, boolean awaitedSignals, List<Signal> signals, List<Signal> inbox,
             List<Child> children, JsonCodec codec, Cancellation cancellation, String worker, long claimStamp) {

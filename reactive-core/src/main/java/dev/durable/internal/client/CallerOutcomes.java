@@ -108,7 +108,8 @@ public final class CallerOutcomes {
      * turn the settle into a cancel, not what the caller's writes went with: refused before it.
      */
     private Mono<Void> commit(Connection connection, Claim claim, OutcomeRow outcome) {
-        return outcomes.lockClaim(connection, claim.id(), claim.worker(), claim.attempt(), claim.step(), claim.stamp())
+        return outcomes.lockClaim(connection, claim.id(), claim.worker(), claim.attempt(), claim.step(),
+                        claim.stamp())
                 .switchIfEmpty(Mono.error(() -> new StaleOutcomeException(outcome.id(), outcome.worker())))
                 .flatMap(cancelRequested -> cancelRequested && outcome.status() != InstanceStatus.CANCELLED
                         ? Mono.error(StaleOutcomeException.cancelRequested(outcome.id()))

@@ -88,8 +88,8 @@ public final class ClaimMigration {
                         + row.type() + " from version " + row.typeVersion() + " to " + definition.version()
                         + " timed out after " + definition.timeout(), null)))
                 .doOnError(MigrationFailedException.class, failed -> count(row, failed.noPath() ? "no_path" : "failed"))
-                .flatMap(migrated -> sql.migrateClaimed(row.id(), row.worker(), row.attempt(), row.claimXid(), row.typeVersion(),
-                                migrated.typeVersion(), migrated.step(), migrated.stateJson())
+                .flatMap(migrated -> sql.migrateClaimed(row.id(), row.worker(), row.attempt(), row.claimXid(),
+                                row.typeVersion(), migrated.typeVersion(), migrated.step(), migrated.stateJson())
                         .doOnNext(written -> count(row, written ? "migrated" : "claim_lost"))
                         .filter(Boolean::booleanValue)
                         .map(written -> migrated))

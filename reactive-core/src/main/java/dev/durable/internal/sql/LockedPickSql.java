@@ -64,7 +64,8 @@ public final class LockedPickSql {
 
     /**
      * The second half: claims the locked rows $1 for worker $2 with a lease of $3 ms, recording the
-     * claiming transaction as {@link CandidateSql#CLAIM} does. Index: primary key. Locks: the rows, which the transaction already holds.
+     * claiming transaction as {@link CandidateSql#CLAIM} does. Index: primary key. Locks: the rows,
+     * which the transaction already holds.
      */
     private final String claimLocked;
 

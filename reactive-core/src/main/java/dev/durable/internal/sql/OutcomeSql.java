@@ -170,8 +170,9 @@ public final class OutcomeSql {
 
     /**
      * Marks the signals the committed steps consumed, guarded by the same ownership as the commit
-     * (worker, claimed attempt and claiming transaction), so a stale run of an earlier claim cannot consume the signals
-     * a newer run awaits. Marked, not deleted, so their dedup keys keep refusing redeliveries.
+     * (worker, claimed attempt and claiming transaction), so a stale run of an earlier claim cannot
+     * consume the signals a newer run awaits. Marked, not deleted, so their dedup keys keep refusing
+     * redeliveries.
      * Index: the signals' primary key and the instances' primary key. Locks: the marked signal rows.
      */
     private final String consumeSignals;

@@ -15,8 +15,9 @@ public final class VersionSql {
 
     /**
      * Writes the migration of a claimed row: only while worker $2 still holds the claim of attempt
-     * $3 and transaction $8 on it (status executing) and it is still of version $4. Index: primary key. Locks: the row, which
-     * the claim owns (no other writer but a cancel or the reaper, which the guard then loses to).
+     * $3 and transaction $8 on it (status executing) and it is still of version $4. Index: primary
+     * key. Locks: the row, which the claim owns (no other writer but a cancel or the reaper, which
+     * the guard then loses to).
      */
     private final String migrateClaimed;
 
