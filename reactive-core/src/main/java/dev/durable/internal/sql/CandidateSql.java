@@ -139,16 +139,14 @@ final class CandidateSql {
      * plan follows the statistics, and a generic plan made while the hot table was empty joined the
      * claimed rows to a sequential scan of it, re-reading them once per row of the table (10 s for a
      * pick of 256 over 20,000 rows). An array is one index probe per id, or at worst one scan. The
-     * claim records its transaction (claim_xid, schema version 5): with the worker and the attempt,
-     * it is what every later statement about the claim is guarded by.
+     * claim records its transaction ({@link ClaimStamp}).
      */
     static final String CLAIM = """
             UPDATE {instances} i
                SET status = 'executing', claimed_by = $3, attempt = i.attempt + 1,
-                   lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now(),
-                   claim_xid = pg_current_xact_id()::text::bigint
+                   lease_expires_at = now() + $4 * interval '1 millisecond', updated_at = now(), %s
              WHERE i.id = ANY (ARRAY(SELECT m.id FROM {claimed} m))
-            RETURNING\s""";
+            RETURNING\s""".formatted(ClaimStamp.SET);
 
     /**
      * The plain candidate source of a statement whose known versions and types are the parameters

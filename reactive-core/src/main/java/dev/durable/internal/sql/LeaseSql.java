@@ -97,7 +97,7 @@ public final class LeaseSql {
                  WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.id = o.id)""");
         String releaseStatus = "CASE WHEN i.cancel_requested THEN 'cancelled' ELSE 'runnable' END";
         String releaseGuard = "i.id = r.id AND i.id = ANY ($1::bigint[]) AND i.attempt = r.attempt AND i.claimed_by = $2"
-                + " AND " + OutcomeSql.claimed("i", "r.claim_xid");
+                + " AND " + ClaimStamp.matches("i", "r.claim_xid");
         this.release = tables.render("WITH r AS (SELECT * FROM unnest($1::bigint[], $3::int[], $4::bigint[])"
                 + " AS r(id, attempt, claim_xid)), "
                 + Settled.move("r", releaseGuard, releaseStatus, "i.step", "i.state", "i.result", "i.last_error",

@@ -64,7 +64,7 @@ public final class LockedPickSql {
 
     /**
      * The second half: claims the locked rows $1 for worker $2 with a lease of $3 ms, recording the
-     * claiming transaction as {@link CandidateSql#CLAIM} does. Index: primary key. Locks: the rows,
+     * claiming transaction ({@link ClaimStamp}). Index: primary key. Locks: the rows,
      * which the transaction already holds.
      */
     private final String claimLocked;
@@ -87,10 +87,9 @@ public final class LockedPickSql {
         this.claimLocked = tables.render("""
                 UPDATE {instances} i
                    SET status = 'executing', claimed_by = $2, attempt = i.attempt + 1,
-                       lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now(),
-                       claim_xid = pg_current_xact_id()::text::bigint
+                       lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now(), %s
                  WHERE i.id = ANY($1) AND i.status = 'runnable'
-                RETURNING\s""" + ClaimColumns.SELECT);
+                RETURNING\s""".formatted(ClaimStamp.SET) + ClaimColumns.SELECT);
     }
 
     /** Locks up to {@code limit} candidates, in the caller's transaction; see {@link #lockCandidates}. */

@@ -14,8 +14,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * An outcome to commit, always built from the claim it answers: the commit is guarded by the
- * claim's worker, attempt and transaction, so a run of an earlier claim can never commit under a newer one.
- * There is one factory per kind of outcome and no public constructor, so no outcome is half built.
+ * claim's worker, attempt and transaction, so a run of an earlier claim can never commit under a
+ * newer one. There is one factory per kind of outcome and no public constructor, so no outcome is half built.
  *
  * <p>Null {@code step}, {@code stateJson}, {@code error} and {@code attempt} keep what the row
  * has; a null {@code delayMillis} keeps its eligible time. The riders: signals the step consumed,

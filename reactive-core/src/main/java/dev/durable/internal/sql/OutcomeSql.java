@@ -67,9 +67,8 @@ public final class OutcomeSql {
     private final Columns<OutcomeRow> settleColumns;
 
     /**
-     * The ownership guard of every commit: the claim's worker, attempt and transaction ({@link #claimed}),
-     * looked up by primary key.
-     * The commits read each row's outcome by position ({@link Columns#atPosition}: {@code o.x} is
+     * The ownership guard of every commit: the claim's worker, attempt and stamp ({@link ClaimStamp}),
+     * looked up by primary key. The commits read each row's outcome by position ({@link Columns#atPosition}: {@code o.x} is
      * the x array's element at the row's place among the sorted ids), not by joining the rows to the
      * unnested outcomes: that join's plan was the statistics' to pick (a merge join, a hash join over
      * a scan of the whole table, or, after an ANALYZE mid-burst, a nested loop re-reading every
@@ -77,18 +76,7 @@ public final class OutcomeSql {
      * {@code id = ANY ($1)} finds the rows by primary key, and {@code i.id = o.id} checks the place.
      */
     private static final String GUARD = "i.id = o.id AND i.id = ANY ($1::bigint[]) AND i.claimed_by = o.worker"
-            + " AND i.attempt = o.claimed_attempt AND " + claimed("i", "o.claim_xid");
-
-    /**
-     * Whether row {@code row}'s current claim was made by the transaction {@code xid} (a bigint, 0
-     * for a claim that recorded none: made as the row was inserted, or by an engine of schema
-     * version 4). Worker and attempt alone cannot tell a claim from a later one of the same worker
-     * at the same attempt (a step's attempts restart at each transition), so a statement of an
-     * earlier claim that arrived late would act on the newer one.
-     */
-    static String claimed(String row, String xid) {
-        return row + ".claim_xid IS NOT DISTINCT FROM NULLIF(" + xid + "::bigint, 0)";
-    }
+            + " AND i.attempt = o.claimed_attempt AND " + ClaimStamp.matches("i", "o.claim_xid");
 
     /**
      * An inline step (the outcome stays executing) on a claim whose lease ran out: it cannot keep a
@@ -127,8 +115,7 @@ public final class OutcomeSql {
      * be claimed by the worker that ran it, at the attempt and by the transaction its claim took
      * ({@link #GUARD}; the table's check ties a claim to the executing status, so no status filter
      * is needed: the row is found by primary key, whatever the statistics say about executing
-     * rows); else the outcome is stale and is not
-     * returned. A row whose cancel was requested ends cancelled and keeps its step and state. An
+     * rows); else the outcome is stale and is not returned. A row whose cancel was requested ends cancelled and keeps its step and state. An
      * outcome that stays executing (inline run-ahead) keeps the claim and renews the lease, unless
      * the lease has run out: a lapsed lease is never renewed (a lease-native limiter may have given
      * its gate slot away), so the step goes on through the queue, runnable. An
@@ -210,8 +197,7 @@ public final class OutcomeSql {
      * A caller's completion first locks the claimed row, checking the claim with its step (the
      * commit's guard knows a claim by worker, attempt and transaction, which an inline step that
      * followed on the same claim shares: a claim used after its run went on would settle the next
-     * step), and reads
-     * whether its cancel was requested (the settle would then end it cancelled). Held locked, the row
+     * step), and reads whether its cancel was requested (the settle would then end it cancelled). Held locked, the row
      * cannot change before the settle that follows. Index: primary key. Locks: the row, to the end of
      * the caller's transaction.
      */
@@ -301,14 +287,14 @@ public final class OutcomeSql {
                 SELECT i.cancel_requested FROM {instances} i
                  WHERE i.id = $1 AND i.claimed_by = $2 AND i.attempt = $3 AND i.step = $4 AND i.status = 'executing'
                    AND %s
-                   FOR UPDATE""".formatted(claimed("i", "$5")));
+                   FOR UPDATE""".formatted(ClaimStamp.matches("i", "$5")));
         this.consumeSignals = tables.render("""
                 UPDATE {signals} s SET consumed_at = now()
                   FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[])
                        AS c(signal_id, worker, attempt, claim_xid), {instances} i
                  WHERE s.id = c.signal_id AND i.id = s.instance_id
                    AND i.claimed_by = c.worker AND i.attempt = c.attempt AND i.status = 'executing'
-                   AND %s""".formatted(claimed("i", "c.claim_xid")));
+                   AND %s""".formatted(ClaimStamp.matches("i", "c.claim_xid")));
         this.wokenParents = tables.render("""
                 SELECT id, queue, status, type FROM {instances}
                  WHERE id = ANY($1) AND status = 'runnable' AND children_pending <= 0""");

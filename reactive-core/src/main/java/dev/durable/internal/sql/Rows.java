@@ -133,8 +133,9 @@ public final class Rows {
                 boolean keepsGate, boolean keepsRateLimit, boolean keepsWindow, List<Signal> inbox,
                 @Nullable String traceLast) {
             return new ClaimedRow(id, worker, type, typeVersion, queue, priority, eligibleMicros, step, stateJson,
-                    1, claimXid, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(), keepsGate ? gate : null,
-                    keepsRateLimit ? rate : null, keepsWindow ? window : null, traceContext, traceLast, signalTraces);
+                    1, claimXid, maxAttempts, concurrencyKey, parentId, List.of(), inbox, List.of(),
+                    keepsGate ? gate : null, keepsRateLimit ? rate : null, keepsWindow ? window : null, traceContext,
+                    traceLast, signalTraces);
         }
 
         /** The same claim after a migration wrote {@code typeVersion}, {@code step} and {@code stateJson} onto its row. */

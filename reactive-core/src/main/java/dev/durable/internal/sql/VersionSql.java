@@ -52,7 +52,7 @@ public final class VersionSql {
                 UPDATE {instances} i
                    SET type_version = $5, step = $6, state = $7::jsonb, updated_at = now()
                  WHERE i.id = $1 AND i.claimed_by = $2 AND i.attempt = $3 AND i.status = 'executing'
-                   AND i.type_version = $4 AND %s""".formatted(OutcomeSql.claimed("i", "$8")));
+                   AND i.type_version = $4 AND %s""".formatted(ClaimStamp.matches("i", "$8")));
         this.byIds = tables.render("""
                 SELECT id, type, type_version, attempt, step, state::text AS state FROM {instances}
                  WHERE id = ANY ($1::bigint[]) AND status IN ('runnable', 'awaiting_signal', 'awaiting_children')
