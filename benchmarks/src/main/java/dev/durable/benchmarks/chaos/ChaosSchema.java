@@ -507,11 +507,16 @@ final class ChaosSchema {
                 schema);
     }
 
-    /** Whether execution {@code e} saw its own claim when it started. */
-    private static final String CURRENT_AT_START = "e.seen_status = 'executing' AND e.seen_step = e.step"
-            + " AND e.seen_attempt = e.attempt AND EXISTS (SELECT 1 FROM S.chaos_workers w"
-            + " WHERE w.label = e.label AND e.seen_claimed_by LIKE w.worker)"
-            + " AND ( e.claim_xid IS NULL OR e.seen_claim_xid IS NOT DISTINCT FROM e.claim_xid)";
+    /** {@link #currentAtStart} of the execution aliased {@code e}. */
+    private static final String CURRENT_AT_START = currentAtStart("e");
+
+    /** Whether the execution aliased {@code e} saw its own claim when it started. */
+    private static String currentAtStart(String e) {
+        return ("(%1$s.seen_status = 'executing' AND %1$s.seen_step = %1$s.step AND %1$s.seen_attempt = %1$s.attempt"
+                + " AND EXISTS (SELECT 1 FROM S.chaos_workers w WHERE w.label = %1$s.label"
+                + " AND %1$s.seen_claimed_by LIKE w.worker)"
+                + " AND (%1$s.claim_xid IS NULL OR %1$s.seen_claim_xid IS NOT DISTINCT FROM %1$s.claim_xid))").formatted(e);
+    }
 
     /**
      * Executions by an engine of the first release (it knows version 1 of the workflow only) of an
@@ -556,11 +561,6 @@ final class ChaosSchema {
             + " AND NOT EXISTS (SELECT 1 FROM S.chaos_audit a WHERE a.instance_id = e1.instance_id AND a.reaped"
             + "     AND a.old_claimed_by = e1.seen_claimed_by AND a.old_attempt = e1.attempt AND a.old_step = e1.step"
             + "     AND " + sameTransaction("e1", "a") + ")";
-
-    /** {@link #CURRENT_AT_START} of the execution aliased {@code alias}. */
-    private static String currentAtStart(String alias) {
-        return "(" + CURRENT_AT_START.replace(" e.", " " + alias + ".").replaceFirst("^e\\.", alias + ".") + ")";
-    }
 
     static String overAttempts(String schema) {
         return render("SELECT count(*) FROM S.chaos_exec e JOIN S.durable_instances_all i ON i.id = e.instance_id"
