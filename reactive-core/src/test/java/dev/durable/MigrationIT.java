@@ -35,7 +35,7 @@ class MigrationIT {
             assertThat(versions).containsExactly(LATEST, LATEST);
             assertThat(Sql.query(db, "SELECT version FROM {schema}.durable_schema_version ORDER BY version",
                     row -> row.get(0, Integer.class))).containsExactlyElementsOf(VERSIONS);
-            assertThat(tables(db)).containsExactly("durable_attempts", "durable_engines", "durable_fair_keys", "durable_forks",
+            assertThat(tables(db)).containsExactly("durable_attempts", "durable_claims", "durable_engines", "durable_fair_keys", "durable_forks",
                     "durable_gate_slots", "durable_history", "durable_instances", "durable_instances_all",
                     "durable_key_skips", "durable_limit_permits", "durable_queue_minutes", "durable_queue_pauses",
                     "durable_rate_buckets", "durable_schema_version", "durable_shared_secrets", "durable_signals", "durable_step_inputs", "durable_window_counters");
@@ -57,7 +57,7 @@ class MigrationIT {
     }
 
     /** The newest schema version this build ships. */
-    private static final int LATEST = 5;
+    private static final int LATEST = 6;
     /** The versions this build ships (their files and the path between them: MigratorIT, MigrationFilesTest). */
-    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5);
+    private static final List<Integer> VERSIONS = List.of(1, 2, 3, 4, 5, 6);
 }

@@ -7,6 +7,7 @@ import dev.durable.internal.sql.LeaseSql.RetryDelay;
 import dev.durable.internal.sql.Rows.Transition;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
 import dev.durable.internal.engine.Transitions;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
@@ -34,6 +35,8 @@ public final class Reaper extends MaintenanceService {
     private final LeaseSql leases;
     private final RetryDelay delays;
     private final Transitions transitions;
+    /** The ledger rows the last batch looked at: a full batch of them may have left more to look at. */
+    private final AtomicLong claimsLookedAt = new AtomicLong();
 
     public Reaper(TaskOptions options, Lane lane, Scheduler timer, MeterRegistry meters, LeaseSql leases,
             RetryDelay delays, Transitions transitions) {
@@ -41,6 +44,11 @@ public final class Reaper extends MaintenanceService {
         this.leases = leases;
         this.delays = delays;
         this.transitions = transitions;
+    }
+
+    @Override
+    protected boolean full(long count) {
+        return super.full(count) || super.full(claimsLookedAt.get());
     }
 
     @Override
@@ -53,6 +61,7 @@ public final class Reaper extends MaintenanceService {
                 transitions.recovered(recovered);
             }
             recovery.wokenParents().forEach(transitions::wokenParent);
+            claimsLookedAt.set(recovery.claimsLookedAt());
             return (long) recovery.recovered().size();
         });
     }

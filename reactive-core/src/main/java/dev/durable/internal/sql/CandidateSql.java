@@ -59,15 +59,16 @@ final class CandidateSql {
     /**
      * The per-row conditions every candidate scan shares (plain, limited, fair): {@link #KNOWN_VERSION},
      * and an ungated concurrency key is neither executing now nor being claimed by another pick (the
-     * executing-key probe, then a tried advisory lock on the key's hash). One place, so a guard added
-     * here reaches every pick.
+     * executing-key probe, then a tried advisory lock on the key's hash). The probe spells out the
+     * executing-key index's whole predicate, so that a plan that hashes the executing keys once reads
+     * that index, not the table. One place, so a guard added here reaches every pick.
      */
     static final String RUNS_HERE = "AND " + KNOWN_VERSION + """
 
                    AND (c.concurrency_key IS NULL OR c.gate_name IS NOT NULL OR CASE
                         WHEN EXISTS (SELECT 1 FROM {instances} e
                                       WHERE e.concurrency_key = c.concurrency_key AND e.status = 'executing'
-                                        AND e.gate_name IS NULL) THEN false
+                                        AND e.concurrency_key IS NOT NULL AND e.gate_name IS NULL) THEN false
                         ELSE pg_try_advisory_xact_lock(hashtextextended(c.concurrency_key, 0)) END)
             """;
 

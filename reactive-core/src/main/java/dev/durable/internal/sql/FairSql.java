@@ -113,8 +113,8 @@ public final class FairSql {
                 )
                 SELECT (SELECT count(*) FROM uncapped),
                        EXISTS (SELECT 1 FROM {instances} e
-                                WHERE e.queue = ANY ($1::text[]) AND e.gate_name = 'fairness.' || e.queue
-                                  AND e.status = 'executing')""");
+                                WHERE e.queue = ANY ($1::text[]) AND e.gate_name IS NOT NULL
+                                  AND e.gate_name = 'fairness.' || e.queue AND e.status = 'executing')""");
     }
 
     /** One batch of waking stranded keys after ({@code queue}, {@code key}); see {@link #heal}. */

@@ -67,7 +67,8 @@ public final class InstanceSql {
 
     /**
      * Instances of the given queues that are due now or running: what awaitIdle waits to see reach
-     * zero. Index: the pick index for runnable rows, the executing index for executing ones. A row
+     * zero. Index: the pick index for runnable rows; executing ones through the ledger of claims
+     * (durable_claims, about one lease's worth of claims), its ids as one array by primary key. A row
      * waiting behind its concurrency key's head (key_waiting) is counted through that head. Locks: none.
      */
     private final String countBusy;
@@ -126,7 +127,8 @@ public final class InstanceSql {
                         Settled.settlesWhere("'cancelled'")));
         this.countBusy = tables.render("SELECT (SELECT count(*) FROM {instances} WHERE queue = ANY($1)"
                 + " AND status = 'runnable' AND NOT key_waiting AND eligible_at <= now() + $2 * interval '1 millisecond')"
-                + " + (SELECT count(*) FROM {instances} WHERE status = 'executing' AND queue = ANY($1))");
+                + " + (SELECT count(*) FROM {instances} WHERE id = ANY (ARRAY(SELECT DISTINCT unnest(ids) FROM {claims}))"
+                + " AND status = 'executing' AND queue = ANY($1))");
     }
 
     /**

@@ -42,18 +42,32 @@ public final class LeaseSql {
     private final String release;
 
     /**
-     * The first statement of a recovery: locks up to $4 expired claims and returns what their
-     * backoff depends on (type, attempt). The reaper passes no prefix and a zero margin; the startup
-     * reclaim passes its dead predecessors' identity prefix and a margin, so it takes their rows
-     * before the lease runs out but never a live owner's freshly beaten one. Index: the executing
-     * index, oldest lease first. Locks: the rows returned, to the end of the recovery's transaction,
-     * skipping rows another transaction holds (another node's reaper, a commit: left for later).
-     * A heartbeat of a locked row waits for the recovery, then finds the row no longer its own.
+     * The first statement of a recovery: looks at up to $4 ledger rows (durable_claims, schema version
+     * 6) whose check time has come, and answers the ids among their claims that have lapsed. Of each
+     * ledger row, the rows still executing under its claim (same worker and stamp) are found by
+     * primary key; a ledger row with none left is deleted, the others wait until the earliest lease
+     * among them (a heartbeat renews the rows' leases, not the ledger's). The reaper passes no prefix
+     * and a zero margin; the startup reclaim passes its dead predecessors' identity prefix and a margin,
+     * so it takes their rows before the lease runs out but never a live owner's freshly beaten one, and
+     * looks at every ledger row of theirs whatever its check time (it runs once, at start).
+     * Index: the ledger's check_at index, then the hot table's primary key (the listed ids as one
+     * array, as the claim takes its ids, so that no plan joins them to a scan of the table). Locks: the
+     * ledger rows looked at, skipping those another transaction holds (another node's reaper).
      */
-    private final String lockExpired;
+    private final String sweepClaims;
 
     /**
-     * The second statement: settles the locked claims $1 with their retry delays $2 (ms, computed
+     * The second statement: locks up to $3 of the lapsed claims $2 that still lapse (and, for the
+     * startup reclaim, are still a dead predecessor's), oldest lease first, and returns what their backoff depends on (type, attempt). Index: primary key. Locks: the
+     * rows returned, to the end of the recovery's transaction, skipping rows another transaction holds
+     * (another node's reaper, a commit: their ledger row keeps a past check time, so they are looked
+     * at again). A heartbeat of a locked row waits for the recovery, then finds the row no longer its
+     * own.
+     */
+    private final String lockLapsed;
+
+    /**
+     * The third statement: settles the locked claims $1 with their retry delays $2 (ms, computed
      * from each type's backoff for the attempt the lost worker ran): runnable once the delay has
      * passed, failed once the attempts are spent (so a step that keeps killing its worker cannot
      * retry for ever), cancelled when a cancel was requested. The error names the lost worker.
@@ -64,7 +78,7 @@ public final class LeaseSql {
     private final String recoverLocked;
 
     /**
-     * The third statement, when recovered children settled: the parents $1 the trigger woke, so the
+     * The fourth statement, when recovered children settled: the parents $1 the trigger woke, so the
      * engine pokes their queues instead of leaving them to the poll. Index: primary key. Locks: none.
      */
     private final String wokenParents;
@@ -114,14 +128,39 @@ public final class LeaseSql {
                  UNION ALL
                 SELECT id, queue, status, type FROM kept""".formatted(releaseStatus, releaseGuard,
                 Settled.settlesWhere(releaseStatus)));
-        this.lockExpired = tables.render("""
+        String lapses = "lease_expires_at < now() + $1 * interval '1 millisecond'";
+        this.sweepClaims = tables.render("""
+                WITH due AS (
+                    SELECT c.id, c.claim_xid, c.claimed_by, c.ids FROM {claims} c
+                     WHERE CASE WHEN $2::text IS NULL THEN c.check_at < now() + $1 * interval '1 millisecond'
+                                ELSE left(c.claimed_by, length($2)) = $2 AND c.claimed_by <> $3 END
+                     ORDER BY c.check_at
+                     LIMIT $4
+                       FOR UPDATE SKIP LOCKED
+                ), listed AS (
+                    SELECT d.id AS claim, d.claim_xid, d.claimed_by, u.id FROM due d, unnest(d.ids) AS u(id)
+                ), held AS (
+                    SELECT l.claim, i.id, i.lease_expires_at
+                      FROM {instances} i JOIN listed l ON l.id = i.id
+                     WHERE i.id = ANY (ARRAY(SELECT id FROM listed)) AND i.status = 'executing'
+                       AND i.claimed_by = l.claimed_by AND i.claim_xid IS NOT DISTINCT FROM l.claim_xid
+                ), still AS (
+                    SELECT claim, min(lease_expires_at) AS next_check FROM held GROUP BY claim
+                ), ended AS (
+                    DELETE FROM {claims} c USING due d
+                     WHERE c.id = d.id AND d.id NOT IN (SELECT claim FROM still)
+                ), later AS (
+                    UPDATE {claims} c SET check_at = s.next_check FROM still s WHERE c.id = s.claim
+                )
+                SELECT (SELECT count(*) FROM due) AS claims,
+                       ARRAY(SELECT id FROM held WHERE %s) AS lapsed""".formatted(lapses));
+        this.lockLapsed = tables.render("""
                 SELECT id, type, attempt FROM {instances}
-                 WHERE status = 'executing'
-                   AND lease_expires_at < now() + $1 * interval '1 millisecond'
-                   AND ($2::text IS NULL OR (left(claimed_by, length($2)) = $2 AND claimed_by <> $3))
+                 WHERE id = ANY ($2::bigint[]) AND status = 'executing' AND %s
+                   AND ($4::text IS NULL OR (left(claimed_by, length($4)) = $4 AND claimed_by <> $5))
                  ORDER BY lease_expires_at
-                 LIMIT $4
-                   FOR UPDATE SKIP LOCKED""");
+                 LIMIT $3
+                   FOR UPDATE SKIP LOCKED""".formatted(lapses));
         String reapStatus = "CASE WHEN i.cancel_requested THEN 'cancelled' WHEN i.attempt >= i.max_attempts"
                 + " THEN 'failed' ELSE 'runnable' END";
         String reapError = "CASE WHEN i.cancel_requested THEN i.last_error ELSE 'worker ' || i.claimed_by"
@@ -181,35 +220,57 @@ public final class LeaseSql {
         long millis(String type, int attempt);
     }
 
-    /** What one recovery did: the claims it recovered and the parents their settling woke. */
-    public record Recovery(List<Transition> recovered, List<Transition> wokenParents) {
+    /**
+     * What one recovery did: the claims it recovered, the parents their settling woke, and how many
+     * ledger rows it looked at (a full batch of them may have left more to look at).
+     */
+    public record Recovery(List<Transition> recovered, List<Transition> wokenParents, long claimsLookedAt) {
     }
 
     private record Lost(long id, String type, int attempt) {
     }
 
+    /** The sweep's answer: the ledger rows it looked at and the lapsed claims among theirs. */
+    private record Swept(long claims, Long[] lapsed) {
+    }
+
     /**
-     * Recovers up to {@code limit} expired claims in one transaction bounded by {@code timeout}:
-     * every worker's when {@code prefix} is null (the reaper), else only those of {@code prefix}'s
-     * dead incarnations other than {@code self}, {@code marginMillis} before they expire.
+     * Recovers up to {@code limit} expired claims among those of up to {@code limit} due ledger rows,
+     * in one transaction bounded by {@code timeout}: every worker's when {@code prefix} is null (the
+     * reaper), else only those of {@code prefix}'s dead incarnations other than {@code self},
+     * {@code marginMillis} before they expire.
      */
     public Mono<Recovery> recoverExpired(long marginMillis, @Nullable String prefix, String self, int limit,
             RetryDelay delay, Duration timeout) {
         return db.inTransaction(connection -> MaintenanceSql.boundStatements(connection, timeout)
-                        .thenMany(lock(connection, marginMillis, prefix, self, limit))
-                        .collectList()
-                        .flatMap(lost -> lost.isEmpty() ? Mono.just(new Recovery(List.of(), List.of()))
-                                : settle(connection, lost, delay)))
+                        .then(sweep(connection, marginMillis, prefix, self, limit))
+                        .flatMap(swept -> (swept.lapsed().length == 0 ? Mono.just(List.<Lost>of())
+                                        : lock(connection, marginMillis, prefix, self, swept.lapsed(), limit).collectList())
+                                .flatMap(lost -> lost.isEmpty() ? Mono.just(new Recovery(List.of(), List.of(), 0))
+                                        : settle(connection, lost, delay))
+                                .map(recovery -> new Recovery(recovery.recovered(), recovery.wokenParents(),
+                                        swept.claims()))))
+                .single();
+    }
+
+    private Mono<Swept> sweep(Connection connection, long marginMillis, @Nullable String prefix, String self,
+            int limit) {
+        Statement statement = connection.createStatement(sweepClaims).bind(0, marginMillis);
+        Db.bind(statement, 1, prefix, String.class);
+        statement.bind(2, self).bind(3, limit);
+        return Flux.from(statement.execute())
+                .concatMap(result -> result.map(row -> new Swept(row.get("claims", Long.class),
+                        row.get("lapsed", Long[].class))))
                 .single();
     }
 
     private Flux<Lost> lock(Connection connection, long marginMillis, @Nullable String prefix, String self,
-            int limit) {
-        Statement statement = connection.createStatement(lockExpired).bind(0, marginMillis);
-        Db.bind(statement, 1, prefix, String.class);
-        statement.bind(2, self).bind(3, limit);
-        return Flux.from(statement.execute()).concatMap(result -> result.map(row -> new Lost(
-                row.get("id", Long.class), row.get("type", String.class), row.get("attempt", Integer.class))));
+            Long[] lapsed, int limit) {
+        Statement statement = connection.createStatement(lockLapsed).bind(0, marginMillis).bind(1, lapsed).bind(2, limit);
+        Db.bind(statement, 3, prefix, String.class);
+        return Flux.from(statement.bind(4, self).execute())
+                .concatMap(result -> result.map(row -> new Lost(
+                        row.get("id", Long.class), row.get("type", String.class), row.get("attempt", Integer.class))));
     }
 
     private Mono<Recovery> settle(Connection connection, List<Lost> lost, RetryDelay delay) {
@@ -230,12 +291,12 @@ public final class LeaseSql {
                     return transition;
                 }))
                 .collectList()
-                .flatMap(recovered -> parents.isEmpty() ? Mono.just(new Recovery(recovered, List.of()))
+                .flatMap(recovered -> parents.isEmpty() ? Mono.just(new Recovery(recovered, List.of(), 0))
                         : Flux.from(connection.createStatement(wokenParents)
                                         .bind(0, parents.stream().distinct().toArray(Long[]::new)).execute())
                                 .concatMap(result -> result.map(Transition::read))
                                 .collectList()
-                                .map(woken -> new Recovery(recovered, woken)));
+                                .map(woken -> new Recovery(recovered, woken, 0)));
     }
 
 }

@@ -27,7 +27,7 @@ public final class LimiterSql {
     /**
      * Recounts every gate counter from the executing rows and the live permits, drops expired
      * permits and empty counters; emits how many were wrong. The trigger keeps counters exact, this heals manual edits and restores.
-     * Index: the counters' primary key; executing rows through the executing index. Locks: the counters,
+     * Index: the counters' primary key; executing rows through the gated executing index. Locks: the counters,
      * which {@link #lockGates} already holds, so the count cannot race a pick.
      */
     private final String reconcileGates;
@@ -44,9 +44,9 @@ public final class LimiterSql {
     /**
      * Counts the live claims of each gate counter ($1 gates, $2 keys, $3 shards, in that order):
      * executing rows whose lease has not run out (a lapsed lease can no longer be renewed, so it
-     * holds no slot). What a lease-native limiter rebuilds lost counters from. Index: the executing
-     * rows' partial index ({@code durable_instances_executing_idx}): every executing row, as many as
-     * the fleet runs at once, filtered on the counters. Locks: none.
+     * holds no slot). What a lease-native limiter rebuilds lost counters from. Index: the gated
+     * executing rows' partial index ({@code durable_instances_gated_executing_idx}): every executing row
+     * of a gate, as many as the fleet runs at once, filtered on the counters. Locks: none.
      */
     private final String liveGateClaims;
 
@@ -258,7 +258,8 @@ public final class LimiterSql {
                 SELECT count(i.id)
                   FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS g(gate, key, shard, ord)
                   LEFT JOIN {instances} i
-                    ON i.status = 'executing' AND i.gate_name = g.gate AND i.concurrency_key = g.key
+                    ON i.status = 'executing' AND i.gate_name IS NOT NULL AND i.gate_name = g.gate
+                   AND i.concurrency_key = g.key
                    AND i.gate_shard = g.shard AND i.lease_expires_at > now()
                  GROUP BY g.ord
                  ORDER BY g.ord""");
@@ -272,7 +273,8 @@ public final class LimiterSql {
                                AS executing
                       FROM {gate_slots} s
                       LEFT JOIN {instances} i
-                        ON i.status = 'executing' AND i.gate_name = s.gate AND i.concurrency_key = s.key
+                        ON i.status = 'executing' AND i.gate_name IS NOT NULL AND i.gate_name = s.gate
+                       AND i.concurrency_key = s.key
                        AND i.gate_shard = s.shard
                      GROUP BY s.gate, s.key, s.shard
                 ), healed AS (

@@ -45,7 +45,8 @@ public final class Migrator {
             new Migration(2, "signals_leave_with_their_instance", SHIPPED),
             new Migration(3, "key_election_survives_a_deleted_choice", SHIPPED),
             new Migration(4, "queue_minutes_and_shared_secrets", SHIPPED),
-            new Migration(5, "claims_know_their_transaction", SHIPPED));
+            new Migration(5, "claims_know_their_transaction", SHIPPED),
+            new Migration(6, "claims_in_a_ledger", SHIPPED));
 
     /** Advisory lock class for Durable's migrations; the object id is the schema's hash. */
     private static final int LOCK_CLASS = 0x0D0AB1E;

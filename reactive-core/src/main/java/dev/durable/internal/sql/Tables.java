@@ -4,7 +4,7 @@ package dev.durable.internal.sql;
  * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
  * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}}, {@code {history}} and
  * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}}, {@code {permits}}, {@code {windows}},
- * {@code {fair_keys}}, {@code {queue_minutes}} and {@code {shared_secrets}} placeholders and rendered once per engine, so no
+ * {@code {fair_keys}}, {@code {queue_minutes}}, {@code {shared_secrets}} and {@code {claims}} placeholders and rendered once per engine, so no
  * statement is assembled on a hot path; rendering also compacts the text ({@link SqlText}).
  */
 public final class Tables {
@@ -37,6 +37,7 @@ public final class Tables {
                 .replace("{windows}", table("durable_window_counters"))
                 .replace("{fair_keys}", table("durable_fair_keys"))
                 .replace("{queue_minutes}", table("durable_queue_minutes"))
-                .replace("{shared_secrets}", table("durable_shared_secrets")));
+                .replace("{shared_secrets}", table("durable_shared_secrets"))
+                .replace("{claims}", table("durable_claims")));
     }
 }

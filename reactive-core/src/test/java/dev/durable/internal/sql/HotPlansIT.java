@@ -152,6 +152,57 @@ class HotPlansIT {
 
 
     /**
+     * The reaper's sweep of the ledger of claims (schema version 6) and awaitIdle's count of executing
+     * rows look the ledger's ids up by primary key, whatever the statistics say: their generic plans,
+     * made with statistics of an empty hot table and with fresh ones over a 20,000-row backlog and
+     * 2,000 executing rows, never scan durable_instances (a plan that joined the ids to a scan of the
+     * table read the whole backlog on every reaper tick).
+     */
+    @Test
+    void theLedgersIdsAreFoundByPrimaryKeyWhateverTheStatisticsSay(TestDatabase db) {
+        DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
+        schema.migrate().block(WAIT);
+        schema.closeLater().block(WAIT);
+        Tables tables = new Tables(db.schema());
+        Db none = new Db(db.connectionFactory(), WAIT);
+        List<String> statements = List.of(text(new LeaseSql(none, tables), "sweepClaims"),
+                text(new InstanceSql(none, tables), "countBusy"));
+        String instances = "\"" + db.schema() + "\".durable_instances";
+        Connection connection = Mono.from(db.connectionFactory().create()).block(WAIT);
+        try {
+            Sql.run(connection, "CREATE FUNCTION pg_temp.generic_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS"
+                    + " 'BEGIN RETURN QUERY EXECUTE ''EXPLAIN (COSTS OFF, GENERIC_PLAN) '' || q; END'");
+            Sql.run(connection, "ALTER TABLE " + instances + " SET (autovacuum_enabled = false)");
+            Sql.run(connection, "ANALYZE " + instances);
+            Sql.run(connection, "INSERT INTO " + instances + " (type, queue, step, max_attempts)"
+                    + " SELECT 't', 'q', 'run', 5 FROM generate_series(1, 20000)");
+            // Claimed 100 at a time, as picks do: 20 ledger rows.
+            for (int pick = 0; pick < 20; pick++) {
+                Sql.run(connection, "UPDATE " + instances + " SET status = 'executing', claimed_by = 'w', attempt = 1,"
+                        + " lease_expires_at = now() + interval '1 minute', claim_xid = pg_current_xact_id()::text::bigint"
+                        + " WHERE id IN (SELECT id FROM " + instances + " WHERE status = 'runnable' ORDER BY id LIMIT 100)");
+            }
+            List<String> plans = new ArrayList<>();
+            for (String statement : statements) {
+                plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", statement));
+            }
+            Sql.run(connection, "ANALYZE " + instances);
+            for (String statement : statements) {
+                plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", statement));
+            }
+            assertThat(Sql.lines(connection, "SELECT count(*)::text FROM \"" + db.schema() + "\".durable_claims", null))
+                    .isEqualTo("20");
+            for (String plan : plans) {
+                assertThat(plan).doesNotContain("Seq Scan on durable_instances")
+                        .containsPattern("(Index Scan|Bitmap Index Scan) (using|on) durable_instances_pkey");
+            }
+        } finally {
+            Sql.run(connection, "DROP FUNCTION pg_temp.generic_plan(text)"); // the pool hands this session on
+            Mono.from(connection.close()).block(WAIT);
+        }
+    }
+
+    /**
      * A policy insert (skip, replace, debounce, reject mixed) finds each live holder through the
      * correlation index, as the arbiter of its ON CONFLICT, beside 20,000 live keyed rows: run with
      * EXPLAIN ANALYZE (so the conflicts really happen) in a transaction that is rolled back.

@@ -182,9 +182,9 @@ class MigratorIT {
                     + "\".durable_schema_version ORDER BY version", row -> row.get(0, String.class)))
                     .containsExactly("1 baseline", "2 signals_leave_with_their_instance",
                             "3 key_election_survives_a_deleted_choice", "4 queue_minutes_and_shared_secrets",
-                            "5 claims_know_their_transaction", "6 probe");
+                            "5 claims_know_their_transaction", "6 claims_in_a_ledger", "7 probe");
             assertThat(Sql.query(db, "SELECT probe FROM \"" + probed.schema() + "\".durable_engines",
-                    row -> row.get(0, String.class))).containsExactly("added by V6");
+                    row -> row.get(0, String.class))).containsExactly("added by V7");
 
             assertThat(later.migrateDown(LATEST).block(WAIT)).isEqualTo(LATEST);
             assertThat(Sql.query(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1"

@@ -1,2 +1,2 @@
--- Undo of the test-only V6.
+-- Undo of the test-only V7.
 ALTER TABLE durable_engines DROP COLUMN probe;
