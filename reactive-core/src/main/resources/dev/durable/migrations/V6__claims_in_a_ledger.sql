@@ -30,7 +30,7 @@ CREATE TABLE durable_claims (
     claim_xid   bigint,
     claimed_by  text        NOT NULL,
     ids         bigint[]    NOT NULL,
-    -- When the reaper looks next: the earliest lease of the claimed rows when they were claimed, then
+    -- When the reaper looks next: the earliest lease of the recorded rows when they were recorded, then
     -- the earliest lease of those still executing under the claim (a heartbeat renews leases, not this).
     check_at    timestamptz NOT NULL
 )
@@ -41,8 +41,10 @@ WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, au
 CREATE INDEX durable_claims_check_idx ON durable_claims (check_at);
 
 -- The rows that enter executing or change claim in one UPDATE statement (a pick's claim, a
--- claim-time election, a version-4 engine's claim that keeps an old stamp), recorded by stamp and
--- worker. A statement that claims nothing (a heartbeat, a commit, a cancel) records nothing.
+-- version-4 engine's claim that keeps an old stamp), recorded by stamp and worker; and executing rows
+-- whose lease it moves earlier (an operator's or a test's hand: the engines only ever extend a
+-- lease), so that the ledger never looks later than a lease can lapse. A statement that does neither
+-- (a heartbeat, a commit, a cancel) records nothing.
 CREATE FUNCTION durable_claims_record_updated() RETURNS trigger
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
@@ -52,7 +54,7 @@ BEGIN
       JOIN durable_claims_before o ON o.id = n.id
      WHERE n.status = 'executing'
        AND (o.status <> 'executing' OR o.claimed_by IS DISTINCT FROM n.claimed_by
-            OR o.claim_xid IS DISTINCT FROM n.claim_xid)
+            OR o.claim_xid IS DISTINCT FROM n.claim_xid OR n.lease_expires_at < o.lease_expires_at)
      GROUP BY n.claim_xid, n.claimed_by;
     RETURN NULL;
 END

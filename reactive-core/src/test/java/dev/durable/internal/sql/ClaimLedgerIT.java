@@ -15,8 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The ledger of claims (schema version 6): every statement that makes rows executing records them,
- * whoever sends it, and nothing else does; the reaper's sweep finds lapsed claims through it and
+ * The ledger of claims (schema version 6): every statement that makes rows executing (or moves a
+ * lease earlier) records them, whoever sends it, and nothing else does; the reaper's sweep finds lapsed claims through it and
  * forgets a ledger row once none of its claims is still executing under it.
  */
 @ExtendWith(PostgresExtension.class)
@@ -82,10 +82,17 @@ class ClaimLedgerIT {
                 + " status, claimed_by, attempt, lease_expires_at) VALUES ('t', 'q', 'run', 5, 'executing', 'w2', 1,"
                 + " now() + interval '1 minute'), ('t', 'q', 'run', 5, 'executing', 'w2', 1, now() + interval '1 minute'),"
                 + " ('t', 'q', 'run', 5, 'runnable', NULL, 0, NULL) RETURNING id", row -> row.get(0, Long.class));
+        // A lease moved earlier by hand (the engines only extend leases): recorded again, so the reaper looks when
+        // it lapses, not when the claim's first lease would have.
+        Sql.update(db, "UPDATE {schema}.durable_instances SET lease_expires_at = now() - interval '1 second' WHERE id = $1",
+                ids.get(1));
         assertThat(ledger(db)).containsExactly(
                 "stamped w1 {%d,%d,%d}".formatted(ids.get(0), ids.get(1), ids.get(2)),
                 "stamped old-engine {%d}".formatted(ids.get(2)),
-                "- w2 {%d,%d}".formatted(inserted.get(0), inserted.get(1)));
+                "- w2 {%d,%d}".formatted(inserted.get(0), inserted.get(1)),
+                "stamped w1 {%d}".formatted(ids.get(1)));
+        assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_claims WHERE check_at < now()",
+                row -> row.get(0, Long.class))).containsExactly(1L);
     }
 
     @Test
@@ -103,25 +110,28 @@ class ClaimLedgerIT {
         Sql.update(db, "UPDATE {schema}.durable_instances SET status = 'runnable', claimed_by = NULL, lease_expires_at = NULL"
                 + " WHERE id = $1", ids.get(3));
         claim(db, "w3", 60, ids.get(3));
-        // The first three ledger rows' check time has come (a lease's worth later, here moved to now).
+        // The check time of w1's ledger rows has come (a lease's worth later, here moved to now).
         Sql.update(db, "UPDATE {schema}.durable_claims SET check_at = now() - interval '1 second' WHERE claimed_by = 'w1'");
 
         Recovery recovery = leases.recoverExpired(0, null, "", 100, (type, attempt) -> 0, WAIT).block(WAIT);
         assertThat(recovery.recovered()).extracting(Transition::id).containsExactly(ids.get(0));
-        assertThat(recovery.claimsLookedAt()).isEqualTo(3);
-        // The settled and the re-claimed rows' ledger rows are gone; the new claim's and w2's are untouched. The
-        // pick's keeps its live claim and still looks due: its lapsed row was recovered after the look (a row
-        // another transaction held would have been skipped and must be looked at again).
+        // The pick's, the settled row's, the re-claimed row's, and the lapse's own (the lease moved earlier by hand).
+        assertThat(recovery.claimsLookedAt()).isEqualTo(4);
+        // The settled and the re-claimed rows' ledger rows are gone; w2's and the new claim's are untouched. The
+        // pick's keeps its live claim, and it and the lapse's still look due: the lapsed row was recovered after
+        // the look (a row another transaction held would have been skipped, and must be looked at again).
         assertThat(ledger(db)).containsExactly("stamped w1 {%d,%d}".formatted(ids.get(0), ids.get(1)),
-                "stamped w2 {%d}".formatted(ids.get(4)), "stamped w3 {%d}".formatted(ids.get(3)));
+                "stamped w2 {%d}".formatted(ids.get(4)), "stamped w1 {%d}".formatted(ids.get(0)),
+                "stamped w3 {%d}".formatted(ids.get(3)));
         String waitsForTheLiveLease = "SELECT c.check_at = i.lease_expires_at FROM {schema}.durable_claims c"
                 + " JOIN {schema}.durable_instances i ON i.id = $1 WHERE c.claimed_by = 'w1'";
-        assertThat(Sql.query(db, waitsForTheLiveLease, row -> row.get(0, Boolean.class), ids.get(1))).containsExactly(false);
+        assertThat(Sql.query(db, waitsForTheLiveLease, row -> row.get(0, Boolean.class), ids.get(1)))
+                .containsExactly(false, false);
 
-        // The next look finds the live claim alone and waits for its lease.
+        // The next look finds the live claim alone, which waits for its lease, and forgets the lapse's.
         recovery = leases.recoverExpired(0, null, "", 100, (type, attempt) -> 0, WAIT).block(WAIT);
         assertThat(recovery.recovered()).isEmpty();
-        assertThat(recovery.claimsLookedAt()).isEqualTo(1);
+        assertThat(recovery.claimsLookedAt()).isEqualTo(2);
         assertThat(Sql.query(db, waitsForTheLiveLease, row -> row.get(0, Boolean.class), ids.get(1))).containsExactly(true);
 
         // Nothing due: nothing looked at.

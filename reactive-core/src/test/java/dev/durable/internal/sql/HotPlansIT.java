@@ -70,7 +70,7 @@ class HotPlansIT {
             for (String plan : plans) {
                 assertThat(plan).contains("Index Scan using durable_instances_pkey on durable_instances i")
                         .doesNotContain("Seq Scan on durable_instances")
-                        .doesNotContain("durable_instances_executing_idx");
+                        .doesNotContain("durable_instances_gated_executing_idx");
             }
             // The commits join their rows to nothing: each row reads its outcome by position. A join to
             // the unnested outcomes gave, by the statistics of the moment, a merge join, a hash join over
