@@ -76,8 +76,8 @@ class ClaimLedgerIT {
         // kept from its last claim (so its ledger row tells it apart from nothing and matches what the row says).
         Sql.update(db, "UPDATE {schema}.durable_instances SET status = 'executing', claimed_by = 'old-engine',"
                 + " attempt = attempt + 1, lease_expires_at = now() + interval '1 minute' WHERE id = $1", ids.get(2));
-        // Rows inserted already claimed (an idle engine's claim-on-insert): no stamp; the unclaimed row beside them
-        // in the same statement is not recorded.
+        // Rows inserted already claimed (an idle engine's claim-on-insert): each recorded alone, with no stamp; the
+        // unclaimed row beside them in the same statement is not recorded.
         List<Long> inserted = Sql.query(db, "INSERT INTO {schema}.durable_instances (type, queue, step, max_attempts,"
                 + " status, claimed_by, attempt, lease_expires_at) VALUES ('t', 'q', 'run', 5, 'executing', 'w2', 1,"
                 + " now() + interval '1 minute'), ('t', 'q', 'run', 5, 'executing', 'w2', 1, now() + interval '1 minute'),"
@@ -89,7 +89,7 @@ class ClaimLedgerIT {
         assertThat(ledger(db)).containsExactly(
                 "stamped w1 {%d,%d,%d}".formatted(ids.get(0), ids.get(1), ids.get(2)),
                 "stamped old-engine {%d}".formatted(ids.get(2)),
-                "- w2 {%d,%d}".formatted(inserted.get(0), inserted.get(1)),
+                "- w2 {%d}".formatted(inserted.get(0)), "- w2 {%d}".formatted(inserted.get(1)),
                 "stamped w1 {%d}".formatted(ids.get(1)));
         assertThat(Sql.query(db, "SELECT count(*) FROM {schema}.durable_claims WHERE check_at < now()",
                 row -> row.get(0, Long.class))).containsExactly(1L);
