@@ -72,8 +72,9 @@ public final class InsertSql {
      * inserted already claimed by that idle local worker with a lease of the last parameter's ms (claim-on-insert,
      * which saves an idle queue the pick's round trip).
      * Index: writes the primary key, then the pick index (runnable; a claimed row is recorded in the
-     * ledger of claims by the insert trigger instead), and the correlation index for a keyed row. Locks: none but the new rows; a live correlation
-     * key that another transaction is inserting waits for it, then is refused as a duplicate.
+     * ledger of claims by the insert trigger instead), and the correlation index for a keyed row.
+     * Locks: none but the new rows; a live correlation key that another transaction is inserting
+     * waits for it, then is refused as a duplicate.
      * It answers each row's claim columns (what a claimed row's run needs); the other forms below
      * answer less or send less.
      */

@@ -58,11 +58,11 @@ public final class LeaseSql {
 
     /**
      * The second statement: locks up to $3 of the lapsed claims $2 that still lapse (and, for the
-     * startup reclaim, are still a dead predecessor's), oldest lease first, and returns what their backoff depends on (type, attempt). Index: primary key. Locks: the
-     * rows returned, to the end of the recovery's transaction, skipping rows another transaction holds
-     * (another node's reaper, a commit: their ledger row keeps a past check time, so they are looked
-     * at again). A heartbeat of a locked row waits for the recovery, then finds the row no longer its
-     * own.
+     * startup reclaim, are still a dead predecessor's), oldest lease first, and returns what their
+     * backoff depends on (type, attempt). Index: primary key. Locks: the rows returned, to the end of
+     * the recovery's transaction, skipping rows another transaction holds (another node's reaper, a
+     * commit: their ledger row keeps a past check time, so they are looked at again). A heartbeat of a
+     * locked row waits for the recovery, then finds the row no longer its own.
      */
     private final String lockLapsed;
 
@@ -225,6 +225,12 @@ public final class LeaseSql {
      * ledger rows it looked at (a full batch of them may have left more to look at).
      */
     public record Recovery(List<Transition> recovered, List<Transition> wokenParents, long claimsLookedAt) {
+
+        private static final Recovery NONE = new Recovery(List.of(), List.of(), 0);
+
+        private Recovery lookedAt(long claims) {
+            return new Recovery(recovered, wokenParents, claims);
+        }
     }
 
     private record Lost(long id, String type, int attempt) {
@@ -246,10 +252,8 @@ public final class LeaseSql {
                         .then(sweep(connection, marginMillis, prefix, self, limit))
                         .flatMap(swept -> (swept.lapsed().length == 0 ? Mono.just(List.<Lost>of())
                                         : lock(connection, marginMillis, prefix, self, swept.lapsed(), limit).collectList())
-                                .flatMap(lost -> lost.isEmpty() ? Mono.just(new Recovery(List.of(), List.of(), 0))
-                                        : settle(connection, lost, delay))
-                                .map(recovery -> new Recovery(recovery.recovered(), recovery.wokenParents(),
-                                        swept.claims()))))
+                                .flatMap(lost -> lost.isEmpty() ? Mono.just(Recovery.NONE) : settle(connection, lost, delay))
+                                .map(recovery -> recovery.lookedAt(swept.claims()))))
                 .single();
     }
 
@@ -266,7 +270,8 @@ public final class LeaseSql {
 
     private Flux<Lost> lock(Connection connection, long marginMillis, @Nullable String prefix, String self,
             Long[] lapsed, int limit) {
-        Statement statement = connection.createStatement(lockLapsed).bind(0, marginMillis).bind(1, lapsed).bind(2, limit);
+        Statement statement = connection.createStatement(lockLapsed).bind(0, marginMillis).bind(1, lapsed)
+                .bind(2, limit);
         Db.bind(statement, 3, prefix, String.class);
         return Flux.from(statement.bind(4, self).execute())
                 .concatMap(result -> result.map(row -> new Lost(

@@ -22,9 +22,9 @@ public final class LimitUsageSql {
      * ($1 names, $2 capacities; $3 the most keys). Counted from the rows, not the limiter's counters, so
      * it answers for every limiter, and a lapsed lease (a dead worker's row the reaper has not reached)
      * holds nothing; plus the slots of live permits the PostgreSQL limiter granted outside jobs
-     * (durable_limit_permits, a few rows). Index: durable_instances_gated_executing_idx, the partial index of executing
-     * rows of a gate (a full walk of it: they are bounded by the engines' concurrency), then a top-N sort of the
-     * groups. Locks: none.
+     * (durable_limit_permits, a few rows). Index: durable_instances_gated_executing_idx, the partial
+     * index of executing rows of a gate (a full walk of it: they are bounded by the engines'
+     * concurrency), then a top-N sort of the groups. Locks: none.
      */
     private final String gateUsage;
 

@@ -4,8 +4,9 @@ package dev.durable.internal.sql;
  * Durable's tables in one schema. Statements are written with {@code {instances}}, {@code {signals}},
  * {@code {gate_slots}}, {@code {buckets}}, {@code {engines}}, {@code {history}} and
  * {@code {instances_all}}, {@code {attempts}}, {@code {queue_pauses}}, {@code {permits}}, {@code {windows}},
- * {@code {fair_keys}}, {@code {queue_minutes}}, {@code {shared_secrets}} and {@code {claims}} placeholders and rendered once per engine, so no
- * statement is assembled on a hot path; rendering also compacts the text ({@link SqlText}).
+ * {@code {fair_keys}}, {@code {queue_minutes}}, {@code {shared_secrets}} and {@code {claims}} placeholders
+ * and rendered once per engine, so no statement is assembled on a hot path; rendering also compacts the
+ * text ({@link SqlText}).
  */
 public final class Tables {
 
