@@ -18,10 +18,11 @@ public final class StatisticsSql {
     /**
      * The tables the hot statements read whose size follows the backlog: instances (picks, commits,
      * heartbeats), the inbox (commits re-check it), fair keys (the fair pick), gate slots and permits
-     * (the limited picks).
+     * (the limited picks); and the ledger of claims, which every pick writes (by trigger) and the
+     * reaper empties, so its dead rows come at the pick rate.
      */
     static final List<String> HOT_TABLES = List.of("durable_instances", "durable_signals", "durable_fair_keys",
-            "durable_gate_slots", "durable_limit_permits");
+            "durable_gate_slots", "durable_limit_permits", "durable_claims");
 
     /**
      * Whether this role may ANALYZE or VACUUM the table {@code c} (a pg_class row): the table's or the
