@@ -16,6 +16,7 @@ import java.util.List;
  * java Mutants.java list FILE             the mutants' names, one a line
  * java Mutants.java describe FILE NAME    its one-line description
  * java Mutants.java args FILE NAME        the chaos arguments it needs beyond the run's own (may be empty)
+ * java Mutants.java liveness FILE NAME    whether lost or stuck rows alone catch it (true or false)
  * java Mutants.java apply FILE NAME COPY  applies it under the directory COPY
  * </pre>
  *
@@ -26,6 +27,8 @@ import java.util.List;
  * <pre>
  * mutant NAME: what it breaks
  * args --redis                   (optional: what the chaos run needs to reach the change)
+ * liveness                       (optional: the change breaks recovery, not safety, so rows the run
+ *                                 lost or left stuck catch it, as no safety invariant can)
  * file path/from/the/root.java
  * find
  * ...exact lines...
@@ -39,7 +42,7 @@ public final class Mutants {
     record Change(String file, String find, String replace) {
     }
 
-    record Mutant(String name, String description, String args, List<Change> changes) {
+    record Mutant(String name, String description, String args, boolean liveness, List<Change> changes) {
     }
 
     private Mutants() {
@@ -54,6 +57,7 @@ public final class Mutants {
             case "list" -> mutants.forEach(mutant -> System.out.println(mutant.name()));
             case "describe" -> System.out.println(find(mutants, args[2]).description());
             case "args" -> System.out.println(find(mutants, args[2]).args());
+            case "liveness" -> System.out.println(find(mutants, args[2]).liveness());
             case "apply" -> apply(find(mutants, args[2]), Path.of(args[3]));
             default -> throw new IllegalArgumentException("unknown command " + args[0]);
         }
@@ -95,19 +99,23 @@ public final class Mutants {
         String name = null;
         String description = null;
         String runArgs = "";
+        boolean liveness = false;
         List<Change> changes = new ArrayList<>();
         String file = null;
         for (int i = 0; i < lines.size(); i++) {
             String line = lines.get(i);
             if (line.startsWith("mutant ")) {
                 if (name != null) {
-                    mutants.add(new Mutant(name, description, runArgs, List.copyOf(changes)));
+                    mutants.add(new Mutant(name, description, runArgs, liveness, List.copyOf(changes)));
                 }
                 int colon = line.indexOf(':');
                 name = line.substring("mutant ".length(), colon < 0 ? line.length() : colon).strip();
                 description = colon < 0 ? name : line.substring(colon + 1).strip();
                 runArgs = "";
+                liveness = false;
                 changes.clear();
+            } else if (line.equals("liveness")) {
+                liveness = true;
             } else if (line.startsWith("args ")) {
                 runArgs = line.substring("args ".length()).strip();
             } else if (line.startsWith("file ")) {
@@ -131,7 +139,7 @@ public final class Mutants {
             }
         }
         if (name != null) {
-            mutants.add(new Mutant(name, description, runArgs, List.copyOf(changes)));
+            mutants.add(new Mutant(name, description, runArgs, liveness, List.copyOf(changes)));
         }
         return mutants;
     }

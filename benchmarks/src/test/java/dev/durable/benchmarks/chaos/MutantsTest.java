@@ -51,6 +51,18 @@ class MutantsTest {
                 .allSatisfy(mutant -> assertThat(mutant.args()).as(mutant.name()).isEmpty());
     }
 
+    /**
+     * Only a mutant that breaks recovery alone is marked liveness (lost or stuck rows then catch it):
+     * the ledger's, whose whole effect is claims the reaper never finds. Marking a safety mutant so
+     * would let a slow run's stuck rows pass for a catch.
+     */
+    @Test
+    void onlyTheRecoveryMutantsAreCaughtByLiveness() throws IOException {
+        List<Mutants.Mutant> mutants = Mutants.parse(ROOT.resolve("benchmarks/mutants.txt"));
+        assertThat(mutants).filteredOn(Mutants.Mutant::liveness).extracting(Mutants.Mutant::name)
+                .containsExactly("ledger-misses-stamped-claims");
+    }
+
     private static int occurrences(String text, String pattern) {
         int count = 0;
         for (int at = text.indexOf(pattern); at >= 0; at = text.indexOf(pattern, at + 1)) {
