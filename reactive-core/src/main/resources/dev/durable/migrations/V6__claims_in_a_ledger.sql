@@ -14,9 +14,10 @@
 -- whatever made the claim: the picks, the claim-on-insert, an engine of version 5 that knows nothing
 -- of the ledger, a user's own SQL. The reaper reads the ledger rows whose check time has come, looks
 -- their ids up by primary key, recovers the lapsed ones and forgets a ledger row once none of its rows
--- is still executing under its claim. Only gated executing rows keep an index
--- (durable_instances_gated_executing_idx): the limiter counts their slots, and a gated job already
--- writes its gate's counter.
+-- is still executing under its claim, so with the reaper off on every engine the ledger only grows.
+-- Only gated executing rows keep an index (durable_instances_gated_executing_idx): the limiter counts
+-- their slots, and a gated job already writes its gate's counter. The admin lists executing rows by
+-- the primary key's walk, as it lists every live status.
 
 -- durable_claims: the claims of live executing rows, one row per claiming statement and worker.
 --
@@ -42,8 +43,9 @@ CREATE INDEX durable_claims_check_idx ON durable_claims (check_at);
 
 -- The rows that enter executing or change claim in one UPDATE statement (a pick's claim, a
 -- version-4 engine's claim that keeps an old stamp), recorded by stamp and worker; and executing rows
--- whose lease it moves earlier (an operator's or a test's hand: the engines only ever extend a
--- lease), so that the ledger never looks later than a lease can lapse. A statement that does neither
+-- whose lease it moves earlier (an operator's or a test's hand, or a heartbeat a few milliseconds
+-- behind an inline step's renewal: otherwise the engines extend leases), so that the ledger never
+-- looks later than a lease can lapse. A statement that does neither
 -- (a heartbeat, a commit, a cancel) records nothing.
 CREATE FUNCTION durable_claims_record_updated() RETURNS trigger
     LANGUAGE plpgsql SET search_path FROM CURRENT SET enable_nestloop = off SET enable_mergejoin = off AS $$
@@ -90,7 +92,8 @@ CREATE TRIGGER durable_claims_inserted
     EXECUTE FUNCTION durable_claims_record_inserted();
 
 -- The rows executing now (claimed before this version): the triggers lock the table against claims
--- until this transaction commits, so none is missed.
+-- until this transaction commits, and the migration runs READ COMMITTED (this statement sees every
+-- claim committed before that lock), so none is missed.
 INSERT INTO durable_claims (claim_xid, claimed_by, ids, check_at)
 SELECT claim_xid, claimed_by, array_agg(id), min(lease_expires_at)
   FROM durable_instances

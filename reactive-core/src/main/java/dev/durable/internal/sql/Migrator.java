@@ -4,6 +4,7 @@ import dev.durable.DurableException;
 import dev.durable.SchemaVersionException;
 import dev.durable.internal.Db;
 import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.IsolationLevel;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -148,7 +149,10 @@ public final class Migrator {
             return Mono.error(new IllegalArgumentException("no migration to version " + target + ": this library"
                     + " ships versions 1 to " + latestVersion()));
         }
-        return db.inTransaction(connection -> lockAndPrepare(connection)
+        // READ COMMITTED whatever the connection's default: a migration's statements after a lock must see what
+        // committed before it (V6 records the rows executing once its triggers hold claims off; under
+        // REPEATABLE READ its snapshot would predate claims committed while it waited for that lock).
+        return db.inTransaction(IsolationLevel.READ_COMMITTED, connection -> lockAndPrepare(connection)
                 .then(checkedVersion(connection))
                 .flatMap(current -> Flux.fromIterable(migrations)
                         .filter(migration -> migration.version() > current && migration.version() <= target)
@@ -167,7 +171,7 @@ public final class Migrator {
      * For tests and for removing Durable; the schema itself is left in place.
      */
     public Mono<Integer> migrateDown(int target) {
-        return db.inTransaction(connection -> lockAndPrepare(connection)
+        return db.inTransaction(IsolationLevel.READ_COMMITTED, connection -> lockAndPrepare(connection)
                 .then(checkedVersion(connection))
                 .flatMap(current -> Flux.fromIterable(migrations)
                         .filter(migration -> migration.version() > target && migration.version() <= current)
