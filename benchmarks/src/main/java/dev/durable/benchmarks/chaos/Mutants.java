@@ -13,10 +13,10 @@ import java.util.List;
  * runs it as a source file before anything is built.
  *
  * <pre>
- * java Mutants.java list FILE             the mutants' names, one a line
+ * java Mutants.java list FILE             a line a mutant: its name, whether lost or stuck rows alone
+ *                                         catch it (true or false), the chaos arguments it needs beyond
+ *                                         the run's own (none, or several words)
  * java Mutants.java describe FILE NAME    its one-line description
- * java Mutants.java args FILE NAME        the chaos arguments it needs beyond the run's own (may be empty)
- * java Mutants.java liveness FILE NAME    whether lost or stuck rows alone catch it (true or false)
  * java Mutants.java apply FILE NAME COPY  applies it under the directory COPY
  * </pre>
  *
@@ -54,10 +54,9 @@ public final class Mutants {
         }
         List<Mutant> mutants = parse(Path.of(args[1]));
         switch (args[0]) {
-            case "list" -> mutants.forEach(mutant -> System.out.println(mutant.name()));
+            case "list" -> mutants.forEach(mutant -> System.out.println(
+                    (mutant.name() + " " + mutant.liveness() + " " + mutant.args()).strip()));
             case "describe" -> System.out.println(find(mutants, args[2]).description());
-            case "args" -> System.out.println(find(mutants, args[2]).args());
-            case "liveness" -> System.out.println(find(mutants, args[2]).liveness());
             case "apply" -> apply(find(mutants, args[2]), Path.of(args[3]));
             default -> throw new IllegalArgumentException("unknown command " + args[0]);
         }
