@@ -13,7 +13,9 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
+import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.util.Logger;
@@ -149,10 +151,7 @@ public final class Migrator {
             return Mono.error(new IllegalArgumentException("no migration to version " + target + ": this library"
                     + " ships versions 1 to " + latestVersion()));
         }
-        // READ COMMITTED whatever the connection's default: a migration's statements after a lock must see what
-        // committed before it (V6 records the rows executing once its triggers hold claims off; under
-        // REPEATABLE READ its snapshot would predate claims committed while it waited for that lock).
-        return db.inTransaction(IsolationLevel.READ_COMMITTED, connection -> lockAndPrepare(connection)
+        return inMigration(connection -> lockAndPrepare(connection)
                 .then(checkedVersion(connection))
                 .flatMap(current -> Flux.fromIterable(migrations)
                         .filter(migration -> migration.version() > current && migration.version() <= target)
@@ -171,7 +170,7 @@ public final class Migrator {
      * For tests and for removing Durable; the schema itself is left in place.
      */
     public Mono<Integer> migrateDown(int target) {
-        return db.inTransaction(IsolationLevel.READ_COMMITTED, connection -> lockAndPrepare(connection)
+        return inMigration(connection -> lockAndPrepare(connection)
                 .then(checkedVersion(connection))
                 .flatMap(current -> Flux.fromIterable(migrations)
                         .filter(migration -> migration.version() > target && migration.version() <= current)
@@ -186,6 +185,16 @@ public final class Migrator {
     public Mono<Integer> version() {
         return db.inTransaction(connection -> lockAndPrepare(connection).then(currentVersion(connection)))
                 .single();
+    }
+
+    /**
+     * A migration's transaction: READ COMMITTED whatever the connection's default, since its statements
+     * after the lock must see what committed before it (V6 records the rows executing once its triggers
+     * hold claims off; under REPEATABLE READ its snapshot would predate the claims committed while it
+     * waited for that lock).
+     */
+    private <T> Flux<T> inMigration(Function<Connection, ? extends Publisher<T>> work) {
+        return db.inTransaction(IsolationLevel.READ_COMMITTED, work);
     }
 
     private Mono<Void> lockAndPrepare(Connection connection) {

@@ -10,6 +10,7 @@ import dev.durable.support.Sql;
 import dev.durable.testing.PostgresExtension;
 import dev.durable.testing.TestDatabase;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -49,7 +50,7 @@ class ClaimLedgerIT {
         Sql.update(db, "UPDATE {schema}.durable_instances SET status = 'executing', claimed_by = $1, attempt = attempt + 1,"
                 + " lease_expires_at = now() + $2 * interval '1 second', updated_at = now(),"
                 + " claim_xid = pg_current_xact_id()::text::bigint WHERE id = ANY ($3)", worker, leaseSeconds,
-                java.util.Arrays.stream(ids).boxed().toArray(Long[]::new));
+                Arrays.stream(ids).boxed().toArray(Long[]::new));
     }
 
     @Test

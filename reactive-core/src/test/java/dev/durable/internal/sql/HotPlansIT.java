@@ -40,9 +40,7 @@ class HotPlansIT {
 
     @Test
     void claimedRowsAreFoundByPrimaryKeyWhateverTheStatisticsSay(TestDatabase db) throws Exception {
-        DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
-        schema.migrate().block(WAIT);
-        schema.closeLater().block(WAIT);
+        migrate(db);
         Tables tables = new Tables(db.schema());
         Db none = new Db(db.connectionFactory(), WAIT);
         OutcomeSql outcomes = new OutcomeSql(tables);
@@ -92,9 +90,7 @@ class HotPlansIT {
      */
     @Test
     void thePickClaimsByPrimaryKeyWhateverTheStatisticsSay(TestDatabase db) {
-        DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
-        schema.migrate().block(WAIT);
-        schema.closeLater().block(WAIT);
+        migrate(db);
         Tables tables = new Tables(db.schema());
         Db none = new Db(db.connectionFactory(), WAIT);
         PickSql plain = new PickSql(none, tables, List.of(), List.of(), java.util.Map.of("t", 1));
@@ -160,9 +156,7 @@ class HotPlansIT {
      */
     @Test
     void theLedgersIdsAreFoundByPrimaryKeyWhateverTheStatisticsSay(TestDatabase db) {
-        DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
-        schema.migrate().block(WAIT);
-        schema.closeLater().block(WAIT);
+        migrate(db);
         Tables tables = new Tables(db.schema());
         Db none = new Db(db.connectionFactory(), WAIT);
         List<String> statements = List.of(text(new LeaseSql(none, tables), "sweepClaims"),
@@ -209,9 +203,7 @@ class HotPlansIT {
      */
     @Test
     void aPolicyInsertFindsHoldersThroughTheCorrelationIndex(TestDatabase db) {
-        DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
-        schema.migrate().block(WAIT);
-        schema.closeLater().block(WAIT);
+        migrate(db);
         String sql = text(new PolicyInsertSql(new Db(db.connectionFactory(), WAIT), new Tables(db.schema())),
                 "insertWithPolicies");
         db.execute("INSERT INTO \"" + db.schema() + "\".durable_instances (type, queue, step, max_attempts,"
@@ -246,6 +238,13 @@ class HotPlansIT {
                 .contains("Conflicting Tuples: 16") // the skips
                 .contains("Conflicting Tuples: 32") // the replaces and debounces
                 .doesNotContain("Seq Scan on durable_instances");
+    }
+
+    /** Durable's schema in the test's own (an engine that migrates it and closes). */
+    private static void migrate(TestDatabase db) {
+        DurableEngine schema = DurableEngine.builder(db.engineOptions().build()).build();
+        schema.migrate().block(WAIT);
+        schema.closeLater().block(WAIT);
     }
 
     private static void executing(TestDatabase db, int rows) {
