@@ -125,14 +125,7 @@ class HotPlansIT {
             assertThat(madeEmpty).isEqualTo(keptEmpty); // the plan made over the empty table, kept
             assertThat(keptEmpty).contains("id = ANY").doesNotContain("Join Filter");
 
-            List<String> plans = new ArrayList<>();
-            for (String pick : picks) {
-                plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", pick));
-            }
-            Sql.run(connection, "ANALYZE " + instances);
-            for (String pick : picks) {
-                plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", pick));
-            }
+            List<String> plans = genericPlansThenFresh(connection, instances, picks);
             for (String plan : plans) {
                 assertThat(plan).doesNotContain("Seq Scan on durable_instances");
                 if (plan.contains("Update on durable_instances i")) { // an index scan or a bitmap of the pkey
@@ -176,14 +169,7 @@ class HotPlansIT {
                         + " lease_expires_at = now() + interval '1 minute', claim_xid = pg_current_xact_id()::text::bigint"
                         + " WHERE id IN (SELECT id FROM " + instances + " WHERE status = 'runnable' ORDER BY id LIMIT 100)");
             }
-            List<String> plans = new ArrayList<>();
-            for (String statement : statements) {
-                plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", statement));
-            }
-            Sql.run(connection, "ANALYZE " + instances);
-            for (String statement : statements) {
-                plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", statement));
-            }
+            List<String> plans = genericPlansThenFresh(connection, instances, statements);
             assertThat(Sql.lines(connection, "SELECT count(*)::text FROM \"" + db.schema() + "\".durable_claims", null))
                     .isEqualTo("20");
             for (String plan : plans) {
@@ -238,6 +224,22 @@ class HotPlansIT {
                 .contains("Conflicting Tuples: 16") // the skips
                 .contains("Conflicting Tuples: 32") // the replaces and debounces
                 .doesNotContain("Seq Scan on durable_instances");
+    }
+
+    /**
+     * The generic plans of {@code statements} (pg_temp.generic_plan) with the statistics of the moment, then
+     * with fresh ones (ANALYZE of {@code instances} in between).
+     */
+    private static List<String> genericPlansThenFresh(Connection connection, String instances, List<String> statements) {
+        List<String> plans = new ArrayList<>();
+        for (String statement : statements) {
+            plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", statement));
+        }
+        Sql.run(connection, "ANALYZE " + instances);
+        for (String statement : statements) {
+            plans.add(Sql.lines(connection, "SELECT pg_temp.generic_plan($1)", statement));
+        }
+        return plans;
     }
 
     /** Durable's schema in the test's own (an engine that migrates it and closes). */
