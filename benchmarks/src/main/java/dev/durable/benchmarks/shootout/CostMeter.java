@@ -228,15 +228,20 @@ final class CostMeter {
         }
     }
 
-    /** The five statements that took the most server time in the window, for the log. */
+    /**
+     * The five statements that took the most server time in the window, for the log, with the buffers
+     * each read per job (hit or read): time on a shared machine includes waiting for a core, buffers do not.
+     */
     private void logTopStatements(long jobs, String label) {
-        List<String[]> rows = target.queryRows("SELECT calls, total_exec_time, rows, left(regexp_replace(query,"
+        List<String[]> rows = target.queryRows("SELECT calls, total_exec_time, rows, shared_blks_hit + shared_blks_read,"
+                + " left(regexp_replace(query,"
                 + " '\\s+', ' ', 'g'), 110) FROM pg_stat_statements WHERE query NOT LIKE '%" + Target.PROBE_MARK + "%'"
                 + " ORDER BY total_exec_time DESC LIMIT 5");
         for (String[] row : rows) {
             long calls = Long.parseLong(row[0]);
-            Shootout.log("%s: statement %.3f calls/job, %.1f us/job, %.1f rows/call: %s", label, calls / (double) jobs,
-                    Double.parseDouble(row[1]) * 1e3 / jobs, Long.parseLong(row[2]) / (double) Math.max(1, calls), row[3]);
+            Shootout.log("%s: statement %.3f calls/job, %.1f us/job, %.1f buffers/job, %.1f rows/call: %s", label,
+                    calls / (double) jobs, Double.parseDouble(row[1]) * 1e3 / jobs, Long.parseLong(row[3]) / (double) jobs,
+                    Long.parseLong(row[2]) / (double) Math.max(1, calls), row[4]);
         }
     }
 
