@@ -8,6 +8,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
@@ -28,11 +29,13 @@ import reactor.core.publisher.Mono;
  * <p>Each configuration: a fresh schema; the engines start; a feeder keeps {@link #BACKLOG} rows
  * in the hot table (counted in the database, as the engines run in other processes); after the
  * warm-up the steady window measures the committed rate, PostgreSQL's CPU, WAL and index writes
- * per job ({@link CostMeter}), the engines' CPU per job (their processes' CPU time), and the
- * picks: calls and execution time per job from {@code pg_stat_statements}, and whether any pick
- * ever waited: {@code pg_stat_activity} sampled every {@link #SAMPLE_MILLIS} ms, counting active
- * picks and those waiting on a heavyweight lock ({@code Lock}: a row, tuple or transaction lock)
- * or a lightweight one ({@code LWLock}: a buffer or other shared-memory lock).
+ * per job ({@link CostMeter}), the engines' CPU per job (their processes' CPU time) and the share of
+ * it their JIT compilers took, and the picks: calls and execution time per job from
+ * {@code pg_stat_statements}, and whether any pick ever waited: {@code pg_stat_activity} sampled
+ * every {@link #SAMPLE_MILLIS} ms, counting active picks and those waiting on a heavyweight lock
+ * ({@code Lock}: a row, tuple or transaction lock) or a lightweight one ({@code LWLock}: a buffer
+ * or other shared-memory lock). The same samples of every active backend go to standard error as
+ * wait events by statement, so a wait is seen with what waits.
  *
  * <pre>
  * benchmarks/scaling [--engines 1,2,4] [--connections 20] [--seconds 60] [--steady-seconds 45]
@@ -111,6 +114,7 @@ public final class Scaling {
             TimeUnit.SECONDS.sleep(config.seconds() - config.steadySeconds());
             CostMeter.Window window = meter.begin();
             long enginesCpu = cpuNanos(children);
+            long enginesJit = compilerNanos(children);
             long start = System.nanoTime();
             long first = committed(target);
             sampler.start();
@@ -118,8 +122,11 @@ public final class Scaling {
             long end = System.nanoTime();
             long last = committed(target);
             sampler.finish();
+            Shootout.log("%s: wait events of every active backend, %d samples: %s", label, sampler.samples,
+                    sampler.waits());
             long jobs = last - first;
             double enginesCpuMicros = (cpuNanos(children) - enginesCpu) / 1e3 / jobs;
+            double enginesJitMicros = (compilerNanos(children) - enginesJit) / 1e3 / jobs;
             Costs costs = meter.end(window, jobs, label);
             target.logTables(SCHEMA, label);
             List<String[]> picks = target.queryRows("SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0)"
@@ -132,11 +139,12 @@ public final class Scaling {
                 throw new IllegalStateException("the feeder failed", feeder.failure);
             }
             return String.format(Locale.ROOT, "SCALING engines=%d connections_per_engine=%d profile=%s jobs=%d"
-                            + " seconds=%.3f jobs_per_s=%.1f %s engines_cpu_us_per_job=%.1f pick_calls_per_job=%.4f"
+                            + " seconds=%.3f jobs_per_s=%.1f %s engines_cpu_us_per_job=%.1f engines_jit_us_per_job=%.1f"
+                            + " pick_calls_per_job=%.4f"
                             + " pick_us_per_job=%.1f pick_ms_per_call=%.2f samples=%d pick_samples_active=%d"
                             + " pick_samples_lock_wait=%d pick_samples_lwlock_wait=%d",
                     engines, pool, target.profileLabel(), jobs, seconds, jobs / seconds, costs.columns(),
-                    enginesCpuMicros, pickCalls / (double) jobs, pickMillis * 1e3 / jobs,
+                    enginesCpuMicros, enginesJitMicros, pickCalls / (double) jobs, pickMillis * 1e3 / jobs,
                     pickMillis / Math.max(1, pickCalls), sampler.samples, sampler.active, sampler.lockWaits,
                     sampler.lwlockWaits);
         } finally {
@@ -193,6 +201,44 @@ public final class Scaling {
         return total;
     }
 
+    /**
+     * The CPU time the engines' JIT compiler threads have used so far (Linux: their threads in
+     * {@code /proc}; 0 elsewhere): each engine's JVM compiles the same code, so the more engines, the
+     * more of a window they spend compiling at the same rate of jobs.
+     */
+    private static long compilerNanos(List<EngineProcess> children) {
+        long ticks = 0;
+        for (EngineProcess child : children) {
+            Path tasks = Paths.get("/proc", Long.toString(child.process().pid()), "task");
+            if (!Files.isDirectory(tasks)) {
+                return 0;
+            }
+            try (java.util.stream.Stream<Path> threads = Files.list(tasks)) {
+                for (Path thread : threads.toList()) {
+                    try {
+                        if (Files.readString(thread.resolve("comm")).contains("CompilerThre")) {
+                            ticks += cpuTicks(Files.readString(thread.resolve("stat")));
+                        }
+                    } catch (IOException | RuntimeException e) {
+                        // The thread ended between the listing and the read.
+                    }
+                }
+            } catch (IOException e) {
+                return 0;
+            }
+        }
+        return ticks * 10_000_000L; // USER_HZ is 100 on Linux
+    }
+
+    /**
+     * A thread's CPU time in clock ticks from its {@code /proc/.../stat} line: utime plus stime, fields
+     * 14 and 15, counted after the name's closing parenthesis (a name may hold spaces and parentheses).
+     */
+    static long cpuTicks(String stat) {
+        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+    }
+
     private static long committed(Target target) {
         return target.queryLong("SELECT count(*) FROM " + SCHEMA + ".durable_history WHERE status = 'done'");
     }
@@ -243,7 +289,10 @@ public final class Scaling {
         }
     }
 
-    /** Samples the picks' wait events while the window runs. */
+    /**
+     * Samples the picks' wait events while the window runs, and those of every active backend (what the
+     * log shows: which lightweight locks the engines' statements queue on, by name).
+     */
     private static final class Sampler extends Thread {
 
         private final Target target;
@@ -252,6 +301,7 @@ public final class Scaling {
         volatile long active;
         volatile long lockWaits;
         volatile long lwlockWaits;
+        private final java.util.Map<String, Long> waits = new java.util.concurrent.ConcurrentHashMap<>();
 
         Sampler(Target target) {
             super("scaling-sampler");
@@ -270,12 +320,25 @@ public final class Scaling {
                 active += Long.parseLong(rows.get(0)[0]);
                 lockWaits += Long.parseLong(rows.get(0)[1]);
                 lwlockWaits += Long.parseLong(rows.get(0)[2]);
+                for (String[] wait : target.queryRows("SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')"
+                        + " || CASE WHEN wait_event_type IN ('Lock', 'LWLock') THEN ' (' || left(regexp_replace(query, '\\s+', ' ', 'g'), 40) || ')' ELSE '' END,"
+                        + " count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid()"
+                        + " AND backend_type = 'client backend' GROUP BY 1")) {
+                    waits.merge(wait[0], Long.parseLong(wait[1]), Long::sum);
+                }
                 try {
                     TimeUnit.MILLISECONDS.sleep(SAMPLE_MILLIS);
                 } catch (InterruptedException e) {
                     return;
                 }
             }
+        }
+
+        /** The wait events sampled, most frequent first ("CPU": active, waiting on nothing). */
+        String waits() {
+            return waits.entrySet().stream().sorted(java.util.Map.Entry.<String, Long>comparingByValue().reversed())
+                    .map(wait -> wait.getKey() + " " + wait.getValue())
+                    .collect(java.util.stream.Collectors.joining(", "));
         }
 
         void finish() throws InterruptedException {
