@@ -135,10 +135,16 @@ final class SustainedProtocol {
         long warmNanos = TimeUnit.SECONDS.toNanos(config.seconds() - config.steadySeconds());
         long steadyNanos = TimeUnit.SECONDS.toNanos(config.steadySeconds());
         sleepUntil(System.nanoTime() + warmNanos, feeder);
+        Monitor monitor = new Monitor(label + " saturated", contender);
         CostMeter.Window window = meter.begin();
         long start = System.nanoTime();
         long first = contender.committed(target, feeder.inserted);
-        sleepUntil(start + steadyNanos, feeder);
+        monitor.start();
+        try {
+            sleepUntil(start + steadyNanos, feeder);
+        } finally {
+            monitor.finish();
+        }
         long end = System.nanoTime();
         long last = contender.committed(target, feeder.inserted);
         long jobs = last - first;
@@ -270,10 +276,11 @@ final class SustainedProtocol {
     }
 
     /**
-     * Logs, once a second while a load phase inserts, what might stall it: this JVM's CPU, GC and
-     * JIT time, the server's CPU, the VACUUMs and autovacuum workers running (and on what), and what
-     * the contender's workers did ({@link Contender#activity}). Read beside the phase's
-     * enqueue-to-start by second of arrival.
+     * Logs, once a second while a load phase inserts or the steady window saturates, what might stall
+     * it: this JVM's CPU, GC and JIT time, the server's CPU, the VACUUMs and autovacuum workers running
+     * (and on what), and what the contender's workers did ({@link Contender#activity}). Read beside the
+     * phase's enqueue-to-start by second of arrival; at saturation, whether the cores or the system's
+     * own loop set the rate (one query a second, beside the window's millions of jobs).
      */
     private final class Monitor extends Thread {
 
