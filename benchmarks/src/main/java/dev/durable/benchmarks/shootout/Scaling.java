@@ -17,7 +17,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import reactor.core.publisher.Mono;
 
 /**
@@ -52,6 +55,7 @@ public final class Scaling {
     static final int INSERT_BATCH = 1_000;
     static final int SAMPLE_MILLIS = 20;
     static final int FEED_POLL_MILLIS = 50;
+    private static final long NANOS_PER_TICK = TimeUnit.SECONDS.toNanos(1) / ServerCpu.clockTicksPerSecond();
     /**
      * The pick statements: every pick starts with the candidates' priorities (CandidateSql). Matched on
      * their opening, as {@code pg_stat_activity} keeps only a statement's first 1 KB.
@@ -175,7 +179,9 @@ public final class Scaling {
 
     private static EngineProcess startEngine(Target target, int pool) throws IOException {
         Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
+        // Compiler threads that live as long as the JVM, so their CPU time stays countable (compilerNanos).
         ProcessBuilder builder = new ProcessBuilder(java.toString(), "-Xms512m", "-Xmx1g",
+                "-XX:-UseDynamicNumberOfCompilerThreads",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"),
                 ScalingEngine.class.getName(), SCHEMA, Integer.toString(pool))
                 .redirectError(ProcessBuilder.Redirect.INHERIT);
@@ -204,39 +210,28 @@ public final class Scaling {
     /**
      * The CPU time the engines' JIT compiler threads have used so far (Linux: their threads in
      * {@code /proc}; 0 elsewhere): each engine's JVM compiles the same code, so the more engines, the
-     * more of a window they spend compiling at the same rate of jobs.
+     * more of a window they spend compiling at the same rate of jobs. The engines keep their compiler
+     * threads ({@link #startEngine}), so a thread's time never leaves the sum with it.
      */
     private static long compilerNanos(List<EngineProcess> children) {
         long ticks = 0;
         for (EngineProcess child : children) {
             Path tasks = Paths.get("/proc", Long.toString(child.process().pid()), "task");
-            if (!Files.isDirectory(tasks)) {
-                return 0;
-            }
-            try (java.util.stream.Stream<Path> threads = Files.list(tasks)) {
+            try (Stream<Path> threads = Files.list(tasks)) {
                 for (Path thread : threads.toList()) {
                     try {
                         if (Files.readString(thread.resolve("comm")).contains("CompilerThre")) {
-                            ticks += cpuTicks(Files.readString(thread.resolve("stat")));
+                            ticks += ServerCpu.cpuTicks(Files.readString(thread.resolve("stat")));
                         }
                     } catch (IOException | RuntimeException e) {
                         // The thread ended between the listing and the read.
                     }
                 }
-            } catch (IOException e) {
-                return 0;
+            } catch (IOException | RuntimeException e) {
+                // No /proc here, or the engine has ended: its threads count for nothing.
             }
         }
-        return ticks * 10_000_000L; // USER_HZ is 100 on Linux
-    }
-
-    /**
-     * A thread's CPU time in clock ticks from its {@code /proc/.../stat} line: utime plus stime, fields
-     * 14 and 15, counted after the name's closing parenthesis (a name may hold spaces and parentheses).
-     */
-    static long cpuTicks(String stat) {
-        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+        return ticks * NANOS_PER_TICK;
     }
 
     private static long committed(Target target) {
@@ -301,7 +296,7 @@ public final class Scaling {
         volatile long active;
         volatile long lockWaits;
         volatile long lwlockWaits;
-        private final java.util.Map<String, Long> waits = new java.util.concurrent.ConcurrentHashMap<>();
+        private final Map<String, Long> waits = new ConcurrentHashMap<>();
 
         Sampler(Target target) {
             super("scaling-sampler");
@@ -320,8 +315,10 @@ public final class Scaling {
                 active += Long.parseLong(rows.get(0)[0]);
                 lockWaits += Long.parseLong(rows.get(0)[1]);
                 lwlockWaits += Long.parseLong(rows.get(0)[2]);
+                // A lock wait is named with the opening of the statement that waits: which one waits is the point.
                 for (String[] wait : target.queryRows("SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')"
-                        + " || CASE WHEN wait_event_type IN ('Lock', 'LWLock') THEN ' (' || left(regexp_replace(query, '\\s+', ' ', 'g'), 40) || ')' ELSE '' END,"
+                        + " || CASE WHEN wait_event_type IN ('Lock', 'LWLock')"
+                        + " THEN ' (' || left(regexp_replace(query, '\\s+', ' ', 'g'), 40) || ')' ELSE '' END,"
                         + " count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid()"
                         + " AND backend_type = 'client backend' GROUP BY 1")) {
                     waits.merge(wait[0], Long.parseLong(wait[1]), Long::sum);
@@ -336,9 +333,9 @@ public final class Scaling {
 
         /** The wait events sampled, most frequent first ("CPU": active, waiting on nothing). */
         String waits() {
-            return waits.entrySet().stream().sorted(java.util.Map.Entry.<String, Long>comparingByValue().reversed())
+            return waits.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed())
                     .map(wait -> wait.getKey() + " " + wait.getValue())
-                    .collect(java.util.stream.Collectors.joining(", "));
+                    .collect(Collectors.joining(", "));
         }
 
         void finish() throws InterruptedException {

@@ -100,13 +100,19 @@ final class ServerCpu {
     /** utime + stime, plus cutime + cstime (its reaped children) when {@code reaped}; 0 if gone. */
     private static long ticks(long pid, boolean reaped) {
         try {
-            String[] f = fields(Files.readString(PROC.resolve(Long.toString(pid)).resolve("stat")));
-            // After the command name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
-            long own = Long.parseLong(f[11]) + Long.parseLong(f[12]);
-            return reaped ? own + Long.parseLong(f[13]) + Long.parseLong(f[14]) : own;
+            String stat = Files.readString(PROC.resolve(Long.toString(pid)).resolve("stat"));
+            String[] f = fields(stat);
+            return reaped ? cpuTicks(stat) + Long.parseLong(f[13]) + Long.parseLong(f[14]) : cpuTicks(stat);
         } catch (IOException | RuntimeException gone) {
             return 0;
         }
+    }
+
+    /** A process's or thread's own CPU time in clock ticks, from its stat line: utime plus stime. */
+    static long cpuTicks(String stat) {
+        String[] f = fields(stat);
+        // After the command name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
     }
 
     /** The fields of /proc/PID/stat after the command name, which is in parentheses and may hold spaces. */
@@ -124,7 +130,7 @@ final class ServerCpu {
     }
 
     /** USER_HZ from {@code getconf CLK_TCK}; 100, the value on every Linux we know, if that fails. */
-    private static long clockTicksPerSecond() {
+    static long clockTicksPerSecond() {
         try {
             Process process = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
             String out = new String(process.getInputStream().readAllBytes()).trim();
