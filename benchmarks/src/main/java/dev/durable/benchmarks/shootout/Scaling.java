@@ -38,7 +38,7 @@ import reactor.core.publisher.Mono;
  * every {@link #SAMPLE_MILLIS} ms, counting active picks and those waiting on a heavyweight lock
  * ({@code Lock}: a row, tuple or transaction lock) or a lightweight one ({@code LWLock}: a buffer
  * or other shared-memory lock). The same samples of every active backend go to standard error as
- * wait events by statement, so a wait is seen with what waits.
+ * counts of wait events, each lock wait named with the statement that waits.
  *
  * <pre>
  * benchmarks/scaling [--engines 1,2,4] [--connections 20] [--seconds 60] [--steady-seconds 45]
