@@ -285,8 +285,8 @@ public final class Scaling {
     }
 
     /**
-     * Samples the picks' wait events while the window runs, and those of every active backend (what the
-     * log shows: which lightweight locks the engines' statements queue on, by name).
+     * Samples the picks' wait events while the window runs, and those of every active backend (for the
+     * log: which locks the engines' statements wait on, and which statement waits).
      */
     private static final class Sampler extends Thread {
 
