@@ -307,21 +307,24 @@ public final class Scaling {
         @Override
         public void run() {
             while (running) {
-                List<String[]> rows = target.queryRows("SELECT count(*),"
-                        + " count(*) FILTER (WHERE wait_event_type = 'Lock'),"
-                        + " count(*) FILTER (WHERE wait_event_type = 'LWLock') FROM pg_stat_activity"
-                        + " WHERE state = 'active' AND pid <> pg_backend_pid() AND " + PICKS);
-                samples++;
-                active += Long.parseLong(rows.get(0)[0]);
-                lockWaits += Long.parseLong(rows.get(0)[1]);
-                lwlockWaits += Long.parseLong(rows.get(0)[2]);
-                // A lock wait is named with the opening of the statement that waits: which one waits is the point.
-                for (String[] wait : target.queryRows("SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU')"
+                // One look at the active backends a sample, so the sampler costs the measured server one
+                // query: each group is whether it is a pick, its wait type, and its wait event (a lock wait
+                // named with the opening of the statement that waits: which one waits is the point).
+                List<String[]> groups = target.queryRows("SELECT " + PICKS + ", coalesce(wait_event_type, ''),"
+                        + " coalesce(wait_event_type || ':' || wait_event, 'CPU')"
                         + " || CASE WHEN wait_event_type IN ('Lock', 'LWLock')"
                         + " THEN ' (' || left(regexp_replace(query, '\\s+', ' ', 'g'), 40) || ')' ELSE '' END,"
                         + " count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid()"
-                        + " AND backend_type = 'client backend' GROUP BY 1")) {
-                    waits.merge(wait[0], Long.parseLong(wait[1]), Long::sum);
+                        + " AND backend_type = 'client backend' GROUP BY 1, 2, 3");
+                samples++;
+                for (String[] group : groups) {
+                    long backends = Long.parseLong(group[3]);
+                    if ("true".equals(group[0])) {
+                        active += backends;
+                        lockWaits += "Lock".equals(group[1]) ? backends : 0;
+                        lwlockWaits += "LWLock".equals(group[1]) ? backends : 0;
+                    }
+                    waits.merge(group[2], backends, Long::sum);
                 }
                 try {
                     TimeUnit.MILLISECONDS.sleep(SAMPLE_MILLIS);

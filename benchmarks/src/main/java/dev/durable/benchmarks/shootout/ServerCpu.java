@@ -100,9 +100,9 @@ final class ServerCpu {
     /** utime + stime, plus cutime + cstime (its reaped children) when {@code reaped}; 0 if gone. */
     private static long ticks(long pid, boolean reaped) {
         try {
-            String stat = Files.readString(PROC.resolve(Long.toString(pid)).resolve("stat"));
-            String[] f = fields(stat);
-            return reaped ? cpuTicks(stat) + Long.parseLong(f[13]) + Long.parseLong(f[14]) : cpuTicks(stat);
+            String[] f = fields(Files.readString(PROC.resolve(Long.toString(pid)).resolve("stat")));
+            // After ownTicks's utime(11) and stime(12): cutime(13) cstime(14).
+            return reaped ? ownTicks(f) + Long.parseLong(f[13]) + Long.parseLong(f[14]) : ownTicks(f);
         } catch (IOException | RuntimeException gone) {
             return 0;
         }
@@ -110,8 +110,11 @@ final class ServerCpu {
 
     /** A process's or thread's own CPU time in clock ticks, from its stat line: utime plus stime. */
     static long cpuTicks(String stat) {
-        String[] f = fields(stat);
-        // After the command name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
+        return ownTicks(fields(stat));
+    }
+
+    private static long ownTicks(String[] f) {
+        // After the command name: state(0) ppid(1) ... utime(11) stime(12).
         return Long.parseLong(f[11]) + Long.parseLong(f[12]);
     }
 
