@@ -11,9 +11,11 @@ import java.time.Duration;
  * option is declared once below ({@link #options()} lists them, with their defaults and rules):
  *
  * <ul>
- *   <li>{@code concurrency}: runs at once (the executor's width);
- *   <li>{@code prefetch}: rows claimed and buffered beyond the running ones, so a finished run
- *       refills at once; buffered rows are heartbeated, so depth does not race the lease;
+ *   <li>{@code concurrency}: handlers running at once (the executor's width); a run's slot is free
+ *       once only its outcome's commit is left;
+ *   <li>{@code prefetch}: rows claimed beyond the run slots (buffered, or finished and waiting for
+ *       their outcome's commit), so a finished run refills at once; held rows are heartbeated, so
+ *       depth does not race the lease;
  *   <li>{@code minDemand}: pick only when at least this many claims are free (fat picks), unless
  *       the queue is fully idle; clamped to {@code concurrency + prefetch};
  *   <li>{@code pollInterval} and {@code maxPollInterval}: the idle poll, doubled by each empty
@@ -33,9 +35,11 @@ public final class QueueOptions {
     private static final OptionList<QueueOptions> OPTIONS = new OptionList<>("QueueOptions");
 
     private static final Option<Integer> CONCURRENCY = OPTIONS.add("concurrency", Integer.class, DEFAULT_CONCURRENCY,
-            Checks.atLeast(1), "Runs at once (the executor's width).");
+            Checks.atLeast(1), "Handlers running at once (the executor's width); a run's slot is free once only"
+                    + " its outcome's commit is left.");
     private static final Option<Integer> PREFETCH = OPTIONS.add("prefetch", Integer.class, DEFAULT_PREFETCH,
-            Checks.atLeast(0), "Rows claimed and buffered beyond the running ones, so a finished run refills at once.");
+            Checks.atLeast(0), "Rows claimed beyond the run slots (buffered, or finished and waiting for their outcome's commit),"
+                    + " so a finished run refills at once.");
     private static final Option<Integer> MIN_DEMAND = OPTIONS.add("minDemand", Integer.class, DEFAULT_MIN_DEMAND,
             Checks.atLeast(1), "Pick only when at least this many claims are free, unless the queue is fully idle;"
                     + " clamped to concurrency plus prefetch.");

@@ -10,9 +10,12 @@ import java.util.Map;
  *
  * @param queue the queue
  * @param worker the worker id this scheduler claims rows as
- * @param running rows handed to runs and not finished
+ * @param running runs whose handler is going: each holds one of the {@code concurrency} run slots
+ * @param committing runs whose handler has finished and whose outcome waits for its (group) commit:
+ *     they hold their claim, not a run slot, and count against {@code concurrency + prefetch} with
+ *     the running and buffered rows
  * @param buffered rows claimed and waiting for a free run slot
- * @param concurrency the most rows run at once
+ * @param concurrency the most handlers run at once
  * @param prefetch the most rows claimed ahead into the buffer
  * @param pollInterval the idle poll interval now in force (grows while idle, snaps back on work)
  * @param picks picks made (statements that claim)
@@ -37,6 +40,7 @@ public record QueueStats(
         String queue,
         String worker,
         int running,
+        int committing,
         int buffered,
         int concurrency,
         int prefetch,
@@ -61,6 +65,17 @@ public record QueueStats(
 
     public QueueStats {
         picksByTrigger = Map.copyOf(picksByTrigger);
+    }
+
+    /** A snapshot with no run waiting for its commit (the shape before {@code committing} was counted apart). */
+    public QueueStats(String queue, String worker, int running, int buffered, int concurrency, int prefetch,
+            Duration pollInterval, long picks, Map<PickTrigger, Long> picksByTrigger, long picked, long pickRetries,
+            long pickFailures, long pokesHandled, long pokesDropped, long heartbeats, long heartbeatsSkipped,
+            long completed, long stale, long reclaimed, long released, long drainAbandoned, long throttled,
+            long leasesLost, long runsCancelled) {
+        this(queue, worker, running, 0, buffered, concurrency, prefetch, pollInterval, picks, picksByTrigger, picked,
+                pickRetries, pickFailures, pokesHandled, pokesDropped, heartbeats, heartbeatsSkipped, completed, stale,
+                reclaimed, released, drainAbandoned, throttled, leasesLost, runsCancelled);
     }
 
     /** Picks (or claims at insert) made for one reason. */

@@ -87,7 +87,7 @@ class SchedulerIT {
 
     private static int held(DurableEngine engine) {
         QueueStats stats = engine.queueStats().get(0);
-        return stats.running() + stats.buffered();
+        return stats.running() + stats.committing() + stats.buffered();
     }
 
     private long executing(String queue) {
@@ -121,7 +121,7 @@ class SchedulerIT {
                         .pollInterval(Duration.ofSeconds(30)).maxPollInterval(Duration.ofSeconds(30)).build()),
                 noop("refill"));
         Supplier<QueueStats> scheduler = () -> engine.queueStats().get(0);
-        Eventually.until("first pick done", WAIT, () -> scheduler.get().picks() >= 1 && (scheduler.get().running() + scheduler.get().buffered()) == 0);
+        Eventually.until("first pick done", WAIT, () -> scheduler.get().picks() >= 1 && (scheduler.get().running() + scheduler.get().committing() + scheduler.get().buffered()) == 0);
         Eventually.sleep(50);
         long picksBefore = scheduler.get().picks();
 
@@ -184,7 +184,7 @@ class SchedulerIT {
                         .maxPollInterval(Duration.ofSeconds(30)).build()),
                 noop("claimed"));
         Supplier<QueueStats> scheduler = () -> engine.queueStats().get(0);
-        Eventually.until("first pick found nothing", WAIT, () -> scheduler.get().picks() >= 1 && (scheduler.get().running() + scheduler.get().buffered()) == 0);
+        Eventually.until("first pick found nothing", WAIT, () -> scheduler.get().picks() >= 1 && (scheduler.get().running() + scheduler.get().committing() + scheduler.get().buffered()) == 0);
         Eventually.sleep(50);
         long picksBefore = scheduler.get().picks();
 

@@ -32,7 +32,13 @@ final class Demand {
         /** A pick came back short: hand out what it brought, pick nothing. */
         PICKED,
         /** Rows this scheduler claimed as they were inserted: hand them out, pick nothing. */
-        INSERT;
+        INSERT,
+        /**
+         * A run's handler finished and its outcome waits for its commit: its slot takes a buffered
+         * row, and nothing is picked, since the row's claim is not free until the commit (the run's
+         * end is a {@link #DEMAND}).
+         */
+        COMMITTING;
 
         /** The public reason a pick made for this trigger is counted under; null when it never picks. */
         @Nullable PickTrigger counted() {
@@ -42,7 +48,7 @@ final class Demand {
                 case DEMAND -> PickTrigger.DEMAND;
                 case PICKED_FULL -> PickTrigger.PICKED_FULL;
                 case INSERT -> PickTrigger.INSERT;
-                case PICKED -> null;
+                case PICKED, COMMITTING -> null;
             };
         }
     }
@@ -50,7 +56,8 @@ final class Demand {
     /**
      * How many rows to pick now, 0 for none.
      *
-     * @param running rows handed to runs and not finished
+     * @param running rows handed to runs and not finished (those waiting only for their outcome's
+     *     commit included)
      * @param buffered rows claimed and waiting for a free slot
      * @param lastPickEmpty the last pick came back empty: then a finished run that still has
      *     buffered rows to start does not refill (the queue looked empty; a poll or poke says when it
@@ -61,7 +68,7 @@ final class Demand {
         int held = running + buffered;
         int demand = claimCeiling - held;
         boolean idle = held == 0;
-        if (demand <= 0 || trigger == Trigger.PICKED || trigger == Trigger.INSERT) {
+        if (demand <= 0 || trigger == Trigger.PICKED || trigger == Trigger.INSERT || trigger == Trigger.COMMITTING) {
             return 0;
         }
         if (trigger == Trigger.POKE) {

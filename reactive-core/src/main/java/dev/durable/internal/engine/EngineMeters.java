@@ -132,6 +132,8 @@ final class EngineMeters {
         String queue = scheduler.queue();
         SchedulerCounters counters = scheduler.counters();
         Gauge.builder("durable.scheduler.running", scheduler, QueueScheduler::running).tag("queue", queue).register(meters);
+        Gauge.builder("durable.scheduler.committing", scheduler, QueueScheduler::committing).tag("queue", queue)
+                .register(meters);
         Gauge.builder("durable.scheduler.buffered", scheduler, QueueScheduler::buffered).tag("queue", queue).register(meters);
         Gauge.builder("durable.scheduler.concurrency", () -> concurrency).tag("queue", queue).register(meters);
         Gauge.builder("durable.scheduler.prefetch", () -> prefetch).tag("queue", queue).register(meters);

@@ -104,8 +104,8 @@ public final class EngineRuntime {
             Heartbeat heartbeat = new Heartbeat(context, sql.leases(), admission);
             Leases queueLeases = new Leases(context, wiring.identity().prefix(name),
                     options.heartbeatInterval().toMillis(), sql.leases(), delays, admission, transitions);
-            Runner runner = (row, cancellation, claimLost) -> executor.run(row, cancellation, claimLost,
-                    admission);
+            Runner runner = (row, cancellation, claimLost, committing) -> executor.run(row, cancellation,
+                    claimLost, committing, admission);
             QueueScheduler scheduler = new QueueScheduler(queue, worker, pick, heartbeat, queueLeases, runner,
                     transport.pokes(), options.heartbeatInterval(), options.leaseTtl(), options.pokeWindow(),
                     Schedulers.parallel(), System::nanoTime,

@@ -70,6 +70,13 @@ final class Executor {
     }
 
     /**
+     * What the scheduler gave the run to steer by: whether a stop was for a lost claim, and whom to
+     * tell once only the commit of the run's last outcome is left.
+     */
+    private record Control(BooleanSupplier claimLost, Runnable committing) {
+    }
+
+    /**
      * The outcome to commit and, for an inline next, the claim to run after it; or, for a run the
      * scheduler stopped because its claim was lost, the outcome it would have written, not committed.
      */
@@ -120,10 +127,12 @@ final class Executor {
      * Runs the row (and its inline successors) and commits; emits how that went, never an error.
      * The queue's {@code admission} draws each inline step's rate and window slots before it runs,
      * hears of each inline step about to run on the same claim once its transition committed (to give
-     * back a gate slot the step left), and of the run's end (to give back the slot it held).
+     * back a gate slot the step left), and of the run's end (to give back the slot it held). The run
+     * calls {@code committing} once only its last outcome's commit is left ({@link Runner}).
      */
-    Mono<RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Admission admission) {
-        return Mono.defer(() -> runStep(row, cancellation, claimLost, admission))
+    Mono<RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Runnable committing,
+            Admission admission) {
+        return Mono.defer(() -> runStep(row, cancellation, new Control(claimLost, committing), admission))
                 .onErrorResume(error -> {
                     log.warn("outcome of instance {} not committed ({}); its lease will expire and"
                             + " the reaper returns it", row.id(), error.toString());
@@ -132,13 +141,13 @@ final class Executor {
                 .doOnNext(result -> admission.runEnded(row.id(), result != RunResult.NOT_COMMITTED));
     }
 
-    private Mono<RunResult> runStep(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost, Admission admission) {
+    private Mono<RunResult> runStep(ClaimedRow row, Cancellation cancellation, Control control, Admission admission) {
         Definition definition = definitions.get(row.type());
         Telemetry.Run run = telemetry.runStarted(row);
         // Stopped for a cancel, the run ends cancelled; stopped for a lost claim, it commits nothing:
         // a lapsed lease may still pass the commit's guard until the reaper comes, and a cancel
         // written then would end an instance nobody cancelled.
-        java.util.concurrent.Callable<Decision> stopped = () -> claimLost.getAsBoolean()
+        java.util.concurrent.Callable<Decision> stopped = () -> control.claimLost().getAsBoolean()
                 ? Decision.claimLost(OutcomeRow.cancelled(row, List.of()))
                 : Decision.of(OutcomeRow.cancelled(row, List.of()));
         // Decoding and the handler's own work start on the handler scheduler: the claim arrives on
@@ -171,7 +180,7 @@ final class Executor {
         return decided
                 // Spans the handler makes become children of the run's observation.
                 .contextWrite(context -> context.put(OBSERVATION_KEY, run.observation()))
-                .flatMap(decision -> commit(decision, run, cancellation, claimLost, admission));
+                .flatMap(decision -> commit(decision, run, cancellation, control, admission));
     }
 
     /**
@@ -181,18 +190,18 @@ final class Executor {
      * admits it.
      */
     private Mono<RunResult> commit(Decision decision, Telemetry.Run run, Cancellation cancellation,
-            BooleanSupplier claimLost, Admission admission) {
+            Control control, Admission admission) {
         ClaimedRow next = decision.inlineNext();
         if (next == null || next.rate() == null && next.window() == null) {
-            return commitDrawn(decision, run, cancellation, claimLost, admission);
+            return commitDrawn(decision, run, cancellation, control, admission);
         }
         return admission.draw(next)
                 .flatMap(drawn -> commitDrawn(drawn ? decision : Decision.of(decision.outcome().throughQueue()), run,
-                        cancellation, claimLost, admission));
+                        cancellation, control, admission));
     }
 
     private Mono<RunResult> commitDrawn(Decision decision, Telemetry.Run run, Cancellation cancellation,
-            BooleanSupplier claimLost, Admission admission) {
+            Control control, Admission admission) {
         // The run's span context goes with its outcome: the instance's next run links to it.
         OutcomeRow outcome = decision.outcome().tracedBy(run.traceContext());
         if (decision.lost()) {
@@ -205,7 +214,12 @@ final class Executor {
             inRun.wokenParents().forEach(transitions::wokenParent);
             inRun.spawned().forEach(transitions::spawned);
             return afterCommit(decision, outcome, Optional.of(inRun.transitions().get(0)), run, cancellation,
-                    claimLost, admission);
+                    control, admission);
+        }
+        if (decision.inlineNext() == null) {
+            // No handler runs after this commit on this claim: the run slot can go to the next row
+            // while the outcome waits for its group commit.
+            control.committing().run();
         }
         return committer.commit(outcome)
                 // An inline next whose new concurrency key is executing elsewhere cannot keep its
@@ -219,12 +233,12 @@ final class Executor {
                         refused -> committer.commit(outcome.refusedBecause(truncate("outcome "
                                 + outcome.status().sqlName() + " refused by the database: " + refused.getMessage()))))
                 .doOnError(run::failedToCommit)
-                .flatMap(committed -> afterCommit(decision, outcome, committed, run, cancellation, claimLost,
+                .flatMap(committed -> afterCommit(decision, outcome, committed, run, cancellation, control,
                         admission));
     }
 
     private Mono<RunResult> afterCommit(Decision decision, OutcomeRow outcome, Optional<Transition> committed,
-            Telemetry.Run run, Cancellation cancellation, BooleanSupplier claimLost, Admission admission) {
+            Telemetry.Run run, Cancellation cancellation, Control control, Admission admission) {
         run.ended(outcome, committed.orElse(null));
         if (committed.isEmpty()) {
             // The run's claim is no longer current: its lease was lost, or a caller's transaction
@@ -237,7 +251,7 @@ final class Executor {
         transitions.committed(transition);
         if (transition.status() == InstanceStatus.EXECUTING && decision.inlineNext() != null) {
             admission.inlineStep(decision.inlineNext());
-            return runStep(decision.inlineNext(), cancellation, claimLost, admission);
+            return runStep(decision.inlineNext(), cancellation, control, admission);
         }
         return Mono.just(RunResult.COMMITTED);
     }

@@ -12,6 +12,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Sinks;
 import reactor.util.Logger;
@@ -20,8 +22,10 @@ import reactor.util.Loggers;
 /**
  * The rows one queue scheduler holds under its claim: those waiting for a run slot (the buffer, in
  * urgency order, each with the time its lease may have run out) and those handed to a run (each
- * with the switch that stops it). What a heartbeat found is judged here ({@link #afterBeat}), and a
- * buffered row whose lease no beat renewed in time is never started ({@link #take}).
+ * with the switch that stops it). A run whose handler has finished and whose outcome only waits for
+ * its commit is still held (its lease is renewed, its id is not claimed again here) but no longer
+ * takes a run slot ({@link #handling}). What a heartbeat found is judged here ({@link #afterBeat}),
+ * and a buffered row whose lease no beat renewed in time is never started ({@link #take}).
  *
  * <p>The buffer is guarded by the scheduler's lock; the runs are a concurrent map, which the
  * heartbeat reads and a run's end updates without it. Lease deadlines are on the scheduler's
@@ -39,6 +43,8 @@ final class HeldRows {
         private final Sinks.Empty<Void> stop = Sinks.empty();
         volatile boolean stopped;
         volatile boolean lost;
+        /** Only the commit of its outcome is left: the run slot is free. */
+        private final AtomicBoolean committing = new AtomicBoolean();
         final Cancellation cancellation = new Cancellation(stop.asMono(), () -> stopped);
 
         private Running(ClaimedRow row) {
@@ -90,6 +96,8 @@ final class HeldRows {
     private final ArrayDeque<ClaimedRow> buffer = new ArrayDeque<>();
     private final Map<Long, Long> leaseDeadlines = new HashMap<>();
     private final Map<Long, Running> running = new ConcurrentHashMap<>();
+    /** How many of {@link #running} are committing; never more than counted there (see {@link #handling}). */
+    private final AtomicInteger committing = new AtomicInteger();
     /** Slots promised to rows being inserted already claimed (claim-on-insert), and when. */
     private int reserved;
     private long reservedAt;
@@ -98,8 +106,35 @@ final class HeldRows {
         this.leaseNanos = leaseNanos;
     }
 
+    /** Rows handed to runs and not finished, their outcomes' commits included: what counts against the claim ceiling. */
     int running() {
         return running.size();
+    }
+
+    /**
+     * Runs whose handler is still going: what takes a run slot. Never less than the true count, so a
+     * dispatch never starts a run past the concurrency: a run is counted committing only after its
+     * flag is set, and stops being counted before it leaves the map.
+     */
+    int handling() {
+        return running.size() - committing.get();
+    }
+
+    /** Runs waiting only for their outcome's commit. */
+    int committing() {
+        return committing.get();
+    }
+
+    /**
+     * The run's handler has finished and only its outcome's commit is left: its run slot is free.
+     * Returns whether that freed a slot (at most once per run).
+     */
+    boolean committing(Running run) {
+        if (!run.committing.compareAndSet(false, true)) {
+            return false;
+        }
+        committing.incrementAndGet();
+        return true;
     }
 
     int buffered() {
@@ -237,7 +272,15 @@ final class HeldRows {
 
     /** The run of {@code row} ended: it is no longer held (unless a newer claim of its id runs). */
     void finished(ClaimedRow row) {
-        running.computeIfPresent(row.id(), (id, run) -> run.row == row ? null : run);
+        running.computeIfPresent(row.id(), (id, run) -> {
+            if (run.row != row) {
+                return run;
+            }
+            if (run.committing.get()) {
+                committing.decrementAndGet(); // before the run leaves the map: see handling()
+            }
+            return null;
+        });
     }
 
     /** Empties the buffer (a close gives its rows back); returns them. */

@@ -28,10 +28,12 @@ import reactor.util.Loggers;
  * One queue's demand-driven pick pipeline on one engine: claims rows with a lease into a small
  * buffer and runs at most {@code concurrency} of them.
  *
- * <p>At most {@code concurrency} rows run at once (the free run slots); the scheduler adds
- * {@code prefetch} to them, takes away what it already buffers, and picks when the result reaches
- * {@code minDemand}, or at once when fully idle ({@link Demand}). A finished run frees its slot,
- * which the buffer fills with no round trip. Each run is subscribed on its own, not through a
+ * <p>At most {@code concurrency} handlers run at once (the run slots). A run frees its slot as
+ * soon as all it has left is its outcome's commit, which the buffer fills with no round trip, so a
+ * group commit's round trip never holds a slot; until it commits, the row is still held. The
+ * scheduler claims up to {@code concurrency + prefetch} rows, running, committing and buffered
+ * together, and picks when the gap reaches {@code minDemand}, or at once when fully idle
+ * ({@link Demand}). Each run is subscribed on its own, not through a
  * {@code flatMap}: flatMap's drain walks every active inner when one completes, which at 256 runs
  * cost an eighth of the engine's CPU at saturation. The rows held, and what a heartbeat's verdict
  * on them is, are {@link HeldRows}: a buffered row whose lease no beat renewed in time (the
@@ -125,9 +127,14 @@ public final class QueueScheduler {
         return worker;
     }
 
-    /** Rows handed to runs and not finished. */
+    /** Runs whose handler is going: each holds a run slot. */
     int running() {
-        return held.running();
+        return held.handling();
+    }
+
+    /** Runs whose handler has finished and whose outcome waits for its commit. */
+    int committing() {
+        return held.committing();
     }
 
     /** Rows claimed and waiting for a free run slot. */
@@ -148,7 +155,7 @@ public final class QueueScheduler {
             buffered = held.buffered();
             poll = currentPoll;
         }
-        return counters.snapshot(options, worker, held.running(), buffered, poll);
+        return counters.snapshot(options, worker, held.handling(), held.committing(), buffered, poll);
     }
 
     SchedulerCounters counters() {
@@ -276,8 +283,9 @@ public final class QueueScheduler {
             if (closed) {
                 return;
             }
-            // The free run slots: concurrency less the rows handed to runs and not finished.
-            int freeSlots = options.concurrency() - held.running();
+            // The free run slots: concurrency less the runs whose handler is going (a run waiting
+            // only for its outcome's commit holds a claim, not a slot).
+            int freeSlots = options.concurrency() - held.handling();
             if (started && freeSlots > 0 && held.buffered() > 0) {
                 toRun = new ArrayList<>();
                 lapsed = new ArrayList<>();
@@ -403,7 +411,7 @@ public final class QueueScheduler {
     private Mono<Void> run(ClaimedRow row) {
         HeldRows.Running run = held.runOf(row);
         Cancellation cancellation = run != null ? run.cancellation : Cancellation.NEVER;
-        return runner.run(row, cancellation, () -> run != null && run.lost)
+        return runner.run(row, cancellation, () -> run != null && run.lost, () -> committing(run))
                 .doOnNext(result -> {
                     if (result == Executor.RunResult.STALE) {
                         counters.stale.incrementAndGet();
@@ -415,6 +423,13 @@ public final class QueueScheduler {
                 })
                 .then()
                 .then(Mono.fromRunnable(() -> finished(row)));
+    }
+
+    /** The run's handler has finished and its outcome waits for its commit: its slot goes to the next row. */
+    private void committing(HeldRows.@Nullable Running run) {
+        if (run != null && held.committing(run)) {
+            dispatch(Trigger.COMMITTING);
+        }
     }
 
     private void finished(ClaimedRow row) {

@@ -9,6 +9,11 @@ import reactor.core.publisher.Mono;
 @FunctionalInterface
 interface Runner {
 
-    /** {@code claimLost}: once the run is stopped, whether it was for a lost claim (not a cancel). */
-    Mono<Executor.RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost);
+    /**
+     * {@code claimLost}: once the run is stopped, whether it was for a lost claim (not a cancel).
+     * {@code committing}: called at most once, when all the run has left to do is commit its outcome
+     * (no handler runs after it on this claim), so its run slot can go to the next row.
+     */
+    Mono<Executor.RunResult> run(ClaimedRow row, Cancellation cancellation, BooleanSupplier claimLost,
+            Runnable committing);
 }

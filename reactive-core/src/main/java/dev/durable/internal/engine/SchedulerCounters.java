@@ -46,10 +46,11 @@ final class SchedulerCounters {
         return byTrigger.get(trigger);
     }
 
-    QueueStats snapshot(QueueOptions options, String worker, int running, int buffered, Duration pollInterval) {
+    QueueStats snapshot(QueueOptions options, String worker, int running, int committing, int buffered,
+            Duration pollInterval) {
         Map<PickTrigger, Long> triggers = new EnumMap<>(PickTrigger.class);
         byTrigger.forEach((trigger, count) -> triggers.put(trigger, count.get()));
-        return new QueueStats(options.name(), worker, running, buffered, options.concurrency(), options.prefetch(),
+        return new QueueStats(options.name(), worker, running, committing, buffered, options.concurrency(), options.prefetch(),
                 pollInterval, picks.get(), triggers, picked.get(), pickRetries.get(), pickFailures.get(),
                 pokesHandled.get(), pokesDropped.get(), heartbeats.get(), heartbeatsSkipped.get(), completed.get(),
                 stale.get(), reclaimed.get(), released.get(), drainAbandoned.get(), throttled.get(), leasesLost.get(),

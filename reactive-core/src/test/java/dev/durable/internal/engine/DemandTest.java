@@ -1,5 +1,6 @@
 package dev.durable.internal.engine;
 
+import static dev.durable.internal.engine.Demand.Trigger.COMMITTING;
 import static dev.durable.internal.engine.Demand.Trigger.DEMAND;
 import static dev.durable.internal.engine.Demand.Trigger.PICKED;
 import static dev.durable.internal.engine.Demand.Trigger.PICKED_FULL;
@@ -61,5 +62,12 @@ class DemandTest {
     @Test
     void aShortPickOnlyHandsOutWhatItBrought() {
         assertThat(Demand.pickSize(PICKED, 0, 0, 8, 1, false)).isZero();
+    }
+
+    @Test
+    void aRunWaitingForItsCommitHandsItsSlotOnAndPicksNothing() {
+        // Its claim is not free until the commit: the run's end (DEMAND) picks, once.
+        assertThat(Demand.pickSize(COMMITTING, 1, 0, 8, 1, false)).isZero();
+        assertThat(Demand.pickSize(DEMAND, 0, 0, 8, 1, false)).isEqualTo(8);
     }
 }

@@ -54,6 +54,8 @@ class QueueSchedulerTest {
     private final List<List<ClaimedRow>> released = new CopyOnWriteArrayList<>();
     private final Map<Long, dev.durable.Cancellation> cancellations = new ConcurrentHashMap<>();
     private final Map<Long, java.util.function.BooleanSupplier> claimsLost = new ConcurrentHashMap<>();
+    /** Each run's call to say that only its outcome's commit is left. */
+    private final Map<Long, Runnable> committings = new ConcurrentHashMap<>();
 
     private Beat.Renewal renewal(List<Long> held) {
         java.util.Set<Long> renewed = new java.util.HashSet<>(held);
@@ -101,9 +103,10 @@ class QueueSchedulerTest {
                     }
 
                 },
-                (row, cancellation, claimLost) -> {
+                (row, cancellation, claimLost, committing) -> {
                     cancellations.put(row.id(), cancellation);
                     claimsLost.put(row.id(), claimLost);
+                    committings.put(row.id(), committing);
                     runsStarted.incrementAndGet();
                     if (runsEndAtOnce) {
                         return Mono.just(Executor.RunResult.COMMITTED);
@@ -228,6 +231,41 @@ class QueueSchedulerTest {
         finish(3); // demand reaches 3: one pick, for every free claim
         assertThat(picks).hasSize(afterFirst + 1);
         assertThat(picks.get(afterFirst)[1]).isEqualTo(3);
+    }
+
+    @Test
+    void aRunWaitingOnlyForItsCommitFreesItsSlotButStaysHeldUntilItEnds() {
+        start(queue(2, 2, 1));
+        backlog.add(rows(4)); // the ceiling: two run, two buffered
+        time.advanceTimeBy(POLL);
+        int afterFirst = picks.size();
+        assertThat(runsStarted).hasValue(2);
+
+        committings.get(1L).run(); // run 1's handler is done: its slot goes to row 3, no pick
+        assertThat(runsStarted).hasValue(3);
+        assertThat(scheduler.stats().running()).isEqualTo(2);
+        assertThat(scheduler.stats().committing()).isEqualTo(1);
+        assertThat(scheduler.stats().buffered()).isEqualTo(1);
+        assertThat(picks).hasSize(afterFirst); // still four held: committing counts against the ceiling
+
+        committings.get(1L).run(); // said twice: one slot, not two
+        assertThat(runsStarted).hasValue(3);
+
+        // Its lease is still renewed, and the pick does not claim its id again meanwhile.
+        time.advanceTimeBy(HEARTBEAT);
+        assertThat(beats.get(beats.size() - 1)).contains(1L);
+
+        finish(1); // committed: the row leaves, demand is 1, one pick
+        assertThat(scheduler.stats().committing()).isZero();
+        assertThat(picks).hasSize(afterFirst + 1);
+        assertThat(picks.get(afterFirst)[1]).isEqualTo(1);
+
+        // Handlers never exceed the concurrency, whatever commits are pending.
+        committings.get(2L).run();
+        committings.get(3L).run();
+        assertThat(runsStarted).hasValue(4); // row 4 took one freed slot; the buffer is empty
+        assertThat(scheduler.stats().running()).isEqualTo(1);
+        assertThat(scheduler.stats().committing()).isEqualTo(2);
     }
 
     @Test
