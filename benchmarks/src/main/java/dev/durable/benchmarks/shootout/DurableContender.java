@@ -38,11 +38,37 @@ final class DurableContender implements Contender {
 
     static final String SCHEMA = "shootout_durable";
     static final String QUEUE = "shootout";
-    static final int CONCURRENCY = 256;
-    static final int PREFETCH = 256;
+    /** The queue's knobs; {@code -Dshootout.concurrency} and {@code -Dshootout.prefetch} change them for an experiment. */
+    static final int CONCURRENCY = Integer.getInteger(Knobs.CONCURRENCY, 256);
+    static final int PREFETCH = Integer.getInteger(Knobs.PREFETCH, 256);
     static final int MIN_DEMAND = 64;
     static final int COMMIT_BATCH = 256;
     static final int COMMIT_PARALLELISM = 2;
+    /** How long each job's handler waits before it ends ({@code -Dshootout.handlerMillis}; 0, a no-op, unless set). */
+    static final long HANDLER_MILLIS = Long.getLong(Knobs.HANDLER_MILLIS, 0);
+
+    /** The system properties an experiment sets; the scaling harness hands them on to its engines. */
+    static final class Knobs {
+
+        static final String CONCURRENCY = "shootout.concurrency";
+        static final String PREFETCH = "shootout.prefetch";
+        static final String HANDLER_MILLIS = "shootout.handlerMillis";
+
+        private Knobs() {
+        }
+
+        /** The {@code -D} arguments that carry the knobs set in this JVM to another. */
+        static List<String> asArguments() {
+            List<String> arguments = new ArrayList<>();
+            for (String name : List.of(CONCURRENCY, PREFETCH, HANDLER_MILLIS)) {
+                String value = System.getProperty(name);
+                if (value != null) {
+                    arguments.add("-D" + name + "=" + value);
+                }
+            }
+            return arguments;
+        }
+    }
     static final int BATCH = 1_000;
 
     /**
@@ -105,6 +131,7 @@ final class DurableContender implements Contender {
         return "poolMaxSize " + connections + ", concurrency " + CONCURRENCY + ", prefetch " + PREFETCH
                 + ", minDemand " + MIN_DEMAND + ", commitBatchSize " + COMMIT_BATCH + ", commitParallelism "
                 + COMMIT_PARALLELISM + ", handlerScheduler parallel, local pokes, insertAll of " + BATCH
+                + (HANDLER_MILLIS > 0 ? ", each handler waits " + HANDLER_MILLIS + " ms" : "")
                 + (traced ? ", tracePropagation (Brave, W3C, all sampled, each insert under a request span)" : "")
                 + (variant == Variant.TRANSACTIONAL ? ", the no-op transactional (transactionalConcurrency "
                         + transactionalConcurrency() + ")" : "");
@@ -159,7 +186,7 @@ final class DurableContender implements Contender {
     /** The no-op's work: the probe hears that the job started. */
     private static Mono<Void> started(Long seq) {
         Probe.started(seq);
-        return Mono.empty();
+        return HANDLER_MILLIS == 0 ? Mono.empty() : Mono.delay(Duration.ofMillis(HANDLER_MILLIS)).then();
     }
 
     @Override
@@ -185,8 +212,8 @@ final class DurableContender implements Contender {
     public String activity() {
         return engine.queueStats().stream()
                 .map(stats -> "picks " + stats.picks() + " (" + stats.picked() + " rows), pokes " + stats.pokesHandled()
-                        + " (" + stats.pokesDropped() + " dropped), running " + stats.running() + ", buffered "
-                        + stats.buffered() + ", completed " + stats.completed())
+                        + " (" + stats.pokesDropped() + " dropped), running " + stats.running() + ", committing "
+                        + stats.committing() + ", buffered " + stats.buffered() + ", completed " + stats.completed())
                 .findFirst().orElse("");
     }
 

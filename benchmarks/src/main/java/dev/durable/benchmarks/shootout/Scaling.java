@@ -180,11 +180,12 @@ public final class Scaling {
     private static EngineProcess startEngine(Target target, int pool) throws IOException {
         Path java = Paths.get(System.getProperty("java.home"), "bin", "java");
         // Compiler threads that live as long as the JVM, so their CPU time stays countable (compilerNanos).
-        ProcessBuilder builder = new ProcessBuilder(java.toString(), "-Xms512m", "-Xmx1g",
-                "-XX:-UseDynamicNumberOfCompilerThreads",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", System.getProperty("java.class.path"),
-                ScalingEngine.class.getName(), SCHEMA, Integer.toString(pool))
-                .redirectError(ProcessBuilder.Redirect.INHERIT);
+        List<String> command = new ArrayList<>(List.of(java.toString(), "-Xms512m", "-Xmx1g",
+                "-XX:-UseDynamicNumberOfCompilerThreads", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"));
+        command.addAll(DurableContender.Knobs.asArguments());
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), ScalingEngine.class.getName(), SCHEMA,
+                Integer.toString(pool)));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
         // The URL may carry a password: in the environment, not on a command line anyone can list.
         builder.environment().put(ScalingEngine.URL_ENV, target.r2dbcUrl);
         Process child = builder.start();
