@@ -46,6 +46,7 @@ final class DurableContender implements Contender {
     static final int COMMIT_PARALLELISM = 2;
     /** How long each job's handler waits before it ends ({@code -Dshootout.handlerMillis}; 0, a no-op, unless set). */
     static final long HANDLER_MILLIS = Long.getLong(Knobs.HANDLER_MILLIS, 0);
+    static final int BATCH = 1_000;
 
     /** The system properties an experiment sets; the scaling harness hands them on to its engines. */
     static final class Knobs {
@@ -69,7 +70,6 @@ final class DurableContender implements Contender {
             return arguments;
         }
     }
-    static final int BATCH = 1_000;
 
     /**
      * What the engine runs: plain no-op jobs; {@code durable_traced}, trace context stored and followed

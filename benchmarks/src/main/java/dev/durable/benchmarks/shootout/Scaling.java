@@ -70,9 +70,11 @@ public final class Scaling {
 
     public static void main(String[] args) throws Exception {
         Config config = parse(args);
-        Shootout.log("scaling: engines=%s connections=%d seconds=%d steady_seconds=%d profile=%s cores=%d",
+        Shootout.log("scaling: engines=%s connections=%d seconds=%d steady_seconds=%d profile=%s cores=%d"
+                        + " concurrency=%d prefetch=%d handler_ms=%d",
                 config.engines(), config.connections(), config.seconds(), config.steadySeconds(),
-                config.profile().label(), Runtime.getRuntime().availableProcessors());
+                config.profile().label(), Runtime.getRuntime().availableProcessors(), DurableContender.CONCURRENCY,
+                DurableContender.PREFETCH, DurableContender.HANDLER_MILLIS);
         Map<Integer, Double> rates = new LinkedHashMap<>();
         try (Target target = Target.open(config.profile())) {
             CostMeter meter = CostMeter.open(target);

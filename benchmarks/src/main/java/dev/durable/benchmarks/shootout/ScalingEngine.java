@@ -43,7 +43,8 @@ public final class ScalingEngine {
                         .queue(QueueOptions.builder(DurableContender.QUEUE).concurrency(DurableContender.CONCURRENCY)
                                 .prefetch(DurableContender.PREFETCH).minDemand(DurableContender.MIN_DEMAND).build())
                         .build())
-                .register(JobDefinition.of("noop", Long.class, (Long seq) -> Mono.<Void>empty())
+                .register(JobDefinition.of("noop", Long.class, (Long seq) -> DurableContender.HANDLER_MILLIS == 0
+                                ? Mono.<Void>empty() : Mono.delay(Duration.ofMillis(DurableContender.HANDLER_MILLIS)).then())
                         .queue(DurableContender.QUEUE))
                 .build();
         engine.start().block(Duration.ofMinutes(2));

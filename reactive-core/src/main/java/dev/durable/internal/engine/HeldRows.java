@@ -107,7 +107,7 @@ final class HeldRows {
     }
 
     /** Rows handed to runs and not finished, their outcomes' commits included: what counts against the claim ceiling. */
-    int running() {
+    int runs() {
         return running.size();
     }
 
@@ -127,14 +127,19 @@ final class HeldRows {
 
     /**
      * The run's handler has finished and only its outcome's commit is left: its run slot is free.
-     * Returns whether that freed a slot (at most once per run).
+     * Returns whether that freed a slot: at most once per run, and only while the run is its row's
+     * current one here, so that {@link #finished} always takes back what was counted.
      */
-    boolean committing(Running run) {
-        if (!run.committing.compareAndSet(false, true)) {
-            return false;
-        }
-        committing.incrementAndGet();
-        return true;
+    boolean markCommitting(Running run) {
+        boolean[] freed = {false};
+        running.computeIfPresent(run.row.id(), (id, current) -> {
+            if (current == run && run.committing.compareAndSet(false, true)) {
+                committing.incrementAndGet();
+                freed[0] = true;
+            }
+            return current;
+        });
+        return freed[0];
     }
 
     int buffered() {
@@ -192,12 +197,29 @@ final class HeldRows {
         buffer(rows, reservedAt);
     }
 
-    /** Adds claimed rows to the buffer with the lease deadline of a claim sent at {@code sentAt}. */
-    void buffer(Collection<ClaimedRow> rows, long sentAt) {
+    /**
+     * Adds claimed rows to the buffer with the lease deadline of a claim sent at {@code sentAt}. A row
+     * whose id is still buffered under an older claim replaces it: the database gave the id to this
+     * claim, so the older one lapsed (the reaper returned the row) and must never start; returns how
+     * many such older claims were dropped. (Lease deadlines are kept by id: left in, the older claim
+     * would start on the new one's deadline, beside it.)
+     */
+    int buffer(Collection<ClaimedRow> rows, long sentAt) {
+        int dropped = 0;
+        if (!buffer.isEmpty() && !rows.isEmpty()) {
+            Set<Long> ids = new HashSet<>();
+            for (ClaimedRow row : rows) {
+                ids.add(row.id());
+            }
+            int before = buffer.size();
+            buffer.removeIf(older -> ids.contains(older.id()));
+            dropped = before - buffer.size();
+        }
         buffer.addAll(rows);
         for (ClaimedRow row : rows) {
             leaseDeadlines.put(row.id(), sentAt + leaseNanos);
         }
+        return dropped;
     }
 
     /**

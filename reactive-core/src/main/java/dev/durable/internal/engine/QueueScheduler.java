@@ -29,8 +29,8 @@ import reactor.util.Loggers;
  * buffer and runs at most {@code concurrency} of them.
  *
  * <p>At most {@code concurrency} handlers run at once (the run slots). A run frees its slot as
- * soon as all it has left is its outcome's commit, which the buffer fills with no round trip, so a
- * group commit's round trip never holds a slot; until it commits, the row is still held. The
+ * soon as all it has left is its outcome's group commit, which the buffer fills with no round
+ * trip; until it commits, the row is still held. The
  * scheduler claims up to {@code concurrency + prefetch} rows, running, committing and buffered
  * together, and picks when the gap reaches {@code minDemand}, or at once when fully idle
  * ({@link Demand}). Each run is subscribed on its own, not through a
@@ -325,7 +325,7 @@ public final class QueueScheduler {
             }
             return 0;
         }
-        int size = Demand.pickSize(trigger, held.running(), held.bufferedOrReserved(), options.claimCeiling(),
+        int size = Demand.pickSize(trigger, held.runs(), held.bufferedOrReserved(), options.claimCeiling(),
                 options.minDemand(), lastPickEmpty);
         if (trigger == Trigger.POKE && size == 0) {
             counters.pokesDropped.incrementAndGet();
@@ -389,7 +389,7 @@ public final class QueueScheduler {
             List<ClaimedRow> sorted = new ArrayList<>(rows);
             sorted.sort(Comparator.comparingInt(ClaimedRow::priority)
                     .thenComparingLong(ClaimedRow::eligibleMicros).thenComparingLong(ClaimedRow::id));
-            held.buffer(sorted, sentAt);
+            counters.leasesLost.addAndGet(held.buffer(sorted, sentAt));
             repick = pokedWhilePicking && rows.isEmpty();
             pokedWhilePicking = false;
         }
@@ -425,10 +425,18 @@ public final class QueueScheduler {
                 .then(Mono.fromRunnable(() -> finished(row)));
     }
 
-    /** The run's handler has finished and its outcome waits for its commit: its slot goes to the next row. */
+    /**
+     * The run's handler has finished and its outcome waits for its commit: its slot goes to the next
+     * row. Called on the run's own path, so a failure to hand the slot on is logged here, never the
+     * run's: the next dispatch serves the buffer.
+     */
     private void committing(HeldRows.@Nullable Running run) {
-        if (run != null && held.committing(run)) {
-            dispatch(Trigger.COMMITTING);
+        try {
+            if (run != null && held.markCommitting(run)) {
+                dispatch(Trigger.COMMITTING);
+            }
+        } catch (RuntimeException e) {
+            log.error("queue {}: handing a finished run's slot on failed", queue(), e);
         }
     }
 
@@ -437,7 +445,7 @@ public final class QueueScheduler {
         counters.completed.incrementAndGet();
         boolean empty;
         synchronized (this) {
-            empty = closed && held.running() == 0;
+            empty = closed && held.runs() == 0;
         }
         if (empty) {
             drained.tryEmitEmpty();
@@ -491,7 +499,7 @@ public final class QueueScheduler {
             }
             this.closed = true;
             buffered = held.clearBuffer();
-            idle = held.running() == 0;
+            idle = held.runs() == 0;
             pickInFlight = currentPick;
             Mono<Void> giveBack = Mono.defer(() -> {
                         loops.stopClaiming();
@@ -500,9 +508,9 @@ public final class QueueScheduler {
                     .timeout(CLOSE_STEP, Mono.fromRunnable(() -> log.warn("queue {}: buffered rows not given back"
                             + " within {}; their leases will expire", queue(), CLOSE_STEP)), timer);
             Mono<Void> drain = drained.asMono().timeout(options.drainTimeout(), Mono.fromRunnable(() -> {
-                counters.drainAbandoned.addAndGet(held.running());
+                counters.drainAbandoned.addAndGet(held.runs());
                 log.warn("queue {}: {} runs still going after the drain timeout; their leases will expire",
-                        queue(), held.running());
+                        queue(), held.runs());
             }), timer);
             closed = Mono.when(giveBack, drain)
                     .doFinally(signal -> {

@@ -235,8 +235,8 @@ class QueueSchedulerTest {
 
     @Test
     void aRunWaitingOnlyForItsCommitFreesItsSlotButStaysHeldUntilItEnds() {
-        start(queue(2, 2, 1));
-        backlog.add(rows(4)); // the ceiling: two run, two buffered
+        start(queue(2, 4, 1));
+        backlog.add(rows(6)); // the ceiling: two run, four buffered
         time.advanceTimeBy(POLL);
         int afterFirst = picks.size();
         assertThat(runsStarted).hasValue(2);
@@ -245,27 +245,45 @@ class QueueSchedulerTest {
         assertThat(runsStarted).hasValue(3);
         assertThat(scheduler.stats().running()).isEqualTo(2);
         assertThat(scheduler.stats().committing()).isEqualTo(1);
-        assertThat(scheduler.stats().buffered()).isEqualTo(1);
-        assertThat(picks).hasSize(afterFirst); // still four held: committing counts against the ceiling
+        assertThat(scheduler.stats().buffered()).isEqualTo(3);
+        assertThat(picks).hasSize(afterFirst); // still six held: committing counts against the ceiling
 
         committings.get(1L).run(); // said twice: one slot, not two
         assertThat(runsStarted).hasValue(3);
+        committings.get(2L).run();
+        // Handlers never exceed the concurrency, whatever commits are pending: one more started, two wait.
+        assertThat(runsStarted).hasValue(4);
+        assertThat(scheduler.stats().running()).isEqualTo(2);
+        assertThat(scheduler.stats().committing()).isEqualTo(2);
+        assertThat(scheduler.stats().buffered()).isEqualTo(2);
 
-        // Its lease is still renewed, and the pick does not claim its id again meanwhile.
+        // A committing row's lease is still renewed.
         time.advanceTimeBy(HEARTBEAT);
-        assertThat(beats.get(beats.size() - 1)).contains(1L);
+        assertThat(beats.get(beats.size() - 1)).contains(1L, 2L);
 
         finish(1); // committed: the row leaves, demand is 1, one pick
-        assertThat(scheduler.stats().committing()).isZero();
+        assertThat(scheduler.stats().committing()).isEqualTo(1);
         assertThat(picks).hasSize(afterFirst + 1);
         assertThat(picks.get(afterFirst)[1]).isEqualTo(1);
+    }
 
-        // Handlers never exceed the concurrency, whatever commits are pending.
-        committings.get(2L).run();
-        committings.get(3L).run();
-        assertThat(runsStarted).hasValue(4); // row 4 took one freed slot; the buffer is empty
-        assertThat(scheduler.stats().running()).isEqualTo(1);
-        assertThat(scheduler.stats().committing()).isEqualTo(2);
+    @Test
+    void aPickThatClaimsAnIdStillBufferedUnderALapsedClaimReplacesIt() {
+        start(queue(1, 2, 1));
+        List<ClaimedRow> first = rows(3); // one runs, two buffered
+        backlog.add(first);
+        time.advanceTimeBy(POLL);
+        // Row 3's buffered claim lapsed meanwhile and the reaper returned it: the next pick claims it again.
+        ClaimedRow again = new ClaimedRow(3, "worker-1", "t", 2, "q", 0, 3, "run", null, 1, 20, null, null,
+                List.of(), List.of(), List.of(), null, null);
+        backlog.add(List.of(again));
+        finish(1); // row 2 starts; demand 1 picks row 3's new claim
+
+        assertThat(scheduler.stats().buffered()).isEqualTo(1); // the new claim only
+        assertThat(scheduler.stats().leasesLost()).isEqualTo(1);
+        finish(2);
+        assertThat(runsStarted).hasValue(3); // rows 1, 2 and 3 once
+        assertThat(scheduler.stats().buffered()).isZero();
     }
 
     @Test
