@@ -30,10 +30,9 @@ import reactor.util.Loggers;
  *
  * <p>At most {@code concurrency} handlers run at once (the run slots). A run frees its slot as
  * soon as all it has left is its outcome's group commit, which the buffer fills with no round
- * trip; until it commits, the row is still held. The
- * scheduler claims up to {@code concurrency + prefetch} rows, running, committing and buffered
- * together, and picks when the gap reaches {@code minDemand}, or at once when fully idle
- * ({@link Demand}). Each run is subscribed on its own, not through a
+ * trip; until it commits, the row is still held. The scheduler claims up to
+ * {@code concurrency + prefetch} rows, running, committing and buffered together, and picks when
+ * the gap reaches {@code minDemand}, or at once when fully idle ({@link Demand}). Each run is subscribed on its own, not through a
  * {@code flatMap}: flatMap's drain walks every active inner when one completes, which at 256 runs
  * cost an eighth of the engine's CPU at saturation. The rows held, and what a heartbeat's verdict
  * on them is, are {@link HeldRows}: a buffered row whose lease no beat renewed in time (the
