@@ -67,6 +67,10 @@ class ObservabilityIT {
         long workflow = engine.insert(JobRequest.of("waiter", "w")).block();
         engine.awaitSettled(job, WAIT).block();
         engine.awaitSettledOrParked(workflow, WAIT).block();
+        // The status reads parked once the park committed, a moment before its run says PARKED (after
+        // the commit's answer): the signal goes after the event, so the order below is what happened.
+        Eventually.until("parked event seen", WAIT, () -> events.stream()
+                .anyMatch(e -> e.id() == workflow && e.kind() == Kind.PARKED));
         engine.signal(workflow, "go", null, null).block();
         engine.awaitSettled(workflow, WAIT).block();
         Eventually.until("last event seen", WAIT, () -> events.stream()
