@@ -186,6 +186,11 @@ final class DurableContender implements Contender {
     /** The no-op's work: the probe hears that the job started. */
     private static Mono<Void> started(Long seq) {
         Probe.started(seq);
+        return handlerWork();
+    }
+
+    /** What each handler does after it starts: nothing, or wait {@link #HANDLER_MILLIS}. The scaling engines run it too. */
+    static Mono<Void> handlerWork() {
         return HANDLER_MILLIS == 0 ? Mono.empty() : Mono.delay(Duration.ofMillis(HANDLER_MILLIS)).then();
     }
 

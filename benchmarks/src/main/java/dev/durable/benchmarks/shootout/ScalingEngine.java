@@ -6,7 +6,6 @@ import dev.durable.JobDefinition;
 import dev.durable.QueueOptions;
 import java.io.IOException;
 import java.time.Duration;
-import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -43,8 +42,7 @@ public final class ScalingEngine {
                         .queue(QueueOptions.builder(DurableContender.QUEUE).concurrency(DurableContender.CONCURRENCY)
                                 .prefetch(DurableContender.PREFETCH).minDemand(DurableContender.MIN_DEMAND).build())
                         .build())
-                .register(JobDefinition.of("noop", Long.class, (Long seq) -> DurableContender.HANDLER_MILLIS == 0
-                                ? Mono.<Void>empty() : Mono.delay(Duration.ofMillis(DurableContender.HANDLER_MILLIS)).then())
+                .register(JobDefinition.of("noop", Long.class, (Long seq) -> DurableContender.handlerWork())
                         .queue(DurableContender.QUEUE))
                 .build();
         engine.start().block(Duration.ofMinutes(2));

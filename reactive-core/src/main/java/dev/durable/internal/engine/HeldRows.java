@@ -205,14 +205,18 @@ final class HeldRows {
      * would start on the new one's deadline, beside it.)
      */
     int buffer(Collection<ClaimedRow> rows, long sentAt) {
-        int dropped = 0;
-        if (!buffer.isEmpty() && !rows.isEmpty()) {
-            Set<Long> ids = new HashSet<>();
-            for (ClaimedRow row : rows) {
-                ids.add(row.id());
+        // leaseDeadlines holds exactly the buffered ids: one lookup a row, and the buffer is walked
+        // only in the rare case of an id claimed again.
+        Set<Long> again = new HashSet<>();
+        for (ClaimedRow row : rows) {
+            if (leaseDeadlines.containsKey(row.id())) {
+                again.add(row.id());
             }
+        }
+        int dropped = 0;
+        if (!again.isEmpty()) {
             int before = buffer.size();
-            buffer.removeIf(older -> ids.contains(older.id()));
+            buffer.removeIf(older -> again.contains(older.id()));
             dropped = before - buffer.size();
         }
         buffer.addAll(rows);
