@@ -17,7 +17,9 @@ import reactor.core.publisher.Mono;
  * Every heartbeat tick {@linkplain #renew renews} all slots the scheduler holds in one call; a slot
  * is {@linkplain #credit credited} when its run's outcome commits out of executing, when the row is
  * given back unrun, or when an inline step leaves its gate. A slot that is not renewed expires by
- * itself within {@link LimiterContext#slotTtl()}, so a crashed holder frees it without help.
+ * itself within {@link LimiterContext#slotTtl()}, so a crashed holder frees it without help. The
+ * engine sends no credit of a slot while a renewal that carries it is in flight, so a limiter may
+ * take a missing slot again on {@link #renew} without undoing a credit.
  *
  * <p>Errors: an unreachable limiter signals {@link LimiterUnavailableException}; the engine then
  * admits nothing limited (and keeps running unlimited rows). No method may block.

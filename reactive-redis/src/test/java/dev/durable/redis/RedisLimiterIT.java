@@ -96,6 +96,35 @@ class RedisLimiterIT extends LimitsContract {
     }
 
     /**
+     * A credit never overtakes a renewal that carries its slot. Here every renewal reaches Redis
+     * two seconds after the engine sends it, and the run ends while the first is on its way. Sent at
+     * once, the credit would drop the slot and the late renewal would take it again (a renewal
+     * re-asserts a missing slot), leaving the gate full until the slot's TTL: the CI failure of
+     * {@code aRowItsBucketRefusesTakesNoWindowCountAndTheTighterLimitAdmits} on Redis Cluster,
+     * where a beat crossed a run's end.
+     */
+    @Test
+    void aCreditWaitsForTheRenewalThatCarriesItsSlot() {
+        Sinks.Empty<Void> renewalSent = Sinks.empty();
+        List<String> landed = new java.util.concurrent.CopyOnWriteArrayList<>();
+        AtomicInteger renewalsInFlight = new AtomicInteger();
+        JobDefinition<String, String> job = JobDefinition.of("rcredit", String.class,
+                (String s) -> renewalSent.asMono().thenReturn(s)).queue("rcredit");
+        DurableEngine engine = engines.start(options("rcredit").gate("rcredit", 1)
+                .limiter(context -> limiter().factory().create(context)
+                        .map(real -> new LateRenewals(real, Duration.ofSeconds(2), renewalSent, landed, renewalsInFlight)))
+                .leaseTtl(Duration.ofSeconds(30)).heartbeatInterval(Duration.ofMillis(200))
+                .queue(QueueOptions.builder("rcredit").pollInterval(Duration.ofMillis(50))
+                        .maxPollInterval(Duration.ofMillis(100)).build()), job);
+        long id = engine.insert(JobRequest.of("rcredit", "one").gate("rcredit", "k")).block(WAIT);
+        engines.awaitStatus(engine, id, InstanceStatus.DONE, WAIT);
+        Eventually.until("the slot credited and no renewal on its way", WAIT,
+                () -> landed.contains("credited") && renewalsInFlight.get() == 0);
+        assertThat(limiter().heldSlots("rcredit", "k")).isZero();
+        assertThat(landed).containsSubsequence("renewed", "credited").last().isEqualTo("credited");
+    }
+
+    /**
      * Redis loses its data while two claims hold both slots of a gate: the next admission rebuilds
      * the counter from the live claims the database shows and holds a stand-in for each, so a third
      * row waits; the holders' renewals take their stand-ins' places, and a slot given back lets it
@@ -190,5 +219,84 @@ class RedisLimiterIT extends LimitsContract {
         Eventually.until("every job done", WAIT, () -> Sql.count(db, "queue = 'routage' AND status = 'done'") == 150);
         assertThat(runs).hasSize(150).allSatisfy((arg, n) -> assertThat(n.get()).as(arg).isEqualTo(1));
         assertThat(Sql.count(db, "queue = 'routage' AND status <> 'done'")).isZero();
+    }
+
+    /**
+     * A limiter whose renewals reach it {@code delay} after they are sent (a slow network to Redis),
+     * recording in {@code landed} when each renewal and credit took effect.
+     */
+    private record LateRenewals(Limiter real, Duration delay, Sinks.Empty<Void> renewalSent, List<String> landed,
+            AtomicInteger inFlight) implements Limiter {
+
+        @Override
+        public Mono<Long> renew(java.util.Collection<LimitClaim> claims) {
+            inFlight.incrementAndGet();
+            renewalSent.tryEmitEmpty();
+            return Mono.delay(delay).then(Mono.defer(() -> real.renew(claims)))
+                    .doOnNext(missing -> landed.add("renewed"))
+                    .doFinally(signal -> inFlight.decrementAndGet());
+        }
+
+        @Override
+        public Mono<Void> credit(java.util.Collection<LimitClaim> claims) {
+            return real.credit(claims).doOnSuccess(done -> landed.add("credited"));
+        }
+
+        @Override
+        public boolean admitsInPick() {
+            return real.admitsInPick();
+        }
+
+        @Override
+        public Mono<Set<Long>> admit(List<LimitClaim> claims) {
+            return real.admit(claims);
+        }
+
+        @Override
+        public Mono<Boolean> draw(LimitClaim claim) {
+            return real.draw(claim);
+        }
+
+        @Override
+        public Mono<Boolean> acquireSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+                Duration lease) {
+            return real.acquireSlots(holder, gate, key, shard, slots, lease);
+        }
+
+        @Override
+        public Mono<Boolean> renewSlots(String holder, Limits.Gate gate, String key, int shard, int slots,
+                Duration lease) {
+            return real.renewSlots(holder, gate, key, shard, slots, lease);
+        }
+
+        @Override
+        public Mono<Void> releaseSlots(String holder, Limits.Gate gate, String key, int shard, int slots) {
+            return real.releaseSlots(holder, gate, key, shard, slots);
+        }
+
+        @Override
+        public Mono<Long> sweepPermits(int counters, Duration timeout) {
+            return real.sweepPermits(counters, timeout);
+        }
+
+        @Override
+        public Mono<List<dev.durable.limit.PermitSlots>> permitSlots(int max) {
+            return real.permitSlots(max);
+        }
+
+        @Override
+        public Mono<Boolean> takeWindow(Limits.Window window, String partition, int weight) {
+            return real.takeWindow(window, partition, weight);
+        }
+
+        @Override
+        public Mono<Long> reconcile() {
+            return real.reconcile();
+        }
+
+        @Override
+        public Mono<Void> close() {
+            return real.close();
+        }
     }
 }

@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.util.Logger;
 import reactor.util.Loggers;
 
@@ -40,6 +41,12 @@ import reactor.util.Loggers;
  * unrun ({@link #stopRenewing} then {@link #credit}), or when an inline step leaves its gate
  * ({@link #inlineStep}). A slot never credited expires by itself in the limiter. An inline step's
  * rate and window slots are drawn from the limiter ({@link #draw}).
+ *
+ * <p>A credit never overtakes a renewal that carries its slot. A renewal sends the slots held when
+ * it starts, and the limiter takes a missing slot again (how holders re-assert after it lost its
+ * data): a credit that reached the limiter first would be undone by the renewal behind it, and the
+ * gate would admit one fewer until the slot's TTL. So a credit waits for the renewal in flight, at
+ * most one limiter call.
  */
 final class OutsideLimiterAdmission implements Admission {
 
@@ -55,8 +62,17 @@ final class OutsideLimiterAdmission implements Admission {
     private final Db db;
     private final LockedPickSql picks;
     private final Limiter limiter;
-    /** The gate slots held by admitted rows (buffered or running), by row id. */
+    /**
+     * The gate slots held by admitted rows (buffered or running), by row id. A slot leaves it and the
+     * renewal's snapshot is taken under its lock, so a slot a renewal carries is credited after it.
+     */
     private final Map<Long, LimitClaim> slots = new ConcurrentHashMap<>();
+    /**
+     * Completes when the renewal in flight has ended; guarded by {@link #slots}. One at a time: the
+     * renewal loop waits for each ({@link SchedulerLoops}), so a renewal that carried a slot since
+     * removed is this one or has ended.
+     */
+    private Mono<Void> renewal = Mono.empty();
     /** Limits the limiter refused lately (gate/key/shard, rate/partition), to the nanoTime they are skipped until. */
     private final Map<String, Long> refusedGates = new ConcurrentHashMap<>();
     private final Map<String, Long> refusedRates = new ConcurrentHashMap<>();
@@ -232,7 +248,11 @@ final class OutsideLimiterAdmission implements Admission {
             // A slot of ours came free: this scheduler may use it at once.
             refusedGates.remove(gateKey(claim.gate()));
         }
-        limiter.credit(held).subscribe(null,
+        Mono<Void> renewalInFlight;
+        synchronized (slots) {
+            renewalInFlight = renewal;
+        }
+        renewalInFlight.then(Mono.defer(() -> limiter.credit(held))).subscribe(null,
                 error -> log.debug("queue {}: credit failed, the slots expire by themselves: {}", queue.queue(),
                         error.toString()));
     }
@@ -246,7 +266,7 @@ final class OutsideLimiterAdmission implements Admission {
         LimitClaim held = slots.get(continued.id());
         if (held != null && !Objects.equals(held.gate(), continued.gate())) {
             // A gate change is never inline (it goes through the pick), so the new step holds no slot.
-            slots.remove(continued.id());
+            remove(continued.id());
             credit(List.of(held));
         }
     }
@@ -258,7 +278,7 @@ final class OutsideLimiterAdmission implements Admission {
      */
     @Override
     public void runEnded(long id, boolean leftExecuting) {
-        LimitClaim held = slots.remove(id);
+        LimitClaim held = remove(id);
         if (held != null && leftExecuting) {
             credit(List.of(held));
         }
@@ -268,7 +288,7 @@ final class OutsideLimiterAdmission implements Admission {
     public List<LimitClaim> stopRenewing(Collection<Long> ids) {
         List<LimitClaim> held = new ArrayList<>();
         for (Long id : ids) {
-            LimitClaim claim = slots.remove(id);
+            LimitClaim claim = remove(id);
             if (claim != null) {
                 held.add(claim);
             }
@@ -276,12 +296,31 @@ final class OutsideLimiterAdmission implements Admission {
         return held;
     }
 
+    /** Takes a row's slot out of the ledger: from now on no renewal carries it. */
+    private @Nullable LimitClaim remove(long id) {
+        synchronized (slots) {
+            return slots.remove(id);
+        }
+    }
+
     @Override
     public Mono<Void> renew() {
-        if (slots.isEmpty()) {
-            return Mono.empty();
-        }
-        return limiter.renew(List.copyOf(slots.values()))
+        return Mono.defer(() -> {
+            Sinks.Empty<Void> ended = Sinks.empty();
+            List<LimitClaim> held;
+            synchronized (slots) {
+                held = List.copyOf(slots.values());
+                if (held.isEmpty()) {
+                    return Mono.empty();
+                }
+                renewal = ended.asMono();
+            }
+            return renew(held).doFinally(signal -> ended.tryEmitEmpty());
+        });
+    }
+
+    private Mono<Void> renew(List<LimitClaim> held) {
+        return limiter.renew(held)
                 .doOnNext(missing -> {
                     if (missing > 0) {
                         log.debug("queue {}: {} gate slots were lost and taken again", queue.queue(), missing);
