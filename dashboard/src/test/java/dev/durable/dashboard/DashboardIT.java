@@ -618,9 +618,11 @@ class DashboardIT {
         List<String> events = client.get().uri("/durable/events").accept(MediaType.TEXT_EVENT_STREAM).exchange()
                 .expectStatus().isOk().returnResult(String.class).getResponseBody()
                 .take(Duration.ofSeconds(5)).collectList().block(WAIT);
-        assertThat(String.join("\n", events)).contains("\"kind\":\"COMPLETED\"").contains("\"counts\"");
+        assertThat(String.join("\n", events)).contains("\"kind\":\"COMPLETED\"").contains("\"counts\"")
+                .contains("\"committing\":0");
         String overview = body(client.get().uri("/durable/").exchange());
-        assertThat(overview).contains("data-queue=\"default\"").contains("id=\"chart\"");
+        assertThat(overview).contains("data-queue=\"default\"").contains("id=\"chart\"")
+                .contains(">Committing here</th>").contains("data-now=\"committing\">0</td>");
     }
 
     /** The last hour's completed and failed runs as the admin reads them, of one queue or (null) all. */

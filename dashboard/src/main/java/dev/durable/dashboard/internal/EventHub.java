@@ -136,7 +136,7 @@ public final class EventHub implements Disposable {
         Map<String, Map<String, Object>> now = new LinkedHashMap<>();
         for (QueueStats stats : engine.queueStats()) {
             now.computeIfAbsent(stats.queue(), queue -> new LinkedHashMap<>()).putAll(
-                    Map.of("running", stats.running(), "buffered", stats.buffered()));
+                    Map.of("running", stats.running(), "committing", stats.committing(), "buffered", stats.buffered()));
         }
         for (QueueDepth depth : refresh.depths()) {
             now.computeIfAbsent(depth.queue(), queue -> new LinkedHashMap<>()).putAll(

@@ -47,14 +47,16 @@ public final class OverviewPage {
             }
             h.raw("<th class=\"num\" title=\"runnable and due, fleet-wide\">Due now</th>")
                     .raw("<th class=\"num\" title=\"how long the oldest due row has waited\">Oldest wait</th>");
-            h.raw("<th class=\"num\" title=\"on this engine\">Running here</th>")
-                    .raw("<th class=\"num\" title=\"on this engine\">Buffered here</th>");
+            h.raw("<th class=\"num\" title=\"on this engine: handlers going\">Running here</th>")
+                    .raw("<th class=\"num\" title=\"on this engine: handlers done, outcomes waiting for their commit\">"
+                            + "Committing here</th>")
+                    .raw("<th class=\"num\" title=\"on this engine: claimed, waiting for a run slot\">Buffered here</th>");
             if (pauseKnown) {
                 h.raw("<th>State</th>");
             }
             h.raw("<th>Live engines</th></tr></thead><tbody>");
             if (queues.isEmpty()) {
-                h.raw("<tr><td class=\"empty\" colspan=\"14\">No queue has instances yet and no engine serves one.</td></tr>");
+                h.raw("<tr><td class=\"empty\" colspan=\"15\">No queue has instances yet and no engine serves one.</td></tr>");
             }
             for (QueueRow row : queues) {
                 h.raw("<tr").attr("data-queue", row.queue()).raw("><th scope=\"row\">")
@@ -76,6 +78,8 @@ public final class OverviewPage {
                         .raw("</td><td class=\"num\" data-now=\"wait\">")
                         .text(!depthsRead ? "?" : row.depth() == null ? "–" : wait(row.depth().oldestWait())).raw("</td>");
                 h.raw("<td class=\"num\" data-now=\"running\">").text(row.here() == null ? "–" : row.here().running())
+                        .raw("</td><td class=\"num\" data-now=\"committing\">")
+                        .text(row.here() == null ? "–" : row.here().committing())
                         .raw("</td><td class=\"num\" data-now=\"buffered\">")
                         .text(row.here() == null ? "–" : row.here().buffered()).raw("</td>");
                 if (pauseKnown) {
@@ -105,7 +109,8 @@ public final class OverviewPage {
             }
             h.raw("</tbody></table></div><p class=\"hint\">Counts of settled instances marked ~ are the planner's"
                     + " estimates on a big history. Due now and oldest wait are the fleet's rows ready to start;"
-                    + " running and buffered are this engine's schedulers now.</p></section>");
+                    + " running, committing and buffered are this engine's schedulers now (a run commits once its"
+                    + " handler is done: many committing for long means slow commits).</p></section>");
             if (!depthsRead) {
                 h.raw("<p class=\"problem\" id=\"depths-unread\">The rows due now could not be read (see the"
                         + " application's log); the other counts are current.</p>");

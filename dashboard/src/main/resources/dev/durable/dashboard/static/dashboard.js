@@ -74,7 +74,8 @@
         else if (cells[j].textContent !== String(n)) { cells[j].textContent = String(n); }
       }
       var now = c.now[q] || {};
-      var fields = { running: now.running, buffered: now.buffered, due: now.due || 0, wait: now.wait || "–" };
+      var fields = { running: now.running, committing: now.committing, buffered: now.buffered, due: now.due || 0,
+        wait: now.wait || "–" };
       for (var name in fields) {
         var cell = row.querySelector("td[data-now='" + name + "']");
         if (cell && fields[name] !== undefined) { cell.textContent = String(fields[name]); }
