@@ -140,7 +140,7 @@ final class Target implements AutoCloseable {
      * {@code -F} before the {@code -c} settings, and a later setting wins), plus what the
      * measurement needs:
      * {@code pg_stat_statements} preloaded (statements per job), {@code track_io_timing} for its
-     * I/O columns, and checkpoints only when the harness asks for one (a 30 minute timeout and
+     * I/O columns (with {@code -Dshootout.trackPlanning=true}, its planning time too), and checkpoints only when the harness asks for one (a 30 minute timeout and
      * 4 GB of WAL), so every measured window starts right after a checkpoint and none falls
      * inside it; {@code pg_walinspect} can then read the window's whole WAL.
      */
@@ -155,6 +155,9 @@ final class Target implements AutoCloseable {
                     .setServerConfig("pg_stat_statements.max", "10000")
                     .setServerConfig("pg_stat_statements.track", "top")
                     .setServerConfig("track_io_timing", "on")
+                    // Planning time per statement, for experiments (it adds a little to every plan).
+                    .setServerConfig("pg_stat_statements.track_planning",
+                            Boolean.getBoolean("shootout.trackPlanning") ? "on" : "off")
                     .setServerConfig("checkpoint_timeout", "30min")
                     .setServerConfig("max_wal_size", "4GB")
                     .setPGStartupWait(Duration.ofSeconds(60))
