@@ -18,8 +18,11 @@ import reactor.core.publisher.Mono;
  * is {@linkplain #credit credited} when its run's outcome commits out of executing, when the row is
  * given back unrun, or when an inline step leaves its gate. A slot that is not renewed expires by
  * itself within {@link LimiterContext#slotTtl()}, so a crashed holder frees it without help. The
- * engine sends no credit of a slot while a renewal that carries it is in flight, so a limiter may
- * take a missing slot again on {@link #renew} without undoing a credit.
+ * engine sends a slot's credit only once every renewal that carried the slot has returned, failed
+ * or been cancelled, so a limiter may take a missing slot again on {@link #renew} without undoing a
+ * credit, provided a renewal that failed or was cancelled on the engine's side cannot reach the
+ * store after a later call on the same key does (the Redis limiter's calls for a key share one
+ * connection, which keeps their order).
  *
  * <p>Errors: an unreachable limiter signals {@link LimiterUnavailableException}; the engine then
  * admits nothing limited (and keeps running unlimited rows). No method may block.

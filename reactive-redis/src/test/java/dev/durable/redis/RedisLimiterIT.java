@@ -96,28 +96,34 @@ class RedisLimiterIT extends LimitsContract {
     }
 
     /**
-     * A credit never overtakes a renewal that carries its slot. Here every renewal reaches Redis
-     * two seconds after the engine sends it, and the run ends while the first is on its way. Sent at
-     * once, the credit would drop the slot and the late renewal would take it again (a renewal
-     * re-asserts a missing slot), leaving the gate full until the slot's TTL: the CI failure of
-     * {@code aRowItsBucketRefusesTakesNoWindowCountAndTheTighterLimitAdmits} on Redis Cluster,
-     * where a beat crossed a run's end.
+     * A credit never overtakes a renewal that carries its slot. A renewal's slots are read when it
+     * starts and written when its script runs, and between the two lie the engine's scheduling and,
+     * on a node that does not know the script yet (a fresh Cluster node), a NOSCRIPT answer and the
+     * script sent again. A run that ended in that window credited its slot at once, Redis dropped it,
+     * and the renewal took it again (a renewal re-asserts a missing slot), so the gate stayed full
+     * until the slot's TTL: the CI failure of
+     * {@link dev.durable.limit.StackedLimitsContract#aRowItsBucketRefusesTakesNoWindowCountAndTheTighterLimitAdmits} on
+     * the Cluster. Here the renewal that carries the run's slot reaches Redis only once the run has
+     * ended and the test lets it go.
      */
     @Test
     void aCreditWaitsForTheRenewalThatCarriesItsSlot() {
         Sinks.Empty<Void> renewalSent = Sinks.empty();
+        Sinks.Empty<Void> letRenewalsGo = Sinks.empty();
         List<String> landed = new java.util.concurrent.CopyOnWriteArrayList<>();
         AtomicInteger renewalsInFlight = new AtomicInteger();
         JobDefinition<String, String> job = JobDefinition.of("rcredit", String.class,
                 (String s) -> renewalSent.asMono().thenReturn(s)).queue("rcredit");
         DurableEngine engine = engines.start(options("rcredit").gate("rcredit", 1)
-                .limiter(context -> limiter().factory().create(context)
-                        .map(real -> new LateRenewals(real, Duration.ofSeconds(2), renewalSent, landed, renewalsInFlight)))
+                .limiter(context -> limiter().factory().create(context).map(real ->
+                        new HeldRenewals(real, renewalSent, letRenewalsGo.asMono(), landed, renewalsInFlight)))
                 .leaseTtl(Duration.ofSeconds(30)).heartbeatInterval(Duration.ofMillis(200))
                 .queue(QueueOptions.builder("rcredit").pollInterval(Duration.ofMillis(50))
                         .maxPollInterval(Duration.ofMillis(100)).build()), job);
         long id = engine.insert(JobRequest.of("rcredit", "one").gate("rcredit", "k")).block(WAIT);
+        // The handler ends once a renewal carrying its slot has been sent; that renewal is held.
         engines.awaitStatus(engine, id, InstanceStatus.DONE, WAIT);
+        letRenewalsGo.tryEmitEmpty();
         Eventually.until("the slot credited and no renewal on its way", WAIT,
                 () -> landed.contains("credited") && renewalsInFlight.get() == 0);
         assertThat(limiter().heldSlots("rcredit", "k")).isZero();
@@ -222,19 +228,21 @@ class RedisLimiterIT extends LimitsContract {
     }
 
     /**
-     * A limiter whose renewals reach it {@code delay} after they are sent (a slow network to Redis),
-     * recording in {@code landed} when each renewal and credit took effect.
+     * A limiter whose renewals reach it only once {@code letGo} completes, recording in {@code landed}
+     * when each renewal and credit took effect.
      */
-    private record LateRenewals(Limiter real, Duration delay, Sinks.Empty<Void> renewalSent, List<String> landed,
+    private record HeldRenewals(Limiter real, Sinks.Empty<Void> renewalSent, Mono<Void> letGo, List<String> landed,
             AtomicInteger inFlight) implements Limiter {
 
         @Override
         public Mono<Long> renew(java.util.Collection<LimitClaim> claims) {
-            inFlight.incrementAndGet();
-            renewalSent.tryEmitEmpty();
-            return Mono.delay(delay).then(Mono.defer(() -> real.renew(claims)))
-                    .doOnNext(missing -> landed.add("renewed"))
-                    .doFinally(signal -> inFlight.decrementAndGet());
+            return Mono.defer(() -> {
+                inFlight.incrementAndGet();
+                renewalSent.tryEmitEmpty();
+                return letGo.then(Mono.defer(() -> real.renew(claims)))
+                        .doOnNext(missing -> landed.add("renewed"))
+                        .doFinally(signal -> inFlight.decrementAndGet());
+            });
         }
 
         @Override

@@ -45,8 +45,9 @@ import reactor.util.Loggers;
  * <p>A credit never overtakes a renewal that carries its slot. A renewal sends the slots held when
  * it starts, and the limiter takes a missing slot again (how holders re-assert after it lost its
  * data): a credit that reached the limiter first would be undone by the renewal behind it, and the
- * gate would admit one fewer until the slot's TTL. So a credit waits for the renewal in flight, at
- * most one limiter call.
+ * gate would admit one fewer until the slot's TTL. So a credit waits until the renewal in flight has
+ * returned, failed or been cancelled: at most one limiter call, bounded by its timeout. (A credit of
+ * a pick's own, for a slot no renewal ever carried, waits the same way; it is rare.)
  */
 final class OutsideLimiterAdmission implements Admission {
 
@@ -63,12 +64,15 @@ final class OutsideLimiterAdmission implements Admission {
     private final LockedPickSql picks;
     private final Limiter limiter;
     /**
-     * The gate slots held by admitted rows (buffered or running), by row id. A slot leaves it and the
-     * renewal's snapshot is taken under its lock, so a slot a renewal carries is credited after it.
+     * The gate slots held by admitted rows (buffered or running), by row id. A slot leaves it, and a
+     * renewal takes its snapshot of it, under {@link #ledger}, so a slot a renewal carries is credited
+     * after that renewal. A slot enters it (the pick) without the lock: a renewal that misses it
+     * carries it next time.
      */
     private final Map<Long, LimitClaim> slots = new ConcurrentHashMap<>();
+    private final Object ledger = new Object();
     /**
-     * Completes when the renewal in flight has ended; guarded by {@link #slots}. One at a time: the
+     * Completes when the renewal in flight has ended; guarded by {@link #ledger}. One at a time: the
      * renewal loop waits for each ({@link SchedulerLoops}), so a renewal that carried a slot since
      * removed is this one or has ended.
      */
@@ -244,17 +248,15 @@ final class OutsideLimiterAdmission implements Admission {
         if (held.isEmpty()) {
             return;
         }
-        for (LimitClaim claim : held) {
-            // A slot of ours came free: this scheduler may use it at once.
-            refusedGates.remove(gateKey(claim.gate()));
-        }
         Mono<Void> renewalInFlight;
-        synchronized (slots) {
+        synchronized (ledger) {
             renewalInFlight = renewal;
         }
-        renewalInFlight.then(Mono.defer(() -> limiter.credit(held))).subscribe(null,
-                error -> log.debug("queue {}: credit failed, the slots expire by themselves: {}", queue.queue(),
-                        error.toString()));
+        renewalInFlight.then(Mono.defer(() -> limiter.credit(held)))
+                // A slot of ours came free: this scheduler's picks may ask for it again at once.
+                .doFinally(signal -> held.forEach(claim -> refusedGates.remove(gateKey(claim.gate()))))
+                .subscribe(null, error -> log.debug("queue {}: credit failed, the slots expire by themselves: {}",
+                        queue.queue(), error.toString()));
     }
 
     /**
@@ -298,7 +300,7 @@ final class OutsideLimiterAdmission implements Admission {
 
     /** Takes a row's slot out of the ledger: from now on no renewal carries it. */
     private @Nullable LimitClaim remove(long id) {
-        synchronized (slots) {
+        synchronized (ledger) {
             return slots.remove(id);
         }
     }
@@ -308,7 +310,7 @@ final class OutsideLimiterAdmission implements Admission {
         return Mono.defer(() -> {
             Sinks.Empty<Void> ended = Sinks.empty();
             List<LimitClaim> held;
-            synchronized (slots) {
+            synchronized (ledger) {
                 held = List.copyOf(slots.values());
                 if (held.isEmpty()) {
                     return Mono.empty();
@@ -320,7 +322,8 @@ final class OutsideLimiterAdmission implements Admission {
     }
 
     private Mono<Void> renew(List<LimitClaim> held) {
-        return limiter.renew(held)
+        // Deferred: a limiter that throws instead of failing its Mono still ends the renewal.
+        return Mono.defer(() -> limiter.renew(held))
                 .doOnNext(missing -> {
                     if (missing > 0) {
                         log.debug("queue {}: {} gate slots were lost and taken again", queue.queue(), missing);
