@@ -82,11 +82,12 @@ class AnalyzerIT {
                 // Waits for the plan itself: ANALYZE writes reltuples in place, seen by other sessions
                 // before its transaction commits, and the kept plan is dropped only at that commit (a
                 // slow WAL flush later), so a plan read as soon as reltuples grew may still be the old one.
-                String madeAgain = Eventually.until("the kept plan made again", WAIT,
-                        () -> Sql.lines(connection, "SELECT pg_temp.cached_plan()", null),
-                        plan -> !plan.contains("Seq Scan on durable_instances"));
+                // Both together: another invalidation (a reset of the plan cache) would also make the
+                // plan again, from the table's pages, before any ANALYZE.
+                String madeAgain = Eventually.until("the backlog analyzed and the kept plan made again", WAIT,
+                        () -> reltuples(db) >= BACKLOG ? Sql.lines(connection, "SELECT pg_temp.cached_plan()", null) : "",
+                        plan -> plan.contains("durable_instances") && !plan.contains("Seq Scan on durable_instances"));
                 assertThat(madeAgain).contains("Index Scan using durable_instances_pick_idx");
-                assertThat(reltuples(db)).isGreaterThanOrEqualTo(BACKLOG);
                 Maintenance maintenance = engine.maintenance().orElseThrow();
                 // Fresh statistics: a pass finds nothing to do, and none failed.
                 assertThat(maintenance.analyze().block(WAIT)).isZero();
