@@ -233,19 +233,22 @@ final class CostMeter {
      * each read per job (hit or read): time on a shared machine includes waiting for a core, buffers do not.
      */
     private void logTopStatements(long jobs, String label) {
+        // Plans are counted only where pg_stat_statements.track_planning is on (-Dshootout.trackPlanning=true
+        // on the embedded server; the server's own setting under DURABLE_PG_URL).
+        boolean planningTracked = "on".equals(target.queryStrings(
+                "SELECT current_setting('pg_stat_statements.track_planning', true)").get(0));
         List<String[]> rows = target.queryRows("SELECT calls, total_exec_time, rows, shared_blks_hit + shared_blks_read,"
                 + " plans, total_plan_time, left(regexp_replace(query,"
                 + " '\\s+', ' ', 'g'), 110) FROM pg_stat_statements WHERE query NOT LIKE '%" + Target.PROBE_MARK + "%'"
                 + " ORDER BY total_exec_time DESC LIMIT 5");
         for (String[] row : rows) {
             long calls = Long.parseLong(row[0]);
-            // Plans are counted only with -Dshootout.trackPlanning=true (pg_stat_statements.track_planning).
-            long plans = Long.parseLong(row[4]);
-            Shootout.log("%s: statement %.3f calls/job, %.1f us/job, %.1f buffers/job, %.1f rows/call,"
-                            + " %.2f plans/call, %.1f us planning/job: %s", label,
+            String planning = !planningTracked ? "planning n/a" : String.format(Locale.ROOT,
+                    "%.2f plans/call, %.1f us planning/job", Long.parseLong(row[4]) / (double) Math.max(1, calls),
+                    Double.parseDouble(row[5]) * 1e3 / jobs);
+            Shootout.log("%s: statement %.3f calls/job, %.1f us/job, %.1f buffers/job, %.1f rows/call, %s: %s", label,
                     calls / (double) jobs, Double.parseDouble(row[1]) * 1e3 / jobs, Long.parseLong(row[3]) / (double) jobs,
-                    Long.parseLong(row[2]) / (double) Math.max(1, calls), plans / (double) Math.max(1, calls),
-                    Double.parseDouble(row[5]) * 1e3 / jobs, row[6]);
+                    Long.parseLong(row[2]) / (double) Math.max(1, calls), planning, row[6]);
         }
     }
 

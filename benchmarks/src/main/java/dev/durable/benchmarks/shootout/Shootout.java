@@ -81,13 +81,15 @@ public final class Shootout {
         List<Map<String, Result>> rounds = new ArrayList<>();
         List<SustainedProtocol.Load> loads = new ArrayList<>();
         try (Target target = Target.open(config.profile())) {
+            // The harness's backend pid: its parent is the server (benchmarks/pg-profile samples its children).
             log("postgres: %s; %s; fsync=%s synchronous_commit=%s full_page_writes=%s shared_buffers=%s"
-                            + " max_connections=%s shared_preload_libraries=%s",
+                            + " max_connections=%s shared_preload_libraries=%s; harness backend pid %d",
                     target.queryStrings("SELECT version()").get(0),
                     target.embedded ? "embedded, started by the shootout" : "DURABLE_PG_URL",
                     target.setting("fsync"), target.setting("synchronous_commit"),
                     target.setting("full_page_writes"), target.setting("shared_buffers"),
-                    target.setting("max_connections"), target.setting("shared_preload_libraries"));
+                    target.setting("max_connections"), target.setting("shared_preload_libraries"),
+                    target.queryLong("SELECT pg_backend_pid()"));
             CostMeter meter = CostMeter.open(target);
             Protocol protocol = new Protocol(target, meter, config);
             SustainedProtocol sustained = new SustainedProtocol(target, meter, config);

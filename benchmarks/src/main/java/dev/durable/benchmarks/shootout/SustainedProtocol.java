@@ -136,6 +136,7 @@ final class SustainedProtocol {
         long steadyNanos = TimeUnit.SECONDS.toNanos(config.steadySeconds());
         sleepUntil(System.nanoTime() + warmNanos, feeder);
         Monitor monitor = new Monitor(label + " saturated", contender);
+        Shootout.log("%s: steady window starts, %d s", label, config.steadySeconds());
         CostMeter.Window window = meter.begin();
         long start = System.nanoTime();
         long first = contender.committed(target, feeder.inserted);

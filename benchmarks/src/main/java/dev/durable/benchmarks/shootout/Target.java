@@ -138,11 +138,11 @@ final class Target implements AutoCloseable {
      * The test suite's settings (400 connections, 256 MB of shared buffers; zonky's {@code fsync=off}
      * and {@code synchronous_commit=off}, or both on for the durable profile: zonky passes
      * {@code -F} before the {@code -c} settings, and a later setting wins), plus what the
-     * measurement needs:
-     * {@code pg_stat_statements} preloaded (statements per job), {@code track_io_timing} for its
-     * I/O columns (with {@code -Dshootout.trackPlanning=true}, its planning time too), and checkpoints only when the harness asks for one (a 30 minute timeout and
-     * 4 GB of WAL), so every measured window starts right after a checkpoint and none falls
-     * inside it; {@code pg_walinspect} can then read the window's whole WAL.
+     * measurement needs: {@code pg_stat_statements} preloaded (statements per job; with
+     * {@code -Dshootout.trackPlanning=true}, planning too), {@code track_io_timing} for its I/O
+     * columns, and checkpoints only when the harness asks for one (a 30 minute timeout and 4 GB of
+     * WAL), so every measured window starts right after a checkpoint and none falls inside it;
+     * {@code pg_walinspect} can then read the window's whole WAL.
      */
     private static EmbeddedPostgres startEmbedded(Profile profile) {
         try {
