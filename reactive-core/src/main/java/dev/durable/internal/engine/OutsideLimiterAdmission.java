@@ -248,13 +248,17 @@ final class OutsideLimiterAdmission implements Admission {
         if (held.isEmpty()) {
             return;
         }
+        // A slot of ours comes free: this scheduler's picks may ask for it again at once (the next
+        // pick usually follows the credit to the limiter), and again once the credit has landed (a
+        // pick refused while it waited for a renewal marked the gate refused meanwhile).
+        Runnable askAgain = () -> held.forEach(claim -> refusedGates.remove(gateKey(claim.gate())));
+        askAgain.run();
         Mono<Void> renewalInFlight;
         synchronized (ledger) {
             renewalInFlight = renewal;
         }
         renewalInFlight.then(Mono.defer(() -> limiter.credit(held)))
-                // A slot of ours came free: this scheduler's picks may ask for it again at once.
-                .doFinally(signal -> held.forEach(claim -> refusedGates.remove(gateKey(claim.gate()))))
+                .doFinally(signal -> askAgain.run())
                 .subscribe(null, error -> log.debug("queue {}: credit failed, the slots expire by themselves: {}",
                         queue.queue(), error.toString()));
     }
