@@ -55,6 +55,11 @@ final class CostMeter {
             ManagementFactory.getPlatformMXBean(OperatingSystemMXBean.class);
     private final CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
     private boolean statements;
+    /**
+     * pg_stat_statements counts plans: its track_planning is on (-Dshootout.trackPlanning=true on the
+     * embedded server; the server's own setting under DURABLE_PG_URL).
+     */
+    private boolean planning;
     private boolean walInspect;
     private boolean wal;
     private boolean checkpoint;
@@ -69,6 +74,8 @@ final class CostMeter {
         CostMeter meter = new CostMeter(target, ServerCpu.find(target));
         meter.statements = meter.tryRun("statements_per_job", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements",
                 "SELECT count(*) FROM pg_stat_statements", "SELECT pg_stat_statements_reset()");
+        meter.planning = meter.statements && "on".equals(target.queryStrings(
+                "SELECT current_setting('pg_stat_statements.track_planning', true)").get(0));
         meter.wal = meter.tryRun("wal_bytes_per_job", INSERT_LSN);
         meter.walInspect = meter.wal && meter.tryRun("index_writes_per_job",
                 "CREATE EXTENSION IF NOT EXISTS pg_walinspect",
@@ -233,22 +240,18 @@ final class CostMeter {
      * each read per job (hit or read): time on a shared machine includes waiting for a core, buffers do not.
      */
     private void logTopStatements(long jobs, String label) {
-        // Plans are counted only where pg_stat_statements.track_planning is on (-Dshootout.trackPlanning=true
-        // on the embedded server; the server's own setting under DURABLE_PG_URL).
-        boolean planningTracked = "on".equals(target.queryStrings(
-                "SELECT current_setting('pg_stat_statements.track_planning', true)").get(0));
         List<String[]> rows = target.queryRows("SELECT calls, total_exec_time, rows, shared_blks_hit + shared_blks_read,"
                 + " plans, total_plan_time, left(regexp_replace(query,"
                 + " '\\s+', ' ', 'g'), 110) FROM pg_stat_statements WHERE query NOT LIKE '%" + Target.PROBE_MARK + "%'"
                 + " ORDER BY total_exec_time DESC LIMIT 5");
         for (String[] row : rows) {
             long calls = Long.parseLong(row[0]);
-            String planning = !planningTracked ? "planning n/a" : String.format(Locale.ROOT,
+            String planned = !planning ? "planning n/a" : String.format(Locale.ROOT,
                     "%.2f plans/call, %.1f us planning/job", Long.parseLong(row[4]) / (double) Math.max(1, calls),
                     Double.parseDouble(row[5]) * 1e3 / jobs);
             Shootout.log("%s: statement %.3f calls/job, %.1f us/job, %.1f buffers/job, %.1f rows/call, %s: %s", label,
                     calls / (double) jobs, Double.parseDouble(row[1]) * 1e3 / jobs, Long.parseLong(row[3]) / (double) jobs,
-                    Long.parseLong(row[2]) / (double) Math.max(1, calls), planning, row[6]);
+                    Long.parseLong(row[2]) / (double) Math.max(1, calls), planned, row[6]);
         }
     }
 
